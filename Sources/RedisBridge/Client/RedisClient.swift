@@ -1,0 +1,83 @@
+public import Logging
+public import NIOCore
+public import NIOPosix
+public import ServiceLifecycle
+import Synchronization
+
+/// An async Redis client: a pool of pipelined connections with reconnect and backoff.
+///
+/// Run it as a `Service` in the application's `ServiceGroup`: on graceful shutdown it stops taking
+/// commands and closes each connection once its pending replies have arrived. Outside a service
+/// group (the admin CLI, tests) call ``shutdown()`` when done.
+///
+/// ```swift
+/// let redis = RedisClient(configuration: .init(url: try RedisURL(parsing: "redis://127.0.0.1:6379/0")), logger: logger)
+/// try await redis.send(RedisCommand("SET", "greeting", "hello"))
+/// let value = try await redis.send(RedisCommand("GET", "greeting")).string
+/// ```
+public final class RedisClient: Service, Sendable {
+    /// The configuration the client was made with.
+    public let configuration: RedisClientConfiguration
+    private let slots: [RedisConnectionSlot]
+    private let nextSlot = Atomic<Int>(0)
+    private let isShutDown = Atomic<Bool>(false)
+    private let logger: Logger
+
+    /// Creates a client; connections are opened on first use.
+    /// - Parameters:
+    ///   - configuration: address, pool size, timeouts, backoff.
+    ///   - eventLoopGroup: where the connections' I/O runs; NIO's shared group by default.
+    ///   - logger: where connection events go (never command arguments).
+    public init(
+        configuration: RedisClientConfiguration,
+        eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        logger: Logger
+    ) {
+        self.configuration = configuration
+        self.logger = logger
+        let size = max(1, configuration.poolSize)
+        self.slots = (0..<size).map { _ in
+            RedisConnectionSlot(configuration: configuration, eventLoop: eventLoopGroup.next(), logger: logger)
+        }
+    }
+
+    /// Sends one command on a pooled connection and waits for its reply.
+    ///
+    /// Prefers a connection that is already open; when none is, connects (or fails at once while
+    /// a previous attempt's backoff lasts).
+    /// - Throws: ``RedisError``; an error reply becomes ``RedisError/Code/serverError``.
+    @discardableResult
+    public func send(_ command: RedisCommand, timeout: TimeAmount? = nil) async throws -> RESPValue {
+        try await connection().send(command, timeout: timeout)
+    }
+
+    /// Like ``send(_:timeout:)`` but returns error replies as values (for `MULTI`/`EXEC` style callers).
+    public func sendReturningErrorReplies(_ command: RedisCommand, timeout: TimeAmount? = nil) async throws -> RESPValue {
+        try await connection().sendReturningErrorReplies(command, timeout: timeout)
+    }
+
+    /// A pooled connection for a caller that sends several commands on the same socket in order.
+    public func connection() async throws -> RedisConnection {
+        guard !isShutDown.load(ordering: .relaxed) else { throw RedisError(.shutdown, "the Redis client is shutting down") }
+        let start = Int(UInt(bitPattern: nextSlot.wrappingAdd(1, ordering: .relaxed).oldValue) % UInt(slots.count))
+        for offset in 0..<slots.count {
+            if let connection = slots[(start + offset) % slots.count].activeConnection { return connection }
+        }
+        return try await slots[start].connection()
+    }
+
+    /// Waits for graceful shutdown, then drains and closes every connection.
+    public func run() async throws {
+        try? await gracefulShutdown()
+        await shutdown()
+    }
+
+    /// Stops taking commands and closes every connection once its pending replies have arrived.
+    public func shutdown() async {
+        guard !isShutDown.exchange(true, ordering: .relaxed) else { return }
+        await withTaskGroup(of: Void.self) { group in
+            for slot in slots { group.addTask { await slot.shutdown() } }
+        }
+        logger.debug("redis client shut down")
+    }
+}

@@ -1,0 +1,51 @@
+public import NIOCore
+
+/// How a ``RedisClient`` connects, how long it waits, and how it recovers.
+public struct RedisClientConfiguration: Sendable {
+    /// Server address, credentials and database.
+    public var url: RedisURL
+    /// Pipelined connections in the pool; commands are spread over them round-robin.
+    public var poolSize: Int
+    /// Longest wait for a TCP connection (and its handshake).
+    public var connectTimeout: TimeAmount
+    /// Longest wait for one command's reply; on expiry the connection's pending commands fail and it closes.
+    public var commandTimeout: TimeAmount
+    /// Most bytes one reply may occupy before it completes.
+    public var maxReplyBytes: Int
+    /// First wait after a failed connection attempt; doubles per failure up to ``maxReconnectBackoff``.
+    public var minReconnectBackoff: TimeAmount
+    /// Longest wait between connection attempts.
+    public var maxReconnectBackoff: TimeAmount
+    /// Name announced with `CLIENT SETNAME`, or nil to skip it.
+    public var clientName: String?
+
+    /// Creates a configuration with production defaults.
+    public init(
+        url: RedisURL,
+        poolSize: Int = 4,
+        connectTimeout: TimeAmount = .seconds(2),
+        commandTimeout: TimeAmount = .seconds(2),
+        maxReplyBytes: Int = 64 * 1024 * 1024,
+        minReconnectBackoff: TimeAmount = .milliseconds(50),
+        maxReconnectBackoff: TimeAmount = .seconds(2),
+        clientName: String? = "authgate"
+    ) {
+        self.url = url
+        self.poolSize = poolSize
+        self.connectTimeout = connectTimeout
+        self.commandTimeout = commandTimeout
+        self.maxReplyBytes = maxReplyBytes
+        self.minReconnectBackoff = minReconnectBackoff
+        self.maxReconnectBackoff = maxReconnectBackoff
+        self.clientName = clientName
+    }
+
+    /// The wait before connection attempt number `failures + 1`, with up to 20 % jitter so that
+    /// many replicas do not reconnect in lockstep.
+    func reconnectBackoff(afterFailures failures: Int) -> TimeAmount {
+        let exponent = min(max(failures - 1, 0), 20)
+        let base = min(minReconnectBackoff.nanoseconds << exponent, maxReconnectBackoff.nanoseconds)
+        let jitter = base > 5 ? Int64.random(in: 0...(base / 5)) : 0
+        return .nanoseconds(min(base + jitter, maxReconnectBackoff.nanoseconds))
+    }
+}

@@ -1,0 +1,127 @@
+/// Where and how to reach Redis, parsed from `redis://[user:password@]host[:port][/db]`.
+///
+/// `user` and `password` may be percent-encoded. `rediss://` (TLS) is refused: hiredis 0.14 has
+/// no TLS and this client does not add it yet.
+public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
+    /// Host name or IP address (IPv6 without brackets).
+    public var host: String
+    /// TCP port, 6379 unless the URL says otherwise.
+    public var port: Int
+    /// ACL user for `AUTH user password`, or nil for `AUTH password` / no auth.
+    public var username: String?
+    /// Password for `AUTH`, or nil for no auth.
+    public var password: String?
+    /// Database index for `SELECT`.
+    public var database: Int
+
+    /// Creates a URL from parts.
+    public init(host: String, port: Int = 6379, username: String? = nil, password: String? = nil, database: Int = 0) {
+        self.host = host
+        self.port = port
+        self.username = username
+        self.password = password
+        self.database = database
+    }
+
+    /// Parses a `redis://` URL.
+    /// - Throws: ``RedisError`` with code ``RedisError/Code/invalidConfiguration`` and a message saying what is wrong.
+    public init(parsing text: String) throws {
+        func invalid(_ reason: String) -> RedisError {
+            RedisError(.invalidConfiguration, "invalid Redis URL \(Self.masked(text)): \(reason)")
+        }
+        guard let schemeEnd = text.firstRange(of: "://") else { throw invalid("expected redis://host:port/db") }
+        let scheme = text[..<schemeEnd.lowerBound].lowercased()
+        guard scheme == "redis" else {
+            throw invalid(scheme == "rediss" ? "TLS (rediss://) is not supported" : "the scheme must be redis://")
+        }
+        var rest = Substring(text[schemeEnd.upperBound...])
+        if let query = rest.firstIndex(where: { $0 == "?" || $0 == "#" }) {
+            throw invalid("query parameters are not supported: \(rest[query...])")
+        }
+        var path: Substring = ""
+        if let slash = rest.firstIndex(of: "/") {
+            path = rest[rest.index(after: slash)...]
+            rest = rest[..<slash]
+        }
+        var hostPort = rest
+        if let at = rest.lastIndex(of: "@") {
+            let userInfo = rest[..<at]
+            hostPort = rest[rest.index(after: at)...]
+            if let colon = userInfo.firstIndex(of: ":") {
+                let user = try Self.percentDecoded(userInfo[..<colon]) ?? { throw invalid("bad percent-encoding in the user") }()
+                let pass = try Self.percentDecoded(userInfo[userInfo.index(after: colon)...])
+                    ?? { throw invalid("bad percent-encoding in the password") }()
+                self.username = user.isEmpty ? nil : user
+                self.password = pass.isEmpty ? nil : pass
+            } else {
+                // `redis://secret@host` is the common password-only shorthand.
+                let pass = try Self.percentDecoded(userInfo) ?? { throw invalid("bad percent-encoding in the password") }()
+                self.username = nil
+                self.password = pass.isEmpty ? nil : pass
+            }
+        } else {
+            self.username = nil
+            self.password = nil
+        }
+        var portText: Substring?
+        if hostPort.hasPrefix("[") {
+            guard let close = hostPort.firstIndex(of: "]") else { throw invalid("unclosed [ in an IPv6 host") }
+            self.host = String(hostPort[hostPort.index(after: hostPort.startIndex)..<close])
+            let after = hostPort[hostPort.index(after: close)...]
+            if after.hasPrefix(":") { portText = after.dropFirst() } else if !after.isEmpty { throw invalid("junk after the IPv6 host") }
+        } else if let colon = hostPort.lastIndex(of: ":") {
+            self.host = String(hostPort[..<colon])
+            portText = hostPort[hostPort.index(after: colon)...]
+        } else {
+            self.host = String(hostPort)
+        }
+        guard !host.isEmpty else { throw invalid("the host is empty") }
+        if let portText {
+            guard let port = Int(portText), (1...65535).contains(port) else { throw invalid("the port must be 1-65535, got \"\(portText)\"") }
+            self.port = port
+        } else {
+            self.port = 6379
+        }
+        if path.isEmpty {
+            self.database = 0
+        } else {
+            guard let database = Int(path), database >= 0 else { throw invalid("the database must be a number >= 0, got \"\(path)\"") }
+            self.database = database
+        }
+    }
+
+    /// The URL with any password replaced by `***`, safe to log.
+    public var description: String {
+        var text = "redis://"
+        if username != nil || password != nil {
+            text += (username ?? "") + (password == nil ? "" : ":***") + "@"
+        }
+        text += host.contains(":") ? "[\(host)]" : host
+        return text + ":\(port)/\(database)"
+    }
+
+    /// A URL string with its password masked, for error messages about text that did not parse.
+    static func masked(_ text: String) -> String {
+        guard let schemeEnd = text.firstRange(of: "://"), let at = text[schemeEnd.upperBound...].lastIndex(of: "@") else { return text }
+        let userInfo = text[schemeEnd.upperBound..<at]
+        let user = userInfo.split(separator: ":", maxSplits: 1).first.map(String.init) ?? ""
+        let maskedUserInfo = userInfo.contains(":") ? "\(user):***" : "***"
+        return String(text[..<schemeEnd.upperBound]) + maskedUserInfo + String(text[at...])
+    }
+
+    private static func percentDecoded(_ text: Substring) -> String? {
+        var bytes: [UInt8] = []
+        var iterator = text.utf8.makeIterator()
+        while let byte = iterator.next() {
+            if byte == UInt8(ascii: "%") {
+                guard let high = iterator.next(), let low = iterator.next(),
+                    let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16)
+                else { return nil }
+                bytes.append(value)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+}

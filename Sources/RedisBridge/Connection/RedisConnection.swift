@@ -1,0 +1,136 @@
+public import Logging
+public import NIOCore
+import NIOPosix
+
+/// One pipelined connection to Redis: any number of tasks may call ``send(_:timeout:)`` at once;
+/// their commands share the socket and their replies are matched in order.
+///
+/// Made by ``connect(to:configuration:eventLoop:logger:)``, which also runs the handshake
+/// (`AUTH`, `SELECT`, `CLIENT SETNAME`). ``RedisClient`` pools these; ``RedisStreamReader`` keeps
+/// one of its own for blocking reads.
+public final class RedisConnection: Sendable {
+    private let channel: any Channel
+    private let commandTimeout: TimeAmount
+
+    private init(channel: any Channel, commandTimeout: TimeAmount) {
+        self.channel = channel
+        self.commandTimeout = commandTimeout
+    }
+
+    /// True while the socket is open.
+    public var isActive: Bool { channel.isActive }
+
+    /// The event loop this connection's I/O runs on.
+    public var eventLoop: any EventLoop { channel.eventLoop }
+
+    /// Completes when the connection has closed, for whatever reason.
+    public var closeFuture: EventLoopFuture<Void> { channel.closeFuture }
+
+    /// Sends one command and waits for its reply.
+    ///
+    /// - Parameters:
+    ///   - command: the command to send.
+    ///   - timeout: how long to wait for the reply; the configured command timeout by default.
+    ///     Blocking commands (`XREAD BLOCK`) pass their block time plus a margin.
+    /// - Returns: the reply. An error reply is thrown as ``RedisError/Code/serverError``.
+    /// - Throws: ``RedisError`` only.
+    @discardableResult
+    public func send(_ command: RedisCommand, timeout: TimeAmount? = nil) async throws -> RESPValue {
+        let reply = try await sendReturningErrorReplies(command, timeout: timeout)
+        if case .error(let message) = reply { throw RedisError(.serverError, message) }
+        return reply
+    }
+
+    /// Like ``send(_:timeout:)``, but hands error replies back as ``RESPValue/error(_:)`` values.
+    public func sendReturningErrorReplies(_ command: RedisCommand, timeout: TimeAmount? = nil) async throws -> RESPValue {
+        let promise = channel.eventLoop.makePromise(of: RESPValue.self)
+        let request = RedisRequest(
+            encodedCommand: command.encoded(allocator: channel.allocator),
+            promise: promise,
+            deadline: channel.eventLoop.now + (timeout ?? commandTimeout)
+        )
+        // If the channel is already closed the write never reaches our handler; fail the promise
+        // here too (completing a promise twice is a no-op, so a late success cannot be lost).
+        channel.writeAndFlush(request).whenFailure { error in
+            promise.fail(error as? RedisError ?? RedisError(.connectionClosed, "could not write to Redis: \(error)"))
+        }
+        do {
+            return try await promise.futureResult.get()
+        } catch let error as RedisError {
+            throw error
+        } catch {
+            throw RedisError(.connectionClosed, "\(error)")
+        }
+    }
+
+    /// Stops taking commands, waits for the replies still due, then closes.
+    public func close() async {
+        channel.triggerUserOutboundEvent(RedisGracefulCloseEvent(), promise: nil)
+        try? await channel.closeFuture.get()
+    }
+
+    /// Closes at once; commands still waiting fail with ``RedisError/Code/connectionClosed``.
+    public func closeNow() {
+        channel.close(promise: nil)
+    }
+
+    /// Opens a connection and runs the handshake from the URL: `AUTH`, `SELECT`, `CLIENT SETNAME`.
+    /// - Throws: ``RedisError`` (``RedisError/Code/connectionFailed`` when the server cannot be
+    ///   reached or refuses the handshake).
+    public static func connect(
+        to url: RedisURL,
+        configuration: RedisClientConfiguration,
+        eventLoop: any EventLoop,
+        logger: Logger
+    ) async throws -> RedisConnection {
+        let maxReplyBytes = configuration.maxReplyBytes
+        let channel: any Channel
+        do {
+            channel = try await ClientBootstrap(group: eventLoop)
+                .connectTimeout(configuration.connectTimeout)
+                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(RedisChannelHandler(maxReplyBytes: maxReplyBytes, logger: logger))
+                    }
+                }
+                .connect(host: url.host, port: url.port)
+                .get()
+        } catch {
+            throw RedisError(.connectionFailed, "could not connect to \(url.host):\(url.port): \(Self.describe(error))")
+        }
+        let connection = RedisConnection(channel: channel, commandTimeout: configuration.commandTimeout)
+        do {
+            try await connection.handshake(url: url, clientName: configuration.clientName, timeout: configuration.connectTimeout)
+        } catch let error as RedisError {
+            connection.closeNow()
+            if error.code == .serverError {
+                throw RedisError(.connectionFailed, "Redis at \(url.host):\(url.port) refused the handshake: \(error.message)")
+            }
+            throw error
+        }
+        return connection
+    }
+
+    private func handshake(url: RedisURL, clientName: String?, timeout: TimeAmount) async throws {
+        if let password = url.password {
+            if let username = url.username {
+                try await send(RedisCommand("AUTH", .string(username), .string(password)), timeout: timeout)
+            } else {
+                try await send(RedisCommand("AUTH", .string(password)), timeout: timeout)
+            }
+        }
+        if url.database != 0 {
+            try await send(RedisCommand("SELECT", .integer(Int64(url.database))), timeout: timeout)
+        }
+        if let clientName, !clientName.isEmpty {
+            try await send(RedisCommand("CLIENT", "SETNAME", .string(clientName)), timeout: timeout)
+        }
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        if let ioError = error as? IOError { return ioError.description }
+        if error is ChannelError { return "\(error)" }
+        return String(describing: error)
+    }
+}

@@ -1,0 +1,112 @@
+import CHiredis
+import NIOCore
+
+/// hiredis's RESP parser, owned by one connection and used only on that connection's event loop.
+///
+/// This is the only type that touches C pointers: bytes go in with ``feed(_:)``, complete replies
+/// come out of ``nextReply()`` already copied into ``RESPValue``, and the hiredis reply tree is
+/// freed before the call returns. The reader allocates and frees its `redisReader` itself.
+///
+/// hiredis has no limit on how large a reply may grow, so the reader counts the bytes fed since
+/// the last complete reply and fails with ``RedisError/Code/replyTooLarge`` past `maxReplyBytes`.
+final class HiredisReader {
+    private let reader: UnsafeMutablePointer<redisReader>
+    private let allocator: ByteBufferAllocator
+    /// The cap on bytes buffered for one incomplete reply.
+    let maxReplyBytes: Int
+    /// Bytes fed since the last complete reply: the size of the reply being assembled.
+    private(set) var bytesBufferedForCurrentReply = 0
+
+    /// Creates a reader.
+    /// - Parameters:
+    ///   - maxReplyBytes: the most bytes one reply may occupy before it completes.
+    ///   - allocator: allocates the buffers that bulk strings are copied into.
+    init(maxReplyBytes: Int, allocator: ByteBufferAllocator = ByteBufferAllocator()) throws {
+        guard let reader = redisReaderCreate() else {
+            throw RedisError(.protocolError, "hiredis could not allocate a reader")
+        }
+        self.reader = reader
+        self.allocator = allocator
+        self.maxReplyBytes = maxReplyBytes
+    }
+
+    deinit {
+        redisReaderFree(reader)
+    }
+
+    /// Hands bytes read from the socket to hiredis, which copies them into its own buffer.
+    func feed(_ buffer: ByteBuffer) throws {
+        guard buffer.readableBytes > 0 else { return }
+        let status = buffer.withUnsafeReadableBytes { bytes in
+            redisReaderFeed(reader, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count)
+        }
+        guard status == REDIS_OK else { throw protocolError() }
+        bytesBufferedForCurrentReply += buffer.readableBytes
+    }
+
+    /// The next complete reply, or nil when more bytes are needed.
+    ///
+    /// Throws ``RedisError/Code/protocolError`` when the bytes are not RESP (the reader is then
+    /// unusable and the connection must close) and ``RedisError/Code/replyTooLarge`` when an
+    /// incomplete reply is over the cap.
+    func nextReply() throws -> RESPValue? {
+        var replyPointer: UnsafeMutableRawPointer?
+        guard redisReaderGetReply(reader, &replyPointer) == REDIS_OK else { throw protocolError() }
+        guard let replyPointer else {
+            if bytesBufferedForCurrentReply > maxReplyBytes {
+                throw RedisError(
+                    .replyTooLarge,
+                    "a reply grew past \(maxReplyBytes) bytes before it completed (\(bytesBufferedForCurrentReply) buffered)"
+                )
+            }
+            return nil
+        }
+        defer { freeReplyObject(replyPointer) }
+        // Whatever hiredis has not consumed yet belongs to the next reply.
+        bytesBufferedForCurrentReply = Int(reader.pointee.len - reader.pointee.pos)
+        return value(of: replyPointer.assumingMemoryBound(to: redisReply.self))
+    }
+
+    private func value(of reply: UnsafeMutablePointer<redisReply>) -> RESPValue {
+        let node = reply.pointee
+        switch node.type {
+        case REDIS_REPLY_STRING:
+            return .bulkString(bytes(node.str, node.len))
+        case REDIS_REPLY_STATUS:
+            return .simpleString(String(buffer: bytes(node.str, node.len)))
+        case REDIS_REPLY_ERROR:
+            return .error(String(buffer: bytes(node.str, node.len)))
+        case REDIS_REPLY_INTEGER:
+            return .integer(Int64(node.integer))
+        case REDIS_REPLY_ARRAY:
+            guard let elements = node.element else { return .array([]) }
+            var values: [RESPValue] = []
+            values.reserveCapacity(node.elements)
+            for index in 0..<node.elements {
+                if let element = elements[index] {
+                    values.append(value(of: element))
+                } else {
+                    values.append(.null)
+                }
+            }
+            return .array(values)
+        default:
+            return .null
+        }
+    }
+
+    private func bytes(_ pointer: UnsafeMutablePointer<CChar>?, _ length: Int) -> ByteBuffer {
+        guard let pointer, length > 0 else { return allocator.buffer(capacity: 0) }
+        return allocator.buffer(bytes: UnsafeRawBufferPointer(start: pointer, count: length))
+    }
+
+    private func protocolError() -> RedisError {
+        let text = withUnsafeBytes(of: reader.pointee.errstr) { raw in
+            String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+        }
+        return RedisError(.protocolError, text.isEmpty ? "invalid RESP from server" : text)
+    }
+}
+
+@available(*, unavailable)
+extension HiredisReader: Sendable {}

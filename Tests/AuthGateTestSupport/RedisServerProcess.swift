@@ -1,0 +1,190 @@
+public import Foundation
+import Synchronization
+import NIOCore
+import NIOPosix
+public import RedisBridge
+
+/// Runs `body` with a private `redis-server`, stopping it afterwards whether `body` threw or not.
+public func withRedisServer<T>(_ body: (RedisServerProcess) async throws -> T) async throws -> T {
+    let server = try await RedisServerProcess.start()
+    do {
+        let result = try await body(server)
+        await server.stop()
+        return result
+    } catch {
+        await server.stop()
+        throw error
+    }
+}
+
+/// A throwaway `redis-server` for tests: its own loopback port and temporary directory, no
+/// persistence, started and stopped by the test that needs it.
+///
+/// Tests that must kill and restart Redis (outage tests) use their own instance; the rest may share
+/// the one `make test` starts, found through `AUTHGATE_TEST_REDIS_URL`, with ``shared()``.
+public final class RedisServerProcess: Sendable {
+    public let port: Int
+    public let directory: URL
+    private let running = Mutex<RunningServer?>(nil)
+
+    private struct RunningServer {
+        let process: Process
+        let exited: Task<Void, Never>
+    }
+
+    /// The URL clients use to reach this server.
+    public var url: RedisURL { RedisURL(host: "127.0.0.1", port: port) }
+
+    /// Starts a server on a free loopback port and waits until it accepts connections.
+    public static func start() async throws -> RedisServerProcess {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("authgate-redis-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let server = RedisServerProcess(port: try freeLoopbackPort(), directory: directory)
+        try await server.start()
+        return server
+    }
+
+    private init(port: Int, directory: URL) {
+        self.port = port
+        self.directory = directory
+    }
+
+    /// Starts (or restarts) the server process on the same port.
+    public func start() async throws {
+        let process = Process()
+        process.executableURL = try Self.redisServerExecutable()
+        process.arguments = [
+            "--port", String(port), "--bind", "127.0.0.1", "--dir", directory.path, "--save", "", "--appendonly", "no",
+            "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning", "--logfile", directory.appendingPathComponent("redis.log").path,
+        ]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        let (exitStream, exitContinuation) = AsyncStream<Void>.makeStream()
+        process.terminationHandler = { _ in exitContinuation.finish() }
+        try process.run()
+        let exited = Task { for await _ in exitStream {} }
+        running.withLock { $0 = RunningServer(process: process, exited: exited) }
+        try await waitUntilReachable(process: process)
+    }
+
+    /// The running server's process id.
+    public var processIdentifier: Int32? { running.withLock { $0?.process.processIdentifier } }
+
+    /// Kills the server (SIGKILL, like a crash) and waits until the process has exited.
+    public func kill() async {
+        await signal(SIGKILL)
+    }
+
+    /// Stops the server, waits for it to exit, and removes its directory.
+    ///
+    /// It uses SIGKILL: the server keeps nothing worth saving, and a child spawned by Foundation's
+    /// `Process` from a dispatch thread inherits that thread's blocked signal mask, so SIGTERM
+    /// would stay pending forever.
+    public func stop() async {
+        await signal(SIGKILL)
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    private func signal(_ signal: Int32) async {
+        guard let server = running.withLock({ state -> RunningServer? in
+            defer { state = nil }
+            return state
+        }) else { return }
+        if server.process.isRunning { Foundation.kill(server.process.processIdentifier, signal) }
+        await server.exited.value
+    }
+
+    deinit {
+        running.withLock { state in
+            if let process = state?.process, process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
+        }
+    }
+
+    private func waitUntilReachable(process: Process) async throws {
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(10)
+        while clock.now < deadline {
+            guard process.isRunning else {
+                throw TestSupportError("redis-server exited at start (port \(port)); see \(directory.path)/redis.log")
+            }
+            if Self.canConnect(port: port) { return }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        throw TestSupportError("redis-server did not accept connections on port \(port) within 10 s")
+    }
+
+    private static func canConnect(port: Int) -> Bool {
+        let socketDescriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socketDescriptor >= 0 else { return false }
+        defer { close(socketDescriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(socketDescriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+
+    private static func redisServerExecutable() throws -> URL {
+        for path in ["/usr/bin/redis-server", "/usr/local/bin/redis-server", "/usr/sbin/redis-server"]
+        where FileManager.default.isExecutableFile(atPath: path) {
+            return URL(fileURLWithPath: path)
+        }
+        throw TestSupportError("redis-server is not installed: run `make test` (it installs it) or `apt-get install redis-server`")
+    }
+}
+
+/// The Redis every integration test may share: the one `make test` started
+/// (`AUTHGATE_TEST_REDIS_URL`), or one started for this test process.
+public enum SharedRedis {
+    private static let started = Task { () throws -> RedisServerProcess in
+        let server = try await RedisServerProcess.start()
+        startedPID.withLock { $0 = server.processIdentifier }
+        atexit { SharedRedis.stopAtExit() }
+        return server
+    }
+    private static let startedPID = Mutex<Int32?>(nil)
+
+    /// Kills the server this process started when the test process exits, so none is left behind.
+    private static func stopAtExit() {
+        if let pid = startedPID.withLock({ $0 }) { kill(pid, SIGKILL) }
+    }
+
+    /// The shared server's URL.
+    public static func url() async throws -> RedisURL {
+        if let text = ProcessInfo.processInfo.environment["AUTHGATE_TEST_REDIS_URL"], !text.isEmpty {
+            return try RedisURL(parsing: text)
+        }
+        return try await started.value.url
+    }
+}
+
+/// A free TCP port on 127.0.0.1, found by binding port 0 and reading what the kernel chose.
+public func freeLoopbackPort() throws -> Int {
+    let socketDescriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard socketDescriptor >= 0 else { throw TestSupportError("socket() failed") }
+    defer { close(socketDescriptor) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = 0
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let bound = withUnsafePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketDescriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard bound == 0 else { throw TestSupportError("bind() failed") }
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let named = withUnsafeMutablePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socketDescriptor, $0, &length) }
+    }
+    guard named == 0 else { throw TestSupportError("getsockname() failed") }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// An error raised by test support code, with a message that says what to do.
+public struct TestSupportError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,91 @@
+import NIOCore
+import Testing
+
+@testable import RedisBridge
+
+@Suite("RESP encoding and the hiredis reader")
+struct RESPTests {
+    @Test("commands encode as RESP arrays of bulk strings")
+    func encoding() {
+        let command = RedisCommand("SET", "key", .bytes(ByteBuffer(string: "välue")), "PX", 1500)
+        #expect(String(buffer: command.encoded()) == "*5\r\n$3\r\nSET\r\n$3\r\nkey\r\n$6\r\nvälue\r\n$2\r\nPX\r\n$4\r\n1500\r\n")
+    }
+
+    @Test("every RESP2 reply type is copied into RESPValue")
+    func replyTypes() throws {
+        let reader = try HiredisReader(maxReplyBytes: 1024)
+        try reader.feed(ByteBuffer(string: "+OK\r\n-ERR bad\r\n:42\r\n$3\r\nabc\r\n$-1\r\n*-1\r\n$0\r\n\r\n"))
+        #expect(try reader.nextReply() == .simpleString("OK"))
+        #expect(try reader.nextReply() == .error("ERR bad"))
+        #expect(try reader.nextReply() == .integer(42))
+        #expect(try reader.nextReply() == .bulkString(ByteBuffer(string: "abc")))
+        #expect(try reader.nextReply() == .null)
+        #expect(try reader.nextReply() == .null)
+        #expect(try reader.nextReply() == .bulkString(ByteBuffer()))
+        #expect(try reader.nextReply() == nil)
+    }
+
+    @Test("binary bulk strings keep every byte, including NUL and CRLF")
+    func binarySafe() throws {
+        let reader = try HiredisReader(maxReplyBytes: 1024)
+        var input = ByteBuffer(string: "$6\r\n")
+        input.writeBytes([0, 13, 10, 255, 1, 0])
+        input.writeString("\r\n")
+        try reader.feed(input)
+        #expect(try reader.nextReply() == .bulkString(ByteBuffer(bytes: [0, 13, 10, 255, 1, 0])))
+    }
+
+    @Test("a reply split across many reads is assembled")
+    func splitReply() throws {
+        let reader = try HiredisReader(maxReplyBytes: 1024)
+        let text = "*3\r\n$5\r\nhello\r\n:7\r\n*2\r\n+a\r\n$1\r\nb\r\n"
+        for byte in text.utf8.dropLast() {
+            try reader.feed(ByteBuffer(bytes: [byte]))
+            #expect(try reader.nextReply() == nil)
+        }
+        try reader.feed(ByteBuffer(string: "\n"))
+        let expected = RESPValue.array([
+            .bulkString(ByteBuffer(string: "hello")), .integer(7), .array([.simpleString("a"), .bulkString(ByteBuffer(string: "b"))]),
+        ])
+        #expect(try reader.nextReply() == expected)
+    }
+
+    @Test("nested arrays keep their shape")
+    func nestedArrays() throws {
+        let reader = try HiredisReader(maxReplyBytes: 1024)
+        try reader.feed(ByteBuffer(string: "*2\r\n*2\r\n*1\r\n:1\r\n*0\r\n$-1\r\n"))
+        #expect(try reader.nextReply() == .array([.array([.array([.integer(1)]), .array([])]), .null]))
+    }
+
+    @Test("bytes that are not RESP are a protocol error")
+    func protocolError() throws {
+        let reader = try HiredisReader(maxReplyBytes: 1024)
+        try reader.feed(ByteBuffer(string: "?what\r\n"))
+        #expect(throws: RedisError.self) { try reader.nextReply() }
+        do {
+            _ = try reader.nextReply()
+        } catch let error as RedisError {
+            #expect(error.code == .protocolError)
+        }
+    }
+
+    @Test("a reply growing past the cap fails, while many small replies in one read do not")
+    func replyCap() throws {
+        let small = try HiredisReader(maxReplyBytes: 64)
+        // 40 complete replies (200 bytes) in one read: each reply is under the cap.
+        try small.feed(ByteBuffer(string: String(repeating: ":1234\r\n", count: 40)))
+        var count = 0
+        while try small.nextReply() != nil { count += 1 }
+        #expect(count == 40)
+
+        let reader = try HiredisReader(maxReplyBytes: 64)
+        try reader.feed(ByteBuffer(string: "$1000\r\n" + String(repeating: "x", count: 50)))
+        #expect(try reader.nextReply() == nil)
+        try reader.feed(ByteBuffer(string: String(repeating: "x", count: 50)))
+        #expect {
+            try reader.nextReply()
+        } throws: { error in
+            (error as? RedisError)?.code == .replyTooLarge
+        }
+    }
+}

@@ -1,0 +1,162 @@
+import AuthGateTestSupport
+import Logging
+import NIOCore
+import NIOPosix
+import Testing
+
+@testable import RedisBridge
+
+/// Against a real `redis-server`: the shared one from `make test`, or one started for the test.
+@Suite("RedisClient against redis-server")
+struct RedisClientIntegrationTests {
+    private let logger = Logger(label: "redis-test")
+
+    private func withClient(
+        url: RedisURL? = nil,
+        poolSize: Int = 1,
+        commandTimeout: TimeAmount = .seconds(2),
+        _ body: (RedisClient) async throws -> Void
+    ) async throws {
+        let resolved: RedisURL
+        if let url { resolved = url } else { resolved = try await SharedRedis.url() }
+        let client = RedisClient(configuration: .init(url: resolved, poolSize: poolSize, commandTimeout: commandTimeout), logger: logger)
+        do {
+            try await body(client)
+            await client.shutdown()
+        } catch {
+            await client.shutdown()
+            throw error
+        }
+    }
+
+    private func uniqueKey(_ name: String) -> String { "test:\(name):\(UInt64.random(in: 0...UInt64.max))" }
+
+    @Test("SET, GET, DEL and an error reply")
+    func basics() async throws {
+        try await withClient { (redis: RedisClient) async throws in
+            let key = uniqueKey("basics")
+            #expect(try await redis.ping())
+            #expect(try await redis.set(key, to: "v1", expiresIn: .seconds(30)))
+            #expect(try await redis.set(key, to: "v2", onlyIfAbsent: true) == false)
+            #expect(try await redis.get(key) == "v1")
+            await #expect {
+                try await redis.send(RedisCommand("INCR", .string(key)))
+            } throws: { error in
+                let error = error as? RedisError
+                return error?.code == .serverError && error?.message.hasPrefix("ERR value is not an integer") == true
+            }
+            #expect(try await redis.delete(key) == 1)
+            #expect(try await redis.get(key) == nil)
+        }
+    }
+
+    @Test("1,000 concurrent commands on one connection are all answered correctly")
+    func thousandConcurrent() async throws {
+        try await withClient(poolSize: 1) { (redis: RedisClient) async throws in
+            let prefix = uniqueKey("concurrent")
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<1000 {
+                    group.addTask {
+                        let key = "\(prefix):\(index)"
+                        try await redis.set(key, to: .string("value-\(index)"), expiresIn: .seconds(60))
+                        let value = try await redis.get(key)
+                        #expect(value == "value-\(index)")
+                        let echoed = try await redis.send(RedisCommand("ECHO", .string("echo-\(index)")))
+                        #expect(echoed.string == "echo-\(index)")
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let clients = try await redis.send(RedisCommand("CLIENT", "LIST", "TYPE", "normal")).string ?? ""
+            #expect(clients.split(separator: "\n").filter { $0.contains("name=authgate") }.count >= 1)
+        }
+    }
+
+    @Test("handshake: SELECT and CLIENT SETNAME from the URL")
+    func handshake() async throws {
+        var url = try await SharedRedis.url()
+        url.database = 3
+        try await withClient(url: url) { (redis: RedisClient) async throws in
+            let key = uniqueKey("db3")
+            try await redis.set(key, to: "in-three", expiresIn: .seconds(30))
+            let connection = try await redis.connection()
+            #expect(try await connection.send(RedisCommand("CLIENT", "GETNAME")).string == "authgate")
+            #expect(try await connection.send(RedisCommand("SELECT", 0)).string == "OK")
+            #expect(try await connection.send(RedisCommand("EXISTS", .string(key))).int == 0)
+            #expect(try await connection.send(RedisCommand("SELECT", 3)).string == "OK")
+            #expect(try await connection.send(RedisCommand("EXISTS", .string(key))).int == 1)
+        }
+    }
+
+    @Test("AUTH with a password from the URL; a wrong password is a clear connection error")
+    func auth() async throws {
+        try await withRedisServer { server in
+        try await withClient(url: server.url) { (redis: RedisClient) async throws in
+            try await redis.send(RedisCommand("CONFIG", "SET", "requirepass", "s3cr%t"))
+        }
+        var good = server.url
+        good.password = "s3cr%t"
+        let parsed = try RedisURL(parsing: "redis://:s3cr%25t@127.0.0.1:\(server.port)/0")
+        #expect(parsed == good)
+        try await withClient(url: parsed) { (redis: RedisClient) async throws in #expect(try await redis.ping()) }
+        var bad = server.url
+        bad.password = "wrong"
+        try await withClient(url: bad) { (redis: RedisClient) async throws in
+            await #expect {
+                try await redis.ping()
+            } throws: { error in
+                let error = error as? RedisError
+                return error?.code == .connectionFailed && error?.message.contains("refused the handshake") == true
+                    && error?.description.contains("wrong") == false
+            }
+        }
+        }
+    }
+
+    @Test("EVALSHA loads the script on NOSCRIPT and runs it")
+    func scripts() async throws {
+        try await withClient { (redis: RedisClient) async throws in
+            let script = RedisScript("return redis.call('INCRBY', KEYS[1], ARGV[1])")
+            let key = uniqueKey("script")
+            try await redis.send(RedisCommand("SCRIPT", "FLUSH"))
+            #expect(try await redis.evaluate(script, keys: [key], arguments: [5]).int == 5)
+            #expect(try await redis.evaluate(script, keys: [key], arguments: [2]).int == 7)
+            let exists = try await redis.send(RedisCommand("SCRIPT", "EXISTS", .string(script.sha1)))
+            #expect(exists.array == [.integer(1)])
+            _ = try await redis.delete(key)
+        }
+    }
+
+    @Test("a command past its deadline fails fast with timeout, and the client recovers")
+    func commandDeadline() async throws {
+        try await withClient(commandTimeout: .milliseconds(200)) { (redis: RedisClient) async throws in
+            let clock = ContinuousClock()
+            let start = clock.now
+            await #expect {
+                try await redis.send(RedisCommand("BLPOP", .string(uniqueKey("never")), 5))
+            } throws: { ($0 as? RedisError)?.code == .timeout }
+            #expect(clock.now - start < .seconds(2))
+            #expect(try await redis.ping())
+        }
+    }
+
+    @Test("graceful shutdown answers in-flight commands, then refuses new ones")
+    func gracefulShutdown() async throws {
+        let url = try await SharedRedis.url()
+        let redis = RedisClient(configuration: .init(url: url, poolSize: 1), logger: logger)
+        let key = uniqueKey("drain")
+        try await redis.send(RedisCommand("DEL", .string(key)))
+        async let inFlight: [RESPValue] = withThrowingTaskGroup(of: RESPValue.self) { group in
+            for _ in 0..<200 { group.addTask { try await redis.send(RedisCommand("INCR", .string(key))) } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        let answered = try await inFlight
+        await redis.shutdown()
+        #expect(answered.count == 200)
+        await #expect { try await redis.ping() } throws: { ($0 as? RedisError)?.code == .shutdown }
+        let check = RedisClient(configuration: .init(url: url, poolSize: 1), logger: logger)
+        #expect(try await check.get(key) == "200")
+        _ = try await check.delete(key)
+        await check.shutdown()
+    }
+}
