@@ -1,0 +1,67 @@
+import ArgumentParser
+import AuthGateCore
+import AuthGateHTTP
+import Logging
+import ServiceLifecycle
+import UnixSignals
+
+/// `authgate serve`: runs the gateway until SIGTERM or SIGINT, then drains in-flight requests
+/// (up to `server.shutdown_timeout`) and closes the store's connections.
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "serve", abstract: "Run the gateway.")
+
+    @OptionGroup var options: ConfigurationOptions
+
+    func run() async throws {
+        let configuration: AuthGateConfiguration
+        do {
+            configuration = try options.load()
+        } catch {
+            printError(error.description)
+            throw ExitStatus.configurationError
+        }
+        LoggingBootstrap.bootstrap(configuration.logging)
+        let logger = Logger(label: "authgate")
+        if configuration.isDevelopmentMode {
+            printError(Self.developmentBanner)
+            logger.warning("development mode: memory store (nothing persists across restarts) and a signing key generated at start")
+        }
+        let keyRing: SigningKeyRing
+        do {
+            keyRing = try SigningKeyRing.load(configuration.tokens, allowGenerated: configuration.isDevelopmentMode)
+        } catch {
+            logger.critical("cannot load signing keys", metadata: ["gw.error": "\(error)"])
+            throw ExitStatus.configurationError
+        }
+        let assembly = AuthStoreFactory.make(configuration.store, logger: logger)
+        let application = GatewayApplication.build(
+            .init(configuration: configuration, store: assembly.store, keyRing: keyRing),
+            services: assembly.services,
+            logger: logger
+        )
+        var groupConfiguration = ServiceGroupConfiguration(services: [application], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        groupConfiguration.maximumGracefulShutdownDuration = configuration.server.shutdownTimeout
+        logger.info(
+            "starting authgate",
+            metadata: [
+                "gw.version": "\(GatewayApplication.version)", "gw.store": "\(configuration.store.kind.rawValue)",
+                "gw.address": "\(configuration.server.host):\(configuration.server.port)",
+                "gw.config": "\(configuration.sourcePath ?? "built-in defaults")",
+            ]
+        )
+        try await ServiceGroup(configuration: groupConfiguration).run()
+        logger.info("authgate stopped")
+    }
+
+    static let developmentBanner: String = {
+        let lines = [
+            "AuthGate is running in DEVELOPMENT MODE",
+            "- memory store: users and sessions are lost when the process stops",
+            "- signing key generated at start: every token is void after a restart",
+            "Never expose this instance. Production: store.kind redis + signing keys.",
+        ]
+        let width = lines.map(\.count).max() ?? 0
+        let border = String(repeating: "*", count: width + 6)
+        return ([border] + lines.map { "*  " + $0 + String(repeating: " ", count: width - $0.count) + " *" } + [border]).joined(separator: "\n")
+    }()
+}

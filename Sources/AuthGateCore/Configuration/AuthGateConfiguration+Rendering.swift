@@ -1,0 +1,122 @@
+import RedisBridge
+import Yams
+
+extension AuthGateConfiguration {
+    /// The effective configuration as YAML, defaults filled in and secrets masked: what
+    /// `authgate check-config` prints. Key files are shown by path; passwords never appear.
+    public func renderedYAML() -> String {
+        let document: Node = [
+            "server": [
+                "host": Node(server.host),
+                "port": Node(String(server.port)),
+                "public_url": Node(server.publicURL),
+                "trusted_proxies": Node(server.trustedProxies.map { Node($0.description) }),
+                "shutdown_timeout": Node(format(server.shutdownTimeout)),
+            ],
+            "store": renderedStore(),
+            "tokens": [
+                "issuer": Node(tokens.issuer),
+                "audience": Node(tokens.audience),
+                "access_token_ttl": Node(format(tokens.accessTokenTTL)),
+                "signing_keys": Node(
+                    tokens.signingKeys.map { key -> Node in
+                        ["kid": Node(key.kid), "file": Node(key.file), "state": Node(key.state.rawValue), "algorithm": Node(key.algorithm.rawValue)]
+                    }
+                ),
+                "refresh": [
+                    "reuse_interval": Node(format(tokens.refresh.reuseInterval)),
+                    "session_timebox": Node(format(tokens.refresh.sessionTimebox)),
+                    "inactivity_timeout": Node(format(tokens.refresh.inactivityTimeout)),
+                ],
+                "admin_roles": Node(tokens.adminRoles.map { Node($0) }),
+            ],
+            "providers": [
+                "apple": rendered(providers.apple, isBuiltIn: true),
+                "google": rendered(providers.google, isBuiltIn: true),
+                "anonymous": ["enabled": Node(String(providers.anonymous.enabled))],
+                "oidc": Node(providers.oidc.map { rendered($0, isBuiltIn: false) }),
+            ],
+            "replay": [
+                "enabled": Node(String(replay.enabled)),
+                "leeway": Node(format(replay.leeway)),
+                "server_nonce_ttl": Node(format(replay.serverNonceTTL)),
+            ],
+            "rate_limits": [
+                "token": Node(rateLimits.token?.description ?? "off"),
+                "signup": Node(rateLimits.signup?.description ?? "off"),
+                "nonce": Node(rateLimits.nonce?.description ?? "off"),
+            ],
+            "routes": Node(routes.map(rendered)),
+            "logging": ["level": Node(logging.level.rawValue), "format": Node(logging.format.rawValue)],
+        ]
+        return (try? Yams.serialize(node: document, sortKeys: false)) ?? ""
+    }
+
+    private func renderedStore() -> Node {
+        var pairs: [(Node, Node)] = [(Node("kind"), Node(store.kind.rawValue))]
+        if let redis = store.redis {
+            pairs.append(
+                (
+                    Node("redis"),
+                    [
+                        "url": Node(redis.url.description),
+                        "key_prefix": Node(redis.keyPrefix),
+                        "pool_size": Node(String(redis.poolSize)),
+                        "connect_timeout": Node(format(redis.connectTimeout)),
+                        "command_timeout": Node(format(redis.commandTimeout)),
+                    ]
+                )
+            )
+        }
+        return Node(pairs)
+    }
+
+    /// A provider block. Built-in providers have fixed issuers, so only OIDC ones print theirs;
+    /// an OIDC provider without a JWKS source finds its keys by discovery.
+    private func rendered(_ provider: ProvidersConfiguration.IDTokenProvider, isBuiltIn: Bool) -> Node {
+        var pairs: [(Node, Node)] = []
+        if !isBuiltIn {
+            pairs.append((Node("name"), Node(provider.name)))
+            pairs.append((Node("issuer"), Node(provider.issuers.first ?? "")))
+        }
+        pairs += [
+            (Node("enabled"), Node(String(provider.enabled))),
+            (Node("audiences"), Node(provider.audiences.map { Node($0) })),
+        ]
+        switch provider.keySource {
+        case .url(let url): pairs.append((Node("jwks_url"), Node(url)))
+        case .file(let file): pairs.append((Node("jwks_file"), Node(file)))
+        case .discovery: break
+        }
+        pairs += [
+            (Node("algorithm"), Node(provider.algorithm.rawValue)),
+            (Node("skip_nonce_check"), Node(String(provider.skipNonceCheck))),
+            (Node("require_server_nonce"), Node(String(provider.requireServerNonce))),
+            (Node("leeway"), Node(format(provider.leeway))),
+        ]
+        return Node(pairs)
+    }
+
+    private func rendered(_ route: RouteConfiguration) -> Node {
+        var pairs: [(Node, Node)] = [
+            (Node("name"), Node(route.name)),
+            (Node("path_prefix"), Node(route.pathPrefix)),
+        ]
+        if let host = route.host { pairs.append((Node("host"), Node(host))) }
+        if !route.methods.isEmpty { pairs.append((Node("methods"), Node(route.methods.map { Node($0) }))) }
+        pairs += [
+            (Node("upstreams"), Node(route.upstreams.map { Node($0.description) })),
+            (Node("strip_prefix"), Node(String(route.stripPrefix))),
+            (Node("auth"), Node(route.auth.rawValue)),
+            (Node("allow_anonymous"), Node(String(route.allowAnonymous))),
+            (Node("require_claims"), Node(route.requireClaims.sorted { $0.key < $1.key }.map { (Node($0.key), Node($0.value)) })),
+            (Node("forward_authorization"), Node(String(route.forwardAuthorization))),
+            (Node("timeout"), Node(format(route.timeout))),
+            (Node("connect_timeout"), Node(format(route.connectTimeout))),
+            (Node("max_body"), Node(ConfigurationValueParsers.format(bytes: route.maxBody))),
+        ]
+        return Node(pairs)
+    }
+
+    private func format(_ duration: Duration) -> String { ConfigurationValueParsers.format(duration) }
+}

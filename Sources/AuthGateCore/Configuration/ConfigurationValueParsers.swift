@@ -1,0 +1,93 @@
+/// Parsers for the value syntaxes the configuration accepts: durations, byte sizes, rates and CIDRs.
+enum ConfigurationValueParsers {
+    /// Parses `3600s`, `10m`, `1h30m`, `250ms`, `2d`, or `0`; nil for anything else.
+    static func duration(_ text: String) -> Duration? {
+        let trimmed = text.trimmed
+        if trimmed == "0" { return .zero }
+        var total: Duration = .zero
+        var digits = ""
+        var index = trimmed.startIndex
+        var sawComponent = false
+        while index < trimmed.endIndex {
+            let character = trimmed[index]
+            if character.isASCII, character.isNumber {
+                digits.append(character)
+                index = trimmed.index(after: index)
+                continue
+            }
+            guard !digits.isEmpty, let value = Int64(digits) else { return nil }
+            var unit = String(character)
+            let next = trimmed.index(after: index)
+            if character == "m", next < trimmed.endIndex, trimmed[next] == "s" {
+                unit = "ms"
+                index = trimmed.index(after: next)
+            } else {
+                index = next
+            }
+            switch unit {
+            case "ms": total += .milliseconds(value)
+            case "s": total += .seconds(value)
+            case "m": total += .seconds(value * 60)
+            case "h": total += .seconds(value * 3600)
+            case "d": total += .seconds(value * 86_400)
+            default: return nil
+            }
+            digits = ""
+            sawComponent = true
+        }
+        guard digits.isEmpty, sawComponent else { return nil }
+        return total
+    }
+
+    /// Formats a duration the way ``duration(_:)`` reads it, using the largest exact unit.
+    static func format(_ duration: Duration) -> String {
+        let milliseconds = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+        if milliseconds == 0 { return "0s" }
+        if milliseconds % 1000 != 0 { return "\(milliseconds)ms" }
+        let seconds = milliseconds / 1000
+        if seconds % 86_400 == 0 { return "\(seconds / 86_400)d" }
+        if seconds % 3600 == 0 { return "\(seconds / 3600)h" }
+        if seconds % 60 == 0 { return "\(seconds / 60)m" }
+        return "\(seconds)s"
+    }
+
+    /// Parses a byte size: `1048576`, `512KiB`, `1MiB`, `10MB`, `2GiB`.
+    static func byteSize(_ text: String) -> Int? {
+        let trimmed = text.trimmed
+        let digits = trimmed.prefix(while: { $0.isASCII && $0.isNumber })
+        guard let value = Int(digits) else { return nil }
+        let units: [String: Int] = [
+            "": 1, "B": 1, "KB": 1000, "KiB": 1024, "MB": 1_000_000, "MiB": 1 << 20, "GB": 1_000_000_000, "GiB": 1 << 30,
+        ]
+        guard let multiplier = units[String(trimmed.dropFirst(digits.count)).trimmed] else { return nil }
+        let (product, overflow) = value.multipliedReportingOverflow(by: multiplier)
+        return overflow ? nil : product
+    }
+
+    /// Formats a byte size with the largest exact binary unit.
+    static func format(bytes: Int) -> String {
+        if bytes > 0, bytes % (1 << 30) == 0 { return "\(bytes >> 30)GiB" }
+        if bytes > 0, bytes % (1 << 20) == 0 { return "\(bytes >> 20)MiB" }
+        if bytes > 0, bytes % 1024 == 0 { return "\(bytes >> 10)KiB" }
+        return "\(bytes)"
+    }
+
+    /// Parses a rate `150/5m`: a count per window.
+    static func rate(_ text: String) -> RateLimit? {
+        let parts = text.split(separator: "/", maxSplits: 1).map { $0.trimmed }
+        guard parts.count == 2, let count = Int(parts[0]), count > 0 else { return nil }
+        let windowText = parts[1].first?.isNumber == true ? parts[1] : "1" + parts[1]
+        guard let window = duration(windowText), window > .zero else { return nil }
+        return RateLimit(count: count, window: window)
+    }
+}
+
+extension StringProtocol {
+    /// The text without leading and trailing whitespace and newlines.
+    var trimmed: String {
+        var text = Substring(self)
+        while let first = text.first, first.isWhitespace { text = text.dropFirst() }
+        while let last = text.last, last.isWhitespace { text = text.dropLast() }
+        return String(text)
+    }
+}

@@ -1,0 +1,16 @@
+/// `rate_limits:`: per-client-IP budgets shared across replicas; `off` disables one.
+public struct RateLimitsConfiguration: Sendable {
+    /// `POST /auth/v1/token` (every grant).
+    public var token: RateLimit?
+    /// `POST /auth/v1/signup` (anonymous sign-ins).
+    public var signup: RateLimit?
+    /// `POST /auth/v1/nonce`.
+    public var nonce: RateLimit?
+
+    init(reading section: ConfigurationSection) {
+        token = section.rate("token", default: RateLimit(count: 150, window: .seconds(300)))
+        signup = section.rate("signup", default: RateLimit(count: 30, window: .seconds(3600)))
+        nonce = section.rate("nonce", default: RateLimit(count: 300, window: .seconds(300)))
+        section.finish()
+    }
+}

@@ -1,0 +1,124 @@
+/// One entry of `routes:`: which requests go to which upstreams, and who may send them.
+public struct RouteConfiguration: Sendable, Hashable {
+    /// Who may use a route.
+    public enum AuthPolicy: String, Sendable, CaseIterable {
+        /// A valid, unrevoked AuthGate access token is required.
+        case required
+        /// A token is checked when present (and refused when bad); requests without one pass.
+        case optional
+        /// No authentication; identity headers are still stripped.
+        case `public`
+    }
+
+    /// An upstream base URL, split into its parts.
+    public struct Upstream: Sendable, Hashable, CustomStringConvertible {
+        public var scheme: String
+        public var host: String
+        public var port: Int
+        /// Path prefix prepended to forwarded paths ("" for none).
+        public var basePath: String
+
+        public var description: String {
+            "\(scheme)://\(host.contains(":") ? "[\(host)]" : host):\(port)\(basePath)"
+        }
+
+        /// Parses `http(s)://host[:port][/base]`.
+        init?(_ text: String) {
+            guard let schemeEnd = text.firstRange(of: "://") else { return nil }
+            let scheme = text[..<schemeEnd.lowerBound].lowercased()
+            guard scheme == "http" || scheme == "https" else { return nil }
+            var rest = text[schemeEnd.upperBound...]
+            var basePath = ""
+            if let slash = rest.firstIndex(of: "/") {
+                basePath = String(rest[slash...])
+                rest = rest[..<slash]
+            }
+            if basePath.hasSuffix("/") { basePath.removeLast() }
+            guard !rest.contains("@"), !rest.contains("?"), !basePath.contains("?"), !basePath.contains("#") else { return nil }
+            var host = String(rest)
+            var port = scheme == "https" ? 443 : 80
+            if rest.hasPrefix("[") {
+                guard let close = rest.firstIndex(of: "]") else { return nil }
+                host = String(rest[rest.index(after: rest.startIndex)..<close])
+                let after = rest[rest.index(after: close)...]
+                if after.hasPrefix(":") {
+                    guard let value = Int(after.dropFirst()), (1...65535).contains(value) else { return nil }
+                    port = value
+                } else if !after.isEmpty {
+                    return nil
+                }
+            } else if let colon = rest.lastIndex(of: ":") {
+                host = String(rest[..<colon])
+                guard let value = Int(rest[rest.index(after: colon)...]), (1...65535).contains(value) else { return nil }
+                port = value
+            }
+            guard !host.isEmpty else { return nil }
+            self.scheme = scheme
+            self.host = host
+            self.port = port
+            self.basePath = basePath
+        }
+    }
+
+    public var name: String
+    public var pathPrefix: String
+    /// Only requests for this `Host` match (nil: any host).
+    public var host: String?
+    /// Only these methods match (empty: any method).
+    public var methods: [String]
+    public var upstreams: [Upstream]
+    /// Remove ``pathPrefix`` before forwarding.
+    public var stripPrefix: Bool
+    public var auth: AuthPolicy
+    /// Anonymous users' tokens are accepted.
+    public var allowAnonymous: Bool
+    /// Claims the token must carry with these exact values (`role`, `aal`, `app_metadata.plan`).
+    public var requireClaims: [String: String]
+    /// Pass the client's `Authorization` header to the upstream.
+    public var forwardAuthorization: Bool
+    /// Longest time for the whole upstream exchange.
+    public var timeout: Duration
+    public var connectTimeout: Duration
+    /// Largest request body accepted.
+    public var maxBody: Int
+
+    private static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"]
+
+    init(reading section: ConfigurationSection) {
+        name = section.string("name", default: "")
+        if name.isEmpty || !name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) {
+            section.report("name", "\"\(name)\" must be a non-empty name of letters, digits, - or _ (it labels logs and metrics)")
+        }
+        pathPrefix = section.string("path_prefix", default: "")
+        if !pathPrefix.hasPrefix("/") {
+            section.report("path_prefix", "\"\(pathPrefix)\" must start with /")
+        } else if pathPrefix == "/auth/v1" || pathPrefix.hasPrefix("/auth/v1/") || "/auth/v1/".hasPrefix(pathPrefix) && pathPrefix.count > 1 {
+            section.report("path_prefix", "\"\(pathPrefix)\" overlaps /auth/v1, which AuthGate serves itself")
+        }
+        host = section.optionalString("host")?.lowercased()
+        methods = section.stringList("methods").map { $0.uppercased() }
+        for method in methods where !Self.knownMethods.contains(method) {
+            section.report("methods", "\"\(method)\" is not an HTTP method")
+        }
+        let upstreamTexts = section.stringList("upstreams")
+        if upstreamTexts.isEmpty { section.report("upstreams", "list at least one upstream URL (like http://127.0.0.1:8080)") }
+        upstreams = upstreamTexts.compactMap { text in
+            guard let upstream = Upstream(text) else {
+                section.report("upstreams", "\"\(text)\" is not an http:// or https:// URL with a host (and no query or credentials)")
+                return nil
+            }
+            return upstream
+        }
+        stripPrefix = section.bool("strip_prefix", default: false)
+        auth = section.choice("auth", default: .required)
+        allowAnonymous = section.bool("allow_anonymous", default: false)
+        var claims: [String: String] = [:]
+        for (key, value) in section.stringMap("require_claims") { claims[key] = value }
+        requireClaims = claims
+        forwardAuthorization = section.bool("forward_authorization", default: false)
+        timeout = section.duration("timeout", default: .seconds(30), minimum: .milliseconds(1))
+        connectTimeout = section.duration("connect_timeout", default: .seconds(5), minimum: .milliseconds(1))
+        maxBody = section.byteSize("max_body", default: 10 << 20)
+        section.finish()
+    }
+}

@@ -1,0 +1,42 @@
+public import Logging
+import NIOCore
+import RedisBridge
+public import ServiceLifecycle
+
+/// Builds the store the configuration asks for, plus the services it needs running.
+public enum AuthStoreFactory {
+    /// The store and the long-lived services (the Redis client) to run beside it.
+    public struct Assembly: Sendable {
+        public let store: any AuthStore
+        public let services: [any Service]
+    }
+
+    /// Makes the configured store. Redis connections open on first use.
+    public static func make(_ configuration: StoreConfiguration, logger: Logger) -> Assembly {
+        switch configuration.kind {
+        case .memory:
+            return Assembly(store: MemoryAuthStore(), services: [])
+        case .redis:
+            guard let redis = configuration.redis else { preconditionFailure("a validated configuration has store.redis when store.kind is redis") }
+            let client = RedisClient(
+                configuration: RedisClientConfiguration(
+                    url: redis.url,
+                    poolSize: redis.poolSize,
+                    connectTimeout: .nanoseconds(redis.connectTimeout.nanoseconds),
+                    commandTimeout: .nanoseconds(redis.commandTimeout.nanoseconds)
+                ),
+                logger: logger
+            )
+            return Assembly(store: RedisAuthStore(redis: client, keyPrefix: redis.keyPrefix), services: [client])
+        }
+    }
+}
+
+extension Duration {
+    /// The duration in whole nanoseconds (saturating).
+    public var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        return overflow ? .max : product + attoseconds / 1_000_000_000
+    }
+}

@@ -1,0 +1,24 @@
+public import RedisBridge
+
+/// The Redis store, shared by every replica. Keys follow the cluster-safe model in
+/// ARCHITECTURE.md: everything one atomic operation touches for a user sits under `{u:<id>}`.
+public struct RedisAuthStore: AuthStore {
+    public let kind = "redis"
+    /// The client every store call goes through.
+    public let redis: RedisClient
+    /// Prefix of every key (`ag:`).
+    public let keyPrefix: String
+
+    public init(redis: RedisClient, keyPrefix: String) {
+        self.redis = redis
+        self.keyPrefix = keyPrefix
+    }
+
+    public func checkReadiness() async throws {
+        do {
+            guard try await redis.ping() else { throw StoreError(.unavailable, "Redis did not answer PONG") }
+        } catch let error as RedisError {
+            throw StoreError(.unavailable, error.description)
+        }
+    }
+}

@@ -1,0 +1,72 @@
+public import Hummingbird
+import HTTPTypes
+import Logging
+
+/// Gives every request an id (the client's `X-Request-Id` when it is sane, a new one otherwise),
+/// puts it on every log line of the request and on the response, turns errors into GoTrue's
+/// shape, and writes one access-log line per request.
+///
+/// The access line holds method, path (never the query, which may carry secrets), status and
+/// duration; never headers or bodies.
+public struct RequestLogMiddleware: RouterMiddleware {
+    public typealias Context = AuthGateRequestContext
+
+    static let requestIDHeader = HTTPField.Name("X-Request-Id")!
+
+    public init() {}
+
+    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var context = context
+        let requestID = Self.acceptableRequestID(request.headers[Self.requestIDHeader]) ?? Self.newRequestID()
+        context.requestID = requestID
+        context.logger[metadataKey: "hb.request.id"] = nil
+        context.logger[metadataKey: "gw.request_id"] = .string(requestID)
+        let start = ContinuousClock.now
+        var response: Response
+        do {
+            response = try await next(request, context)
+        } catch let error as GoTrueError {
+            response = try error.response(from: request, context: context)
+        } catch let error as HTTPError {
+            response = try GoTrueError(error.status, code: GoTrueError.code(for: error.status), message: error.body ?? error.status.reasonPhrase)
+                .response(from: request, context: context)
+        } catch {
+            context.logger.error("unhandled error", metadata: ["gw.error_type": "\(type(of: error))"])
+            response = try GoTrueError(.internalServerError, code: "unexpected_failure", message: "Unexpected failure, please check server logs for more information")
+                .response(from: request, context: context)
+        }
+        response.headers[Self.requestIDHeader] = requestID
+        let elapsed = ContinuousClock.now - start
+        context.logger.info(
+            "request",
+            metadata: [
+                "gw.method": "\(request.method.rawValue)",
+                "gw.path": "\(request.uri.path)",
+                "gw.status": "\(response.status.code)",
+                "gw.duration_ms": "\(Double(elapsed.components.attoseconds / 1_000_000_000_000 + elapsed.components.seconds * 1_000_000) / 1000)",
+            ]
+        )
+        return response
+    }
+
+    /// A client-sent id is kept when it is 1-128 characters of letters, digits, `-`, `_`, `.`.
+    static func acceptableRequestID(_ value: String?) -> String? {
+        guard let value, (1...128).contains(value.utf8.count),
+            value.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) || $0 == 45 || $0 == 95 || $0 == 46 })
+        else { return nil }
+        return value
+    }
+
+    /// 128 random bits as 32 lower-case hex digits.
+    static func newRequestID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let high = generator.next() as UInt64
+        let low = generator.next() as UInt64
+        return hex(high) + hex(low)
+    }
+
+    private static func hex(_ value: UInt64) -> String {
+        let text = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - text.count) + text
+    }
+}

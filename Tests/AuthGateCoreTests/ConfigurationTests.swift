@@ -1,0 +1,258 @@
+import Testing
+
+@testable import AuthGateCore
+
+@Suite("Configuration: parsing, overrides, validation")
+struct ConfigurationTests {
+    private func parse(_ yaml: String, environment: [String: String] = [:]) throws -> AuthGateConfiguration {
+        try AuthGateConfiguration.parse(yaml: yaml, baseDirectory: "/etc/authgate", environment: environment)
+    }
+
+    private func issues(_ yaml: String, environment: [String: String] = [:]) -> [ConfigurationError.Issue] {
+        do {
+            _ = try parse(yaml, environment: environment)
+            return []
+        } catch let error as ConfigurationError {
+            return error.issues
+        } catch {
+            return [ConfigurationError.Issue(key: "unexpected", message: "\(error)")]
+        }
+    }
+
+    @Test("an empty file gives the development defaults")
+    func defaults() throws {
+        let configuration = try parse("")
+        #expect(configuration.server.host == "127.0.0.1")
+        #expect(configuration.server.port == 9999)
+        #expect(configuration.store.kind == .memory)
+        #expect(configuration.isDevelopmentMode)
+        #expect(configuration.tokens.issuer == "http://127.0.0.1:9999/auth/v1")
+        #expect(configuration.tokens.accessTokenTTL == .seconds(3600))
+        #expect(configuration.tokens.refresh.reuseInterval == .seconds(10))
+        #expect(configuration.rateLimits.token == RateLimit(count: 150, window: .seconds(300)))
+        #expect(configuration.replay.leeway == .seconds(60))
+        #expect(configuration.providers.apple.issuers == ["https://appleid.apple.com", "https://account.apple.com"])
+    }
+
+    @Test("production (redis) without signing keys is refused with the key named")
+    func redisNeedsKeys() {
+        let found = issues("store: { kind: redis }")
+        #expect(found.contains { $0.key == "tokens.signing_keys" && $0.message.contains("at least one signing key") })
+    }
+
+    @Test("values parse into their types")
+    func typedValues() throws {
+        let configuration = try parse(
+            """
+            server: { port: 8443, trusted_proxies: [10.0.0.0/8, "::1"] }
+            tokens: { access_token_ttl: 1h30m }
+            providers:
+              apple: { enabled: true, audiences: [com.example.app], jwks_url: https://keys.example.com/apple }
+              oidc: [ { name: corp, issuer: "https://id.example.com", audiences: [gateway] } ]
+            rate_limits: { signup: off, nonce: 5/s }
+            routes:
+              - { name: api, path_prefix: /api/, upstreams: ["http://127.0.0.1:8080", "https://[::1]:8443/base/"], methods: [get], max_body: 2MiB, timeout: 1m30s }
+            """
+        )
+        #expect(configuration.server.trustedProxies.map(\.description) == ["10.0.0.0/8", "::1/128"])
+        #expect(configuration.tokens.accessTokenTTL == .seconds(5400))
+        #expect(configuration.providers.apple.keySource == .url("https://keys.example.com/apple"))
+        #expect(configuration.providers.google.enabled == false)
+        #expect(configuration.providers.oidc.first?.keySource == .discovery)
+        #expect(configuration.rateLimits.signup == nil)
+        #expect(configuration.rateLimits.nonce == RateLimit(count: 5, window: .seconds(1)))
+        let route = try #require(configuration.routes.first)
+        #expect(route.methods == ["GET"])
+        #expect(route.maxBody == 2 << 20)
+        #expect(route.timeout == .seconds(90))
+        #expect(route.upstreams.map(\.description) == ["http://127.0.0.1:8080", "https://[::1]:8443/base"])
+        #expect(route.auth == .required)
+    }
+
+    @Test("a bad duration is named with its key and value")
+    func badDuration() {
+        let found = issues("tokens: { access_token_ttl: soon }")
+        #expect(found.count == 1)
+        #expect(found.first?.key == "tokens.access_token_ttl")
+        #expect(found.first?.message.contains("\"soon\" is not a duration") == true)
+    }
+
+    @Test("an unknown store kind is named with its key and value")
+    func unknownStoreKind() {
+        let found = issues("store: { kind: postgres }")
+        #expect(found.map(\.key) == ["store.kind"])
+        #expect(found.first?.message == "\"postgres\" is not one of memory, redis")
+    }
+
+    @Test("a route without upstreams is named with its key")
+    func routeWithoutUpstreams() {
+        let found = issues("routes: [ { name: api, path_prefix: /api/ } ]")
+        #expect(found.map(\.key) == ["routes[0].upstreams"])
+        #expect(found.first?.message.contains("at least one upstream") == true)
+    }
+
+    @Test("every problem is reported at once, typos included")
+    func manyProblems() {
+        let found = issues(
+            """
+            server: { prot: 80, port: 70000 }
+            tokens: { access_token_ttl: 5s }
+            routes: [ { name: api, path_prefix: api, upstreams: [ftp://x] }, { name: api, path_prefix: /b/, upstreams: [http://b] } ]
+            """
+        )
+        let keys = Set(found.map(\.key))
+        #expect(keys.isSuperset(of: ["server.prot", "server.port", "tokens.access_token_ttl", "routes[0].path_prefix", "routes[0].upstreams", "routes[1].name"]))
+        #expect(found.first { $0.key == "server.port" }?.message.contains("70000") == true)
+    }
+
+    @Test("environment variables override file values, by section and key")
+    func environmentOverrides() throws {
+        let configuration = try parse(
+            "server: { port: 9999 }\nstore: { kind: memory }",
+            environment: [
+                "AUTHGATE_SERVER_PORT": "7000",
+                "AUTHGATE_STORE_REDIS_KEY_PREFIX": "x:",
+                "AUTHGATE_PROVIDERS_APPLE_AUDIENCES": "com.a, com.b",
+                "AUTHGATE_ROUTES": "[{name: r, path_prefix: /r/, upstreams: [http://127.0.0.1:1]}]",
+                "AUTHGATE_TOKENS_REFRESH_REUSE_INTERVAL": "3s",
+                "UNRELATED": "1",
+            ]
+        )
+        #expect(configuration.server.port == 7000)
+        #expect(configuration.providers.apple.audiences == ["com.a", "com.b"])
+        #expect(configuration.routes.map(\.name) == ["r"])
+        #expect(configuration.tokens.refresh.reuseInterval == .seconds(3))
+        #expect(configuration.appliedEnvironmentOverrides.contains("AUTHGATE_SERVER_PORT"))
+    }
+
+    @Test("a bad environment value is named by its key")
+    func badEnvironmentValue() {
+        let found = issues("", environment: ["AUTHGATE_SERVER_PORT": "eighty"])
+        #expect(found.map(\.key) == ["server.port"])
+        #expect(found.first?.message.contains("\"eighty\"") == true)
+    }
+
+    @Test("secrets are refused in the file and masked in the printout")
+    func secrets() throws {
+        let inFile = issues(
+            """
+            store: { kind: redis, redis: { url: "redis://:hunter2@cache:6379/0", password: hunter2 } }
+            """
+        )
+        #expect(Set(inFile.map(\.key)).isSuperset(of: ["store.redis.url", "store.redis.password"]))
+        #expect(!inFile.contains { $0.message.contains("hunter2") })
+        // From the environment a password is fine, and the printout masks it.
+        let configuration = try parse(
+            "store: { kind: memory }",
+            environment: ["AUTHGATE_STORE_KIND": "memory", "AUTHGATE_STORE_REDIS_URL": "redis://u:hunter2@cache:6379/1"]
+        )
+        #expect(!configuration.renderedYAML().contains("hunter2"))
+    }
+
+    @Test("the printout of a redis configuration masks the password and round-trips")
+    func renderedRoundTrip() throws {
+        let yaml = """
+            store: { kind: memory, redis: { url: "redis://cache:6379/0" } }
+            providers: { oidc: [ { name: corp, issuer: "https://id.example.com", audiences: [gw] } ], google: { enabled: true, audiences: [g] } }
+            routes: [ { name: api, path_prefix: /api/, upstreams: [http://127.0.0.1:8080], require_claims: { role: admin } } ]
+            """
+        let configuration = try parse(yaml, environment: ["AUTHGATE_STORE_REDIS_PASSWORD": "hunter2"])
+        let printed = configuration.renderedYAML()
+        #expect(!printed.contains("hunter2"))
+        let reparsed = try parse(printed)
+        #expect(reparsed.routes == configuration.routes)
+        #expect(reparsed.tokens.accessTokenTTL == configuration.tokens.accessTokenTTL)
+        #expect(reparsed.providers.oidc == configuration.providers.oidc)
+        #expect(reparsed.providers.google == configuration.providers.google)
+        #expect(reparsed.renderedYAML() == printed)
+    }
+
+    @Test("YAML that does not parse is a clear error")
+    func invalidYAML() {
+        let found = issues("server: [unclosed")
+        #expect(found.count == 1)
+        #expect(found.first?.message.contains("not valid YAML") == true)
+    }
+}
+
+@Suite("Configuration value syntaxes")
+struct ConfigurationValueParserTests {
+    @Test("durations", arguments: [
+        ("3600s", Duration.seconds(3600)), ("10m", .seconds(600)), ("1h30m", .seconds(5400)), ("250ms", .milliseconds(250)),
+        ("2d", .seconds(172_800)), ("0", .zero),
+    ])
+    func durations(text: String, expected: Duration) {
+        #expect(ConfigurationValueParsers.duration(text) == expected)
+    }
+
+    @Test("invalid durations", arguments: ["", "10", "abc", "5x", "m", "1.5h", "-3s", "10 m"])
+    func invalidDurations(text: String) {
+        #expect(ConfigurationValueParsers.duration(text) == nil)
+    }
+
+    @Test("durations format back to what they parse from")
+    func durationFormat() {
+        for text in ["1h", "90s", "250ms", "2d", "15m"] {
+            #expect(ConfigurationValueParsers.format(ConfigurationValueParsers.duration(text) ?? .zero) == text)
+        }
+    }
+
+    @Test("byte sizes")
+    func byteSizes() {
+        #expect(ConfigurationValueParsers.byteSize("1048576") == 1_048_576)
+        #expect(ConfigurationValueParsers.byteSize("512KiB") == 524_288)
+        #expect(ConfigurationValueParsers.byteSize("10MB") == 10_000_000)
+        #expect(ConfigurationValueParsers.byteSize("1MiB") == 1 << 20)
+        #expect(ConfigurationValueParsers.byteSize("1 TB") == nil)
+        #expect(ConfigurationValueParsers.byteSize("99999999999GiB") == nil)
+    }
+
+    @Test("CIDR networks match addresses, IPv4-mapped IPv6 included")
+    func networks() throws {
+        let v4 = try #require(IPNetwork("10.1.0.0/16"))
+        #expect(v4.contains("10.1.200.3"))
+        #expect(!v4.contains("10.2.0.1"))
+        #expect(v4.contains("::ffff:10.1.0.9"))
+        let v6 = try #require(IPNetwork("fd00::/8"))
+        #expect(v6.contains("fd12::1"))
+        #expect(!v6.contains("fe80::1"))
+        #expect(IPNetwork("10.0.0.0/33") == nil)
+        #expect(IPNetwork("example.com") == nil)
+    }
+}
+
+@Suite("Files named by the configuration")
+struct ConfigurationFileTests {
+    @Test("relative paths resolve against the configuration file's directory; missing files are named")
+    func relativePaths() {
+        do {
+            _ = try AuthGateConfiguration.parse(
+                yaml: """
+                    tokens: { signing_keys: [ { kid: k1, file: keys/k1.pem } ] }
+                    providers: { apple: { enabled: true, audiences: [a], jwks_file: apple.json } }
+                    """,
+                baseDirectory: "/nonexistent/dir",
+                environment: [:]
+            )
+            Issue.record("missing files must be reported")
+        } catch {
+            #expect(error.issues.contains { $0.key == "tokens.signing_keys[0].file" && $0.message.contains("/nonexistent/dir/keys/k1.pem") })
+            #expect(error.issues.contains { $0.key == "providers.apple.jwks_file" && $0.message.contains("/nonexistent/dir/apple.json") })
+        }
+    }
+
+    @Test("exactly one signing key must be active")
+    func oneActiveKey() {
+        do {
+            _ = try AuthGateConfiguration.parse(
+                yaml: "tokens: { signing_keys: [ { kid: a, file: /dev/null, state: retired }, { kid: a, file: /dev/null, state: published } ] }",
+                baseDirectory: "",
+                environment: [:]
+            )
+            Issue.record("two non-active keys with one kid must be refused")
+        } catch {
+            #expect(error.issues.contains { $0.key == "tokens.signing_keys" && $0.message == "exactly one key must be active, found 0" })
+            #expect(error.issues.contains { $0.key == "tokens.signing_keys[1].kid" })
+        }
+    }
+}

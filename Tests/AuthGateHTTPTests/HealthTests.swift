@@ -1,0 +1,141 @@
+import AuthGateCore
+import AuthGateTestSupport
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import RedisBridge
+import Testing
+
+@testable import AuthGateHTTP
+
+@Suite("Health, readiness and error shapes")
+struct HealthTests {
+    private func dependencies(store: any AuthStore = MemoryAuthStore(), keyRing: SigningKeyRing? = nil) throws -> GatewayApplication.Dependencies {
+        let configuration = try AuthGateConfiguration.parse(yaml: "", baseDirectory: "", environment: [:])
+        let ring = try keyRing ?? SigningKeyRing.load(configuration.tokens, allowGenerated: true)
+        return .init(configuration: configuration, store: store, keyRing: ring)
+    }
+
+    private func application(_ dependencies: GatewayApplication.Dependencies) -> some ApplicationProtocol {
+        Application(router: GatewayApplication.buildRouter(dependencies))
+    }
+
+    private struct HealthBody: Decodable, Equatable {
+        let version: String
+        let name: String
+        let description: String
+    }
+
+    @Test("/health and /auth/v1/health answer in GoTrue's shape")
+    func health() async throws {
+        try await application(dependencies()).test(.router) { client in
+            for path in ["/health", "/auth/v1/health"] {
+                try await client.execute(uri: path, method: .get) { response in
+                    #expect(response.status == .ok)
+                    #expect(response.headers[.contentType] == "application/json")
+                    let body = try JSONDecoder().decode(HealthBody.self, from: Data(response.body.readableBytesView))
+                    #expect(body == HealthBody(version: GatewayApplication.version, name: "GoTrue", description: "GoTrue is a user registration and authentication API"))
+                }
+            }
+        }
+    }
+
+    @Test("/readyz is 200 when the store answers and keys are loaded")
+    func ready() async throws {
+        try await application(dependencies()).test(.router) { client in
+            try await client.execute(uri: "/readyz", method: .get) { response in
+                #expect(response.status == .ok)
+                let body = try JSONSerialization.jsonObject(with: Data(response.body.readableBytesView)) as? [String: Any]
+                #expect(body?["status"] as? String == "ready")
+                let checks = body?["checks"] as? [String: String]
+                #expect(checks?["store"] == "ok (memory)")
+                #expect(checks?["signing_keys"]?.hasPrefix("ok (active kid dev-") == true)
+            }
+        }
+    }
+
+    @Test("/readyz is 200 with a live Redis and 503 with the reason when Redis is unreachable")
+    func readinessFollowsRedis() async throws {
+        let live = RedisClient(configuration: .init(url: try await SharedRedis.url(), poolSize: 1), logger: Logger(label: "test"))
+        try await application(dependencies(store: RedisAuthStore(redis: live, keyPrefix: "ag:"))).test(.router) { client in
+            try await client.execute(uri: "/readyz", method: .get) { response in
+                #expect(response.status == .ok)
+                #expect(String(buffer: response.body).contains("ok (redis)"))
+            }
+        }
+        await live.shutdown()
+
+        let dead = RedisClient(
+            configuration: .init(url: RedisURL(host: "127.0.0.1", port: try freeLoopbackPort()), poolSize: 1, connectTimeout: .milliseconds(500)),
+            logger: Logger(label: "test")
+        )
+        try await application(dependencies(store: RedisAuthStore(redis: dead, keyPrefix: "ag:"))).test(.router) { client in
+            try await client.execute(uri: "/readyz", method: .get) { response in
+                #expect(response.status == .serviceUnavailable)
+                let body = try JSONSerialization.jsonObject(with: Data(response.body.readableBytesView)) as? [String: Any]
+                #expect(body?["status"] as? String == "not_ready")
+                let store = (body?["checks"] as? [String: String])?["store"] ?? ""
+                #expect(store.hasPrefix("redis unavailable: redis connection_failed"))
+            }
+        }
+        await dead.shutdown()
+    }
+
+    @Test("unknown paths get 404 in GoTrue's legacy shape, or the 2024-01-01 shape when asked")
+    func notFoundShapes() async throws {
+        try await application(dependencies()).test(.router) { client in
+            try await client.execute(uri: "/nowhere", method: .get) { response in
+                #expect(response.status == .notFound)
+                #expect(response.headers[GoTrueError.errorCodeHeader] == "not_found")
+                #expect(response.headers[GoTrueError.apiVersionHeader] == nil)
+                let body = try JSONSerialization.jsonObject(with: Data(response.body.readableBytesView)) as? [String: Any]
+                #expect(body?["code"] as? Int == 404)
+                #expect(body?["error_code"] as? String == "not_found")
+                #expect(body?["msg"] as? String == "Not Found")
+                #expect(body?["error_id"] == nil)
+            }
+            try await client.execute(uri: "/nowhere", method: .get, headers: [GoTrueError.apiVersionHeader: "2024-01-01"]) { response in
+                #expect(response.status == .notFound)
+                #expect(response.headers[GoTrueError.apiVersionHeader] == "2024-01-01")
+                let body = try JSONSerialization.jsonObject(with: Data(response.body.readableBytesView)) as? [String: String]
+                #expect(body == ["code": "not_found", "message": "Not Found"])
+            }
+            try await client.execute(uri: "/nowhere", method: .get, headers: [GoTrueError.apiVersionHeader: "2023-05-01"]) { response in
+                let body = try JSONSerialization.jsonObject(with: Data(response.body.readableBytesView)) as? [String: Any]
+                #expect(body?["error_code"] as? String == "not_found")
+            }
+        }
+    }
+
+    @Test("5xx errors carry error_id = the request id in the legacy shape")
+    func serverErrorCarriesID() async throws {
+        let router = Router(context: AuthGateRequestContext.self)
+        router.add(middleware: RequestLogMiddleware())
+        router.get("/boom") { _, _ -> Response in throw GoTrueError(.internalServerError, code: "unexpected_failure", message: "Unexpected failure") }
+        try await Application(router: router).test(.router) { client in
+            try await client.execute(uri: "/boom", method: .get, headers: [RequestLogMiddleware.requestIDHeader: "abc-123"]) { response in
+                #expect(response.status == .internalServerError)
+                let body = try JSONSerialization.jsonObject(with: Data(response.body.readableBytesView)) as? [String: Any]
+                #expect(body?["error_id"] as? String == "abc-123")
+                #expect(body?["error_code"] as? String == "unexpected_failure")
+            }
+        }
+    }
+
+    @Test("a sane client request id is echoed; a missing or hostile one is replaced")
+    func requestIDs() async throws {
+        try await application(dependencies()).test(.router) { client in
+            try await client.execute(uri: "/health", method: .get, headers: [RequestLogMiddleware.requestIDHeader: "req-42.a_b"]) { response in
+                #expect(response.headers[RequestLogMiddleware.requestIDHeader] == "req-42.a_b")
+            }
+            try await client.execute(uri: "/health", method: .get, headers: [RequestLogMiddleware.requestIDHeader: "bad id\"<script>"]) { response in
+                let id = response.headers[RequestLogMiddleware.requestIDHeader] ?? ""
+                #expect(id.count == 32 && id.allSatisfy(\.isHexDigit))
+            }
+            try await client.execute(uri: "/health", method: .get) { response in
+                #expect(response.headers[RequestLogMiddleware.requestIDHeader]?.count == 32)
+            }
+        }
+    }
+}

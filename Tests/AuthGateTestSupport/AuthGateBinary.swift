@@ -1,0 +1,136 @@
+public import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Runs the built `authgate` executable, as an operator would.
+public enum AuthGateBinary {
+    /// The executable beside the test bundle (`swift build` puts both in the same folder).
+    public static func url() throws -> URL {
+        let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for candidate in [directory, directory.deletingLastPathComponent()] {
+            let binary = candidate.appendingPathComponent("authgate")
+            if FileManager.default.isExecutableFile(atPath: binary.path) { return binary }
+        }
+        throw TestSupportError("the authgate executable is not built next to the tests; run `swift build --build-tests` (make test does)")
+    }
+
+    /// What a finished command printed and how it exited.
+    public struct Result: Sendable {
+        public let status: Int32
+        public let standardOutput: String
+        public let standardError: String
+    }
+
+    /// Runs `authgate <arguments>` to completion.
+    public static func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> Result {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("authgate-run-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let outURL = directory.appendingPathComponent("stdout")
+        let errURL = directory.appendingPathComponent("stderr")
+        FileManager.default.createFile(atPath: outURL.path, contents: nil)
+        FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        let process = Process()
+        process.executableURL = try url()
+        process.arguments = arguments
+        process.environment = mergedEnvironment(environment)
+        process.standardOutput = try FileHandle(forWritingTo: outURL)
+        process.standardError = try FileHandle(forWritingTo: errURL)
+        let status = try await runToExit(process)
+        return Result(
+            status: status,
+            standardOutput: (try? String(contentsOf: outURL, encoding: .utf8)) ?? "",
+            standardError: (try? String(contentsOf: errURL, encoding: .utf8)) ?? ""
+        )
+    }
+
+    /// The test process's environment without `AUTHGATE_…` variables, plus `extra`.
+    static func mergedEnvironment(_ extra: [String: String]) -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("AUTHGATE_") }
+        environment.merge(extra) { _, new in new }
+        return environment
+    }
+
+    /// Starts `process` and waits (without blocking a thread) for it to exit.
+    static func runToExit(_ process: Process) async throws -> Int32 {
+        let (stream, continuation) = AsyncStream<Int32>.makeStream()
+        process.terminationHandler = { finished in
+            continuation.yield(finished.terminationStatus)
+            continuation.finish()
+        }
+        try process.run()
+        for await status in stream { return status }
+        return process.terminationStatus
+    }
+}
+
+/// A running `authgate serve`, stopped by the test.
+public final class AuthGateServer: Sendable {
+    public let port: Int
+    public let logFile: URL
+    private let process: Process
+    private let exit: Task<Int32, Never>
+
+    /// Starts `authgate serve` with `arguments` and `environment` on a free port, and waits until
+    /// `/health` answers.
+    public static func start(arguments: [String] = [], environment: [String: String] = [:]) async throws -> AuthGateServer {
+        let port = try freeLoopbackPort()
+        let logFile = FileManager.default.temporaryDirectory.appendingPathComponent("authgate-serve-\(UUID().uuidString).log")
+        FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        let process = Process()
+        process.executableURL = try AuthGateBinary.url()
+        process.arguments = ["serve"] + arguments
+        process.environment = AuthGateBinary.mergedEnvironment(environment.merging(["AUTHGATE_SERVER_PORT": String(port)]) { _, new in new })
+        let handle = try FileHandle(forWritingTo: logFile)
+        process.standardOutput = handle
+        process.standardError = handle
+        let (stream, continuation) = AsyncStream<Int32>.makeStream()
+        process.terminationHandler = { finished in
+            continuation.yield(finished.terminationStatus)
+            continuation.finish()
+        }
+        try process.run()
+        let exit = Task<Int32, Never> {
+            for await status in stream { return status }
+            return -1
+        }
+        let server = AuthGateServer(port: port, logFile: logFile, process: process, exit: exit)
+        try await server.waitUntilHealthy()
+        return server
+    }
+
+    private init(port: Int, logFile: URL, process: Process, exit: Task<Int32, Never>) {
+        self.port = port
+        self.logFile = logFile
+        self.process = process
+        self.exit = exit
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    public var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
+
+    /// Everything the server has logged so far.
+    public var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
+
+    /// Sends `signal` and waits for the exit status.
+    public func stop(signal: Int32 = SIGTERM) async -> Int32 {
+        if process.isRunning { kill(process.processIdentifier, signal) }
+        return await exit.value
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+
+    private func waitUntilHealthy() async throws {
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(20)
+        while clock.now < deadline {
+            if !process.isRunning { throw TestSupportError("authgate serve exited at start:\n\(log)") }
+            if let (_, response) = try? await HTTP.get(baseURL.appendingPathComponent("health")), response.statusCode == 200 { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw TestSupportError("authgate serve did not answer /health within 20 s:\n\(log)")
+    }
+}
