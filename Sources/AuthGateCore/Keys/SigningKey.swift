@@ -26,7 +26,7 @@ public struct SigningKey: Sendable {
     }
 
     /// Parses a PEM private key of the given algorithm.
-    /// - Throws: ``KeyError`` when the PEM is not a private key of that algorithm.
+    /// - Throws: ``AuthGateError`` when the PEM is not a private key of that algorithm.
     public static func parse(pem: String, kid: String, algorithm: TokensConfiguration.SigningAlgorithm, state: TokensConfiguration.KeyState) throws
         -> SigningKey
     {
@@ -39,7 +39,7 @@ public struct SigningKey: Sendable {
                 return SigningKey(kid: kid, state: state, privateKey: .rs256(key))
             }
         } catch {
-            throw KeyError(.invalidKey, "key \"\(kid)\" is not a valid \(algorithm.rawValue) private key in PEM form")
+            throw AuthGateError(.keyInvalid, "key \"\(kid)\" is not a valid \(algorithm.rawValue) private key in PEM form")
         }
     }
 
@@ -54,7 +54,7 @@ public struct SigningKey: Sendable {
             do {
                 return SigningKey(kid: kid, state: state, privateKey: .rs256(try JWTKit.Insecure.RSA.PrivateKey(backing: _RSA.Signing.PrivateKey(keySize: .bits2048))))
             } catch {
-                throw KeyError(.invalidKey, "could not generate an RSA key: \(error)")
+                throw AuthGateError(.keyInvalid, "could not generate an RSA key: \(error)")
             }
         }
     }

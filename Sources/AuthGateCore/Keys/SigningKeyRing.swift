@@ -26,18 +26,18 @@ public struct SigningKeyRing: Sendable {
 
     /// Loads the configured keys, or generates a throwaway ES256 key when none is configured and
     /// `allowGenerated` is true (development mode).
-    /// - Throws: ``KeyError`` naming the key that could not be used.
+    /// - Throws: ``AuthGateError`` naming the key that could not be used.
     public static func load(_ configuration: TokensConfiguration, allowGenerated: Bool) throws -> SigningKeyRing {
         if configuration.signingKeys.isEmpty {
             guard allowGenerated else {
-                throw KeyError(.invalidKeySet, "no signing key is configured (tokens.signing_keys); generate one with `authgate keys generate`")
+                throw AuthGateError(.keySetInvalid, "no signing key is configured (tokens.signing_keys); generate one with `authgate keys generate`")
             }
             return SigningKeyRing(keys: [try SigningKey.generate(kid: "dev-\(randomSuffix())", algorithm: .es256)], isGenerated: true)
         }
         var keys: [SigningKey] = []
         for entry in configuration.signingKeys {
             guard let data = FileManager.default.contents(atPath: entry.file) else {
-                throw KeyError(.unreadable, "cannot read the key file of \"\(entry.kid)\": \(entry.file)")
+                throw AuthGateError(.keyUnreadable, "cannot read the key file of \"\(entry.kid)\": \(entry.file)")
             }
             keys.append(try SigningKey.parse(pem: String(decoding: data, as: UTF8.self), kid: entry.kid, algorithm: entry.algorithm, state: entry.state))
         }
@@ -47,8 +47,8 @@ public struct SigningKeyRing: Sendable {
     /// Makes a ring from keys, checking that exactly one is active and kids are unique.
     public init(validating keys: [SigningKey]) throws {
         let active = keys.filter { $0.state == .active }.count
-        guard active == 1 else { throw KeyError(.invalidKeySet, "exactly one signing key must be active, found \(active)") }
-        guard Set(keys.map(\.kid)).count == keys.count else { throw KeyError(.invalidKeySet, "signing key ids (kid) must be unique") }
+        guard active == 1 else { throw AuthGateError(.keySetInvalid, "exactly one signing key must be active, found \(active)") }
+        guard Set(keys.map(\.kid)).count == keys.count else { throw AuthGateError(.keySetInvalid, "signing key ids (kid) must be unique") }
         self.init(keys: keys, isGenerated: false)
     }
 

@@ -8,6 +8,6 @@ public protocol AuthStore: Sendable {
     var kind: String { get }
 
     /// Succeeds when the store can serve requests now.
-    /// - Throws: ``StoreError`` with code ``StoreError/Code/unavailable`` saying why not.
+    /// - Throws: ``AuthGateError`` with code ``AuthGateError/Code/storeUnavailable`` saying why not.
     func checkReadiness() async throws
 }

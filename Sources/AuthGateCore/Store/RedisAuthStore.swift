@@ -16,9 +16,9 @@ public struct RedisAuthStore: AuthStore {
 
     public func checkReadiness() async throws {
         do {
-            guard try await redis.ping() else { throw StoreError(.unavailable, "Redis did not answer PONG") }
+            guard try await redis.ping() else { throw AuthGateError(.storeUnavailable, "Redis did not answer PONG") }
         } catch let error as RedisError {
-            throw StoreError(.unavailable, error.description)
+            throw AuthGateError(.storeUnavailable, error.description)
         }
     }
 }

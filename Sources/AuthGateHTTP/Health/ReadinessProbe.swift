@@ -25,7 +25,7 @@ public struct ReadinessProbe: Sendable {
         do {
             try await store.checkReadiness()
             checks.append(Check(name: "store", isReady: true, detail: "ok (\(store.kind))"))
-        } catch let error as StoreError {
+        } catch let error as AuthGateError {
             checks.append(Check(name: "store", isReady: false, detail: "\(store.kind) unavailable: \(error.message)"))
         } catch {
             checks.append(Check(name: "store", isReady: false, detail: "\(store.kind) unavailable"))

@@ -1,6 +1,7 @@
 public import Logging
 public import NIOCore
 import NIOPosix
+import Synchronization
 
 /// One pipelined connection to Redis: any number of tasks may call ``send(_:timeout:)`` at once;
 /// their commands share the socket and their replies are matched in order.
@@ -11,6 +12,10 @@ import NIOPosix
 public final class RedisConnection: Sendable {
     private let channel: any Channel
     private let commandTimeout: TimeAmount
+    /// Commands handed over by callers and not yet written. Callers append; the first append
+    /// into an empty outbox schedules one event-loop task that writes the whole batch and
+    /// flushes once: under load, one hop and one `write(2)` serve many commands.
+    private let outbox = Mutex<[RedisRequest]>([])
 
     private init(channel: any Channel, commandTimeout: TimeAmount) {
         self.channel = channel
@@ -49,11 +54,7 @@ public final class RedisConnection: Sendable {
             promise: promise,
             deadline: channel.eventLoop.now + (timeout ?? commandTimeout)
         )
-        // If the channel is already closed the write never reaches our handler; fail the promise
-        // here too (completing a promise twice is a no-op, so a late success cannot be lost).
-        channel.writeAndFlush(request).whenFailure { error in
-            promise.fail(error as? RedisError ?? RedisError(.connectionClosed, "could not write to Redis: \(error)"))
-        }
+        enqueue(request)
         do {
             return try await promise.futureResult.get()
         } catch let error as RedisError {
@@ -61,6 +62,31 @@ public final class RedisConnection: Sendable {
         } catch {
             throw RedisError(.connectionClosed, "\(error)")
         }
+    }
+
+    private func enqueue(_ request: RedisRequest) {
+        let isFirst = outbox.withLock { pending -> Bool in
+            pending.append(request)
+            return pending.count == 1
+        }
+        guard isFirst else { return }
+        channel.eventLoop.execute { self.drainOutbox() }
+    }
+
+    /// Runs on the event loop: writes every queued command, then flushes once.
+    private func drainOutbox() {
+        let batch = outbox.withLock { pending -> [RedisRequest] in
+            let batch = pending
+            pending.removeAll(keepingCapacity: true)
+            return batch
+        }
+        // A closed channel has no handler left to fail the promises; fail them here.
+        guard channel.isActive else {
+            for request in batch { request.promise.fail(RedisError(.connectionClosed, "the connection to Redis is closed")) }
+            return
+        }
+        for request in batch { channel.write(request, promise: nil) }
+        channel.flush()
     }
 
     /// Stops taking commands, waits for the replies still due, then closes.
