@@ -26,19 +26,14 @@ struct ServeCommand: AsyncParsableCommand {
             printError(Self.developmentBanner)
             logger.warning("development mode: memory store (nothing persists across restarts) and a signing key generated at start")
         }
-        let keyRing: SigningKeyRing
+        let assembly: GatewayApplication.Assembly
         do {
-            keyRing = try SigningKeyRing.load(configuration.tokens, allowGenerated: configuration.isDevelopmentMode)
+            assembly = try GatewayApplication.assemble(configuration, logger: logger)
         } catch {
-            logger.critical("cannot load signing keys", metadata: ["gw.error": "\(error)"])
+            logger.critical("cannot start", metadata: ["gw.error": "\(error)"])
             throw ExitStatus.configurationError
         }
-        let assembly = AuthStoreFactory.make(configuration.store, logger: logger)
-        let application = GatewayApplication.build(
-            .init(configuration: configuration, store: assembly.store, keyRing: keyRing),
-            services: assembly.services,
-            logger: logger
-        )
+        let application = GatewayApplication.build(assembly.dependencies, services: assembly.services, logger: logger)
         var groupConfiguration = ServiceGroupConfiguration(services: [application], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         groupConfiguration.maximumGracefulShutdownDuration = configuration.server.shutdownTimeout
         logger.info(

@@ -1,3 +1,8 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
 public import RedisBridge
 
 /// The Redis store, shared by every replica. Keys follow the cluster-safe model in
@@ -17,6 +22,24 @@ public struct RedisAuthStore: AuthStore {
     public func checkReadiness() async throws {
         do {
             guard try await redis.ping() else { throw AuthGateError(.storeUnavailable, "Redis did not answer PONG") }
+        } catch let error as RedisError {
+            throw AuthGateError(.storeUnavailable, error.description)
+        }
+    }
+
+    public func insertIfAbsent(_ key: String, expiresAt: Date) async throws -> Bool {
+        let milliseconds = Int64((expiresAt.timeIntervalSince1970 * 1000).rounded(.up))
+        do {
+            let reply = try await redis.send(RedisCommand("SET", .string(keyPrefix + key), "1", "PXAT", .integer(milliseconds), "NX"))
+            return !reply.isNull
+        } catch let error as RedisError {
+            throw AuthGateError(.storeUnavailable, error.description)
+        }
+    }
+
+    public func consume(_ key: String) async throws -> Bool {
+        do {
+            return try await !redis.send(RedisCommand("GETDEL", .string(keyPrefix + key))).isNull
         } catch let error as RedisError {
             throw AuthGateError(.storeUnavailable, error.description)
         }

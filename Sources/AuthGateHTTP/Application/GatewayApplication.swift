@@ -15,20 +15,59 @@ public enum GatewayApplication {
         public let configuration: AuthGateConfiguration
         public let store: any AuthStore
         public let keyRing: SigningKeyRing?
+        /// The identity verifiers of the enabled providers.
+        public let verifiers: IdentityVerifierRegistry
+        /// Server-issued nonces.
+        public let nonces: ServerNonceIssuer
 
-        public init(configuration: AuthGateConfiguration, store: any AuthStore, keyRing: SigningKeyRing?) {
+        public init(
+            configuration: AuthGateConfiguration,
+            store: any AuthStore,
+            keyRing: SigningKeyRing?,
+            verifiers: IdentityVerifierRegistry? = nil
+        ) {
             self.configuration = configuration
             self.store = store
             self.keyRing = keyRing
+            self.verifiers = verifiers ?? IdentityVerifierRegistry(verifiers: [], anonymous: AnonymousProvider(configuration: configuration.providers.anonymous))
+            self.nonces = ServerNonceIssuer(store: store, lifetime: configuration.replay.serverNonceTTL)
         }
+    }
+
+    /// Dependencies plus the long-lived services behind them, in start order (they stop in
+    /// reverse, after the HTTP server).
+    public struct Assembly: Sendable {
+        public let dependencies: Dependencies
+        public let services: [any Service]
+    }
+
+    /// Builds everything `authgate serve` runs from a validated configuration: the store (and its
+    /// Redis client), the signing keys, the HTTP client for provider keys, and one key set per
+    /// enabled provider.
+    /// - Throws: ``AuthGateError`` when the signing keys cannot be loaded.
+    public static func assemble(_ configuration: AuthGateConfiguration, logger: Logger) throws -> Assembly {
+        let keyRing = try SigningKeyRing.load(configuration.tokens, allowGenerated: configuration.isDevelopmentMode)
+        let store = AuthStoreFactory.make(configuration.store, logger: logger)
+        let httpClient = HTTPClientService(client: HTTPClientService.makeKeyFetchingClient())
+        let verifiers = IdentityVerifierRegistry(
+            providers: configuration.providers,
+            fetcher: HTTPJWKSFetcher(client: httpClient.client),
+            logger: logger
+        )
+        let services: [any Service] = store.services + [httpClient] + verifiers.keySets.map { $0 as any Service }
+        return Assembly(
+            dependencies: Dependencies(configuration: configuration, store: store.store, keyRing: keyRing, verifiers: verifiers),
+            services: services
+        )
     }
 
     /// The router with every route and middleware.
     public static func buildRouter(_ dependencies: Dependencies) -> Router<AuthGateRequestContext> {
         let router = Router(context: AuthGateRequestContext.self)
         router.add(middleware: RequestLogMiddleware())
-        HealthController(version: version, probe: ReadinessProbe(store: dependencies.store, keyRing: dependencies.keyRing))
-            .register(on: router)
+        let probe = ReadinessProbe(store: dependencies.store, keyRing: dependencies.keyRing, keySets: dependencies.verifiers.keySets)
+        HealthController(version: version, probe: probe).register(on: router)
+        NonceController(issuer: dependencies.nonces).register(on: router)
         return router
     }
 

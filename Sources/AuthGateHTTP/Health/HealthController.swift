@@ -6,8 +6,8 @@ import Foundation
 public import Hummingbird
 
 /// `GET /health` and `GET /auth/v1/health` in GoTrue's shape (liveness: the process answers),
-/// and `GET /readyz` (readiness: 200 only when every ``ReadinessProbe`` check passes, else 503
-/// with the reasons).
+/// and `GET /readyz` (readiness: 200 `ready`, or 200 `degraded` when only a provider's key set
+/// is missing or stale, else 503 `not_ready`; every check's detail is listed).
 public struct HealthController: Sendable {
     /// The version reported by `/health`.
     public let version: String
@@ -42,10 +42,12 @@ public struct HealthController: Sendable {
 
     private func readiness() async throws -> Response {
         let checks = await probe.run()
-        let ready = checks.allSatisfy(\.isReady)
+        let ready = checks.allSatisfy { $0.isReady || !$0.isCritical }
+        let degraded = checks.contains { !$0.isReady }
         var details: [String: String] = [:]
         for check in checks { details[check.name] = check.detail }
-        return try json(ready ? .ok : .serviceUnavailable, Readiness(status: ready ? "ready" : "not_ready", checks: details))
+        let status = ready ? (degraded ? "degraded" : "ready") : "not_ready"
+        return try json(ready ? .ok : .serviceUnavailable, Readiness(status: status, checks: details))
     }
 
     private func json(_ status: HTTPResponse.Status, _ value: some Encodable) throws -> Response {

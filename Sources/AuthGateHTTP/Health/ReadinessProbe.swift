@@ -1,22 +1,28 @@
 public import AuthGateCore
 
 /// Decides whether this replica should get traffic: the store answers and the signing keys are
-/// loaded. Later parts (provider key sets, the revocation feed) add their own checks.
+/// loaded. Provider key sets are reported too: a missing or stale set degrades sign-in with that
+/// provider only (its tokens are refused, fail closed), so it marks the replica `degraded`, not
+/// unready: sessions, refreshes and the proxy keep working.
 public struct ReadinessProbe: Sendable {
     /// One named check's outcome.
     public struct Check: Sendable, Hashable {
         public let name: String
         public let isReady: Bool
+        /// False for checks that degrade one feature rather than the replica.
+        public let isCritical: Bool
         /// "ok", or why not (safe to show: no secrets, no internal addresses beyond the store's).
         public let detail: String
     }
 
     private let store: any AuthStore
     private let keyRing: SigningKeyRing?
+    private let keySets: [ProviderKeySet]
 
-    public init(store: any AuthStore, keyRing: SigningKeyRing?) {
+    public init(store: any AuthStore, keyRing: SigningKeyRing?, keySets: [ProviderKeySet] = []) {
         self.store = store
         self.keyRing = keyRing
+        self.keySets = keySets
     }
 
     /// Runs every check.
@@ -24,17 +30,30 @@ public struct ReadinessProbe: Sendable {
         var checks: [Check] = []
         do {
             try await store.checkReadiness()
-            checks.append(Check(name: "store", isReady: true, detail: "ok (\(store.kind))"))
+            checks.append(Check(name: "store", isReady: true, isCritical: true, detail: "ok (\(store.kind))"))
         } catch let error as AuthGateError {
-            checks.append(Check(name: "store", isReady: false, detail: "\(store.kind) unavailable: \(error.message)"))
+            checks.append(Check(name: "store", isReady: false, isCritical: true, detail: "\(store.kind) unavailable: \(error.message)"))
         } catch {
-            checks.append(Check(name: "store", isReady: false, detail: "\(store.kind) unavailable"))
+            checks.append(Check(name: "store", isReady: false, isCritical: true, detail: "\(store.kind) unavailable"))
         }
         if let keyRing {
             let detail = "ok (active kid \(keyRing.activeKey.kid), \(keyRing.keys.count) key\(keyRing.keys.count == 1 ? "" : "s")\(keyRing.isGenerated ? ", generated for development" : ""))"
-            checks.append(Check(name: "signing_keys", isReady: true, detail: detail))
+            checks.append(Check(name: "signing_keys", isReady: true, isCritical: true, detail: detail))
         } else {
-            checks.append(Check(name: "signing_keys", isReady: false, detail: "no signing keys loaded"))
+            checks.append(Check(name: "signing_keys", isReady: false, isCritical: true, detail: "no signing keys loaded"))
+        }
+        for keySet in keySets {
+            let status = await keySet.status()
+            let age = status.ageSeconds.map { "loaded \(Int($0)) s ago" } ?? "never loaded"
+            let detail: String
+            if status.keyCount == 0 {
+                detail = "no keys (\(age); \(status.lastError ?? "not fetched yet")): sign-in with \(status.provider) fails"
+            } else if status.isStale {
+                detail = "stale: \(status.keyCount) keys, \(age); refresh failing: \(status.lastError ?? "unknown error")"
+            } else {
+                detail = "ok (\(status.keyCount) keys, \(age))"
+            }
+            checks.append(Check(name: "provider_keys.\(status.provider)", isReady: status.keyCount > 0 && !status.isStale, isCritical: false, detail: detail))
         }
         return checks
     }

@@ -1,0 +1,69 @@
+public import Logging
+
+/// Every configured provider's verifier, looked up by the `provider` name of a request.
+public struct IdentityVerifierRegistry: Sendable {
+    private let verifiers: [String: any IdentityVerifier]
+    private let disabled: Set<String>
+    /// Anonymous sign-in.
+    public let anonymous: AnonymousProvider
+
+    /// The key sets of the enabled providers: run each as a `Service` to keep it fresh, and
+    /// report them in `/readyz`.
+    public var keySets: [ProviderKeySet] { verifiers.values.map(\.keySet) }
+
+    /// Builds a verifier for every enabled provider in `providers`.
+    public init(providers: ProvidersConfiguration, fetcher: any JWKSFetching, logger: Logger) {
+        var verifiers: [String: any IdentityVerifier] = [:]
+        var disabled: Set<String> = []
+        for configuration in [providers.apple, providers.google] + providers.oidc {
+            guard configuration.enabled else {
+                disabled.insert(configuration.name)
+                continue
+            }
+            let keySet = ProviderKeySet(
+                provider: configuration.name,
+                source: Self.source(of: configuration),
+                algorithm: configuration.algorithm,
+                fetcher: fetcher,
+                logger: logger
+            )
+            verifiers[configuration.name] = Self.makeVerifier(configuration, keySet: keySet)
+        }
+        self.verifiers = verifiers
+        self.disabled = disabled
+        self.anonymous = AnonymousProvider(configuration: providers.anonymous)
+    }
+
+    /// Creates a registry from verifiers built elsewhere (tests, `authgate verify-id-token`).
+    public init(verifiers: [any IdentityVerifier], anonymous: AnonymousProvider) {
+        self.verifiers = Dictionary(verifiers.map { ($0.provider, $0) }, uniquingKeysWith: { first, _ in first })
+        self.disabled = []
+        self.anonymous = anonymous
+    }
+
+    /// The verifier for `provider`.
+    /// - Throws: ``AuthGateError`` ``AuthGateError/Code/providerDisabled`` or ``AuthGateError/Code/unknownProvider``.
+    public func verifier(for provider: String) throws -> any IdentityVerifier {
+        if let verifier = verifiers[provider] { return verifier }
+        if disabled.contains(provider) { throw AuthGateError(.providerDisabled, "Provider \(provider) is not enabled") }
+        throw AuthGateError(.unknownProvider, "Unknown provider \(ProviderKeySet.printable(provider))")
+    }
+
+    /// The verifier type for a provider: Apple and Google by name, OIDC for every other.
+    public static func makeVerifier(_ configuration: ProvidersConfiguration.IDTokenProvider, keySet: ProviderKeySet) -> any IdentityVerifier {
+        switch configuration.name {
+        case "apple": return AppleVerifier(configuration: configuration, keySet: keySet)
+        case "google": return GoogleVerifier(configuration: configuration, keySet: keySet)
+        default: return OIDCVerifier(configuration: configuration, keySet: keySet)
+        }
+    }
+
+    /// Where a provider's keys come from, per its configuration.
+    public static func source(of configuration: ProvidersConfiguration.IDTokenProvider) -> ProviderKeySet.Source {
+        switch configuration.keySource {
+        case .url(let url): return .url(url)
+        case .file(let path): return .file(path)
+        case .discovery: return .discovery(issuer: configuration.issuers.first ?? "")
+        }
+    }
+}

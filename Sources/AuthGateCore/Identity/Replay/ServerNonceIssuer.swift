@@ -1,0 +1,37 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+
+/// Nonces issued by AuthGate (`POST /auth/v1/nonce`): a client asks for one, gives its SHA-256 to
+/// the provider and the raw value to AuthGate. With `require_server_nonce`, sign-in accepts only
+/// nonces issued here, unexpired and unused; consuming one is atomic (Redis `GETDEL`).
+public struct ServerNonceIssuer: Sendable {
+    private let store: any AuthStore
+    private let lifetime: Duration
+
+    public init(store: any AuthStore, lifetime: Duration) {
+        self.store = store
+        self.lifetime = lifetime
+    }
+
+    /// A new nonce: 32 random bytes, base64url (43 characters), and when it expires.
+    public func issue(now: Date) async throws -> (nonce: String, expiresAt: Date) {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let nonce = Data(bytes).base64EncodedString().map { $0 == "+" ? "-" : ($0 == "/" ? "_" : $0) }.filter { $0 != "=" }
+        let raw = String(nonce)
+        let expiresAt = now.addingTimeInterval(ProviderKeySet.seconds(lifetime))
+        _ = try await store.insertIfAbsent(Self.key(for: raw), expiresAt: expiresAt)
+        return (raw, expiresAt)
+    }
+
+    /// Uses up a nonce: true exactly once for a nonce issued here and not yet expired.
+    public func consume(_ rawNonce: String) async throws -> Bool {
+        guard !rawNonce.isEmpty, rawNonce.utf8.count <= 256 else { return false }
+        return try await store.consume(Self.key(for: rawNonce))
+    }
+
+    private static func key(for rawNonce: String) -> String { "nonce:" + NonceRule.hashed(rawNonce) }
+}

@@ -1,0 +1,32 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+
+/// Who a provider ID token proves the caller to be, after every check passed.
+public struct VerifiedIdentity: Sendable, Hashable {
+    /// The provider name (`apple`, `google`, an OIDC name).
+    public let provider: String
+    /// The token's `sub`: the user's id at the provider.
+    public let subject: String
+    /// Lower-cased email, if the token has one.
+    public let email: String?
+    /// Whether the provider vouches for the email (Apple: always, GoTrue's rule).
+    public let emailVerified: Bool
+    public let name: String?
+    public let picture: String?
+    /// The token's `iss`.
+    public let issuer: String
+    /// `exp` of the token: its replay record lives until then (plus leeway).
+    public let expiresAt: Date
+    /// `iat` of the token, if present.
+    public let issuedAt: Date?
+    /// Every claim of the token.
+    public let claims: [String: JSONValue]
+    /// GoTrue's `identity_data`: iss, sub, provider_id, email, email_verified, phone_verified,
+    /// profile claims when present, and the provider's `custom_claims`.
+    public let identityData: [String: JSONValue]
+    /// Lower-case hex SHA-256 of the whole token: its identity in the replay window.
+    public let tokenHash: String
+}

@@ -1,0 +1,238 @@
+import AsyncHTTPClient
+import AuthGateTestSupport
+import Foundation
+import Logging
+import Testing
+
+@testable import AuthGateCore
+
+/// Provider key sets against a local fake provider serving a JWKS over real HTTP.
+@Suite("Provider key sets against a local JWKS server", .serialized)
+struct ProviderKeySetTests {
+    private static let logger = Logger(label: "keyset-test")
+
+    /// Runs `body` with a started fake provider, an HTTP client, and a verifier for it.
+    private func withProvider(
+        keys: [FakeProvider.Key],
+        source: ((FakeProvider) -> ProviderKeySet.Source)? = nil,
+        minimumLifetime: Duration = .seconds(30),
+        _ body: (FakeProvider, OIDCVerifier) async throws -> Void
+    ) async throws {
+        let provider = try await FakeProvider.start(keys: keys)
+        let client = HTTPClientService.makeKeyFetchingClient()
+        let configuration = try #require(
+            try AuthGateConfiguration.parse(
+                yaml: "providers: { oidc: [ { name: fake, issuer: \"\(provider.issuer)\", audiences: [app], jwks_url: \"\(provider.jwksURL)\" } ] }",
+                baseDirectory: "",
+                environment: [:]
+            ).providers.oidc.first
+        )
+        let keySet = ProviderKeySet(
+            provider: "fake",
+            source: source?(provider) ?? .url(provider.jwksURL),
+            algorithm: .rs256,
+            fetcher: HTTPJWKSFetcher(client: client),
+            logger: Self.logger,
+            minimumLifetime: minimumLifetime
+        )
+        let verifier = OIDCVerifier(configuration: configuration, keySet: keySet)
+        do {
+            try await body(provider, verifier)
+        } catch {
+            try? await client.shutdown()
+            await provider.stop()
+            throw error
+        }
+        try await client.shutdown()
+        await provider.stop()
+    }
+
+    private func token(_ provider: FakeProvider, key: FakeProvider.Key, kid: String? = nil, extra: [String: JSONValue] = [:]) -> String {
+        FakeProvider.token(claims: FakeProvider.claims(issuer: provider.issuer, audience: "app", extra: extra), key: key, kid: kid)
+    }
+
+    private func code(_ body: () async throws -> VerifiedIdentity) async -> AuthGateError.Code? {
+        do {
+            _ = try await body()
+            return nil
+        } catch {
+            return (error as? AuthGateError)?.code
+        }
+    }
+
+    @Test("a token signed by a published key verifies; the set is fetched once")
+    func basicVerification() async throws {
+        let keys = FakeProvider.sharedKeys
+        try await withProvider(keys: [keys[0]]) { provider, verifier in
+            let identity = try await verifier.verify(idToken: token(provider, key: keys[0]), rawNonce: nil, now: Date())
+            #expect(identity.subject == "user-1")
+            #expect(identity.email == "person@example.com")
+            #expect(identity.emailVerified)
+            _ = try await verifier.verify(idToken: token(provider, key: keys[0]), rawNonce: nil, now: Date())
+            #expect(provider.jwksRequests == 1)
+        }
+    }
+
+    @Test("key rotation: a new kid appears, one refetch, accepted")
+    func rotation() async throws {
+        let keys = FakeProvider.sharedKeys
+        try await withProvider(keys: [keys[0]]) { provider, verifier in
+            _ = try await verifier.verify(idToken: token(provider, key: keys[0]), rawNonce: nil, now: Date())
+            provider.publish([keys[0], keys[1]])
+            let identity = try await verifier.verify(idToken: token(provider, key: keys[1]), rawNonce: nil, now: Date())
+            #expect(identity.subject == "user-1")
+            #expect(provider.jwksRequests == 2)
+        }
+    }
+
+    @Test("a flood of unknown kids costs at most one fetch per 30 s, and concurrent misses share it")
+    func unknownKidFlood() async throws {
+        let keys = FakeProvider.sharedKeys
+        try await withProvider(keys: [keys[0]]) { provider, verifier in
+            _ = try await verifier.verify(idToken: token(provider, key: keys[0]), rawNonce: nil, now: Date())
+            #expect(provider.jwksRequests == 1)
+            let codes = await withTaskGroup(of: AuthGateError.Code?.self) { group in
+                for index in 0..<200 {
+                    let junk = token(provider, key: keys[2], kid: "junk-\(index)")
+                    group.addTask { await code { try await verifier.verify(idToken: junk, rawNonce: nil, now: Date()) } }
+                }
+                return await group.reduce(into: [AuthGateError.Code?]()) { $0.append($1) }
+            }
+            #expect(codes.allSatisfy { $0 == .unknownKeyID })
+            #expect(provider.jwksRequests == 2, "200 unknown kids must cause one refetch, not \(provider.jwksRequests - 1)")
+            // A real new key published now is not fetched until the interval has passed...
+            provider.publish([keys[0], keys[1]])
+            #expect(await code { try await verifier.verify(idToken: token(provider, key: keys[1]), rawNonce: nil, now: Date()) } == .unknownKeyID)
+            #expect(provider.jwksRequests == 2)
+            // ...while known keys keep working without any fetch.
+            _ = try await verifier.verify(idToken: token(provider, key: keys[0]), rawNonce: nil, now: Date())
+            #expect(provider.jwksRequests == 2)
+        }
+    }
+
+    @Test("JWKS server down: the last good set is still used, and staleness is reported")
+    func serverDownKeepsLastGoodSet() async throws {
+        let keys = FakeProvider.sharedKeys
+        try await withProvider(keys: [keys[0]], minimumLifetime: .zero) { provider, verifier in
+            provider.setCaching(cacheControl: "max-age=0")
+            _ = try await verifier.verify(idToken: token(provider, key: keys[0]), rawNonce: nil, now: Date())
+            provider.setDown(true)
+            await #expect(throws: AuthGateError.self) { try await verifier.keySet.refresh() }
+            let identity = try await verifier.verify(idToken: token(provider, key: keys[0]), rawNonce: nil, now: Date())
+            #expect(identity.subject == "user-1")
+            let status = await verifier.keySet.status()
+            #expect(status.keyCount == 1)
+            #expect(status.isStale)
+            #expect(status.lastError?.contains("503") == true)
+        }
+    }
+
+    @Test("fresh start with the JWKS server down: every token is rejected (fail closed)")
+    func freshStartServerDown() async throws {
+        let keys = FakeProvider.sharedKeys
+        try await withProvider(keys: [keys[0]]) { provider, verifier in
+            provider.setDown(true)
+            #expect(await code { try await verifier.verify(idToken: token(provider, key: keys[0]), rawNonce: nil, now: Date()) } == .keysUnavailable)
+            provider.setDown(false)
+            _ = try await verifier.verify(idToken: token(provider, key: keys[0]), rawNonce: nil, now: Date())
+        }
+    }
+
+    @Test("Cache-Control max-age minus Age sets how long the set stays fresh")
+    func cacheControl() async throws {
+        let keys = FakeProvider.sharedKeys
+        try await withProvider(keys: [keys[0]]) { provider, verifier in
+            provider.setCaching(cacheControl: "public, max-age=21155, must-revalidate, no-transform", age: "155")
+            try await verifier.keySet.refresh()
+            let fresh = try #require(await verifier.keySet.status().freshForSeconds)
+            #expect(fresh > 20_990 && fresh <= 21_000)
+            #expect(await verifier.keySet.status().isStale == false)
+        }
+        #expect(FetchedDocument.maxAge(cacheControl: "no-store", age: nil) == .zero)
+        #expect(FetchedDocument.maxAge(cacheControl: "public", age: nil) == nil)
+        #expect(FetchedDocument.maxAge(cacheControl: "max-age=\"60\"", age: "100") == .zero)
+    }
+
+    @Test("a JWKS with an oct key, an enc key and junk still loads its RSA keys")
+    func skipsUnusableKeys() async throws {
+        let keys = FakeProvider.sharedKeys
+        try await withProvider(keys: [keys[0]]) { provider, verifier in
+            provider.addRawEntries([
+                "{\"kty\":\"oct\",\"kid\":\"hmac\",\"k\":\"c2VjcmV0\"}",
+                "{\"kty\":\"RSA\",\"kid\":\"enc\",\"use\":\"enc\",\"n\":\"AQAB\",\"e\":\"AQAB\"}",
+                "{\"kty\":\"EC\",\"kid\":\"odd-curve\",\"crv\":\"P-521\",\"x\":\"AA\",\"y\":\"AA\"}",
+                "{\"kty\":\"RSA\",\"kid\":\"tiny\",\"n\":\"AQAB\",\"e\":\"AQAB\"}",
+                "\"not an object\"",
+            ])
+            _ = try await verifier.verify(idToken: token(provider, key: keys[0]), rawNonce: nil, now: Date())
+            #expect(await verifier.keySet.status().keyCount == 1)
+            let hmacToken = FakeProvider.unsignedToken(header: ["alg": "RS256", "kid": "hmac"], claims: FakeProvider.claims(issuer: provider.issuer, audience: "app"))
+            #expect(await code { try await verifier.verify(idToken: hmacToken, rawNonce: nil, now: Date()) } == .unknownKeyID)
+        }
+    }
+
+    @Test("a junk PS512 token does not break later RS256 tokens (no algorithm pinning by tokens)")
+    func junkAlgorithmToken() async throws {
+        let keys = FakeProvider.sharedKeys
+        try await withProvider(keys: [keys[0]]) { provider, verifier in
+            let junk = FakeProvider.token(claims: FakeProvider.claims(issuer: provider.issuer, audience: "app"), key: keys[0], algorithm: "PS512")
+            #expect(await code { try await verifier.verify(idToken: junk, rawNonce: nil, now: Date()) } == .algorithmNotAllowed)
+            _ = try await verifier.verify(idToken: token(provider, key: keys[0]), rawNonce: nil, now: Date())
+        }
+    }
+
+    @Test("alg none, HMAC algs, a missing kid and a non-JWS are rejected with their reasons")
+    func hostileHeaders() async throws {
+        let keys = FakeProvider.sharedKeys
+        try await withProvider(keys: [keys[0]]) { provider, verifier in
+            let claims = FakeProvider.claims(issuer: provider.issuer, audience: "app")
+            let none = FakeProvider.unsignedToken(header: ["alg": "none", "kid": .string(keys[0].kid)], claims: claims, signature: [0])
+            let hmac = FakeProvider.unsignedToken(header: ["alg": "HS256", "kid": .string(keys[0].kid)], claims: claims)
+            let noKid = FakeProvider.token(claims: claims, key: keys[0], kid: "")
+            #expect(await code { try await verifier.verify(idToken: none, rawNonce: nil, now: Date()) } == .algorithmNotAllowed)
+            #expect(await code { try await verifier.verify(idToken: hmac, rawNonce: nil, now: Date()) } == .algorithmNotAllowed)
+            #expect(await code { try await verifier.verify(idToken: noKid, rawNonce: nil, now: Date()) } == .missingKeyID)
+            #expect(await code { try await verifier.verify(idToken: "not.a.jwt", rawNonce: nil, now: Date()) } == .malformed)
+            #expect(await code { try await verifier.verify(idToken: "", rawNonce: nil, now: Date()) } == .malformed)
+            #expect(provider.jwksRequests <= 1, "rejected headers must not trigger fetches")
+        }
+    }
+
+    @Test("claims: issuer, audience list, exp, nbf, iat and sub are checked, with leeway")
+    func claimChecks() async throws {
+        let keys = FakeProvider.sharedKeys
+        try await withProvider(keys: [keys[0]]) { provider, verifier in
+            let now = Date()
+            let issued = Int64(now.timeIntervalSince1970)
+            func sign(_ changes: [String: JSONValue], removing: [String] = []) -> String {
+                var claims = FakeProvider.claims(issuer: provider.issuer, audience: "app", now: now)
+                claims.merge(changes) { _, new in new }
+                for name in removing { claims.removeValue(forKey: name) }
+                return FakeProvider.token(claims: claims, key: keys[0])
+            }
+            #expect(await code { try await verifier.verify(idToken: sign(["iss": "https://evil.example"]), rawNonce: nil, now: now) } == .issuer)
+            #expect(await code { try await verifier.verify(idToken: sign(["aud": .array(["x", "y"])]), rawNonce: nil, now: now) } == .audience)
+            _ = try await verifier.verify(idToken: sign(["aud": .array(["x", "app"])]), rawNonce: nil, now: now)
+            #expect(await code { try await verifier.verify(idToken: sign([:], removing: ["exp"]), rawNonce: nil, now: now) } == .expired)
+            #expect(await code { try await verifier.verify(idToken: sign(["exp": .integer(issued)]), rawNonce: nil, now: now) } == .expired)
+            #expect(await code { try await verifier.verify(idToken: sign(["nbf": .integer(issued + 60)]), rawNonce: nil, now: now) } == .notYetValid)
+            #expect(await code { try await verifier.verify(idToken: sign(["iat": .integer(issued + 60)]), rawNonce: nil, now: now) } == .issuedInFuture)
+            #expect(await code { try await verifier.verify(idToken: sign(["sub": ""]), rawNonce: nil, now: now) } == .missingSubject)
+            #expect(await code { try await verifier.verify(idToken: sign([:], removing: ["sub"]), rawNonce: nil, now: now) } == .missingSubject)
+            var lenient = verifier.configuration
+            lenient.leeway = .seconds(120)
+            let tolerant = OIDCVerifier(configuration: lenient, keySet: verifier.keySet)
+            _ = try await tolerant.verify(idToken: sign(["nbf": .integer(issued + 60), "iat": .integer(issued + 60)]), rawNonce: nil, now: now)
+            _ = try await tolerant.verify(idToken: sign(["exp": .integer(issued - 60)]), rawNonce: nil, now: now)
+        }
+    }
+
+    @Test("OIDC discovery finds the JWKS through /.well-known/openid-configuration")
+    func discovery() async throws {
+        let keys = FakeProvider.sharedKeys
+        try await withProvider(keys: [keys[0]], source: { .discovery(issuer: $0.issuer) }) { provider, verifier in
+            let identity = try await verifier.verify(idToken: token(provider, key: keys[0]), rawNonce: nil, now: Date())
+            #expect(identity.subject == "user-1")
+        }
+    }
+}

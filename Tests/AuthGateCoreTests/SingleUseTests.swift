@@ -1,0 +1,155 @@
+import AuthGateTestSupport
+import Foundation
+import Logging
+import RedisBridge
+import Testing
+
+@testable import AuthGateCore
+
+/// Single use of ID tokens and server-issued nonces, on both stores.
+@Suite("Single use: replay guard and server nonces, memory and Redis stores", .serialized)
+struct SingleUseTests {
+    enum StoreKind: String, CaseIterable, Sendable, CustomStringConvertible {
+        case memory, redis
+        var description: String { rawValue }
+    }
+
+    private static let logger = Logger(label: "single-use-test")
+
+    private func withStore(_ kind: StoreKind, _ body: (any AuthStore) async throws -> Void) async throws {
+        switch kind {
+        case .memory:
+            try await body(MemoryAuthStore())
+        case .redis:
+            let client = RedisClient(configuration: .init(url: try await SharedRedis.url(), poolSize: 2), logger: Self.logger)
+            let prefix = "test:\(UInt32.random(in: 0...UInt32.max)):"
+            do {
+                try await body(RedisAuthStore(redis: client, keyPrefix: prefix))
+            } catch {
+                await client.shutdown()
+                throw error
+            }
+            await client.shutdown()
+        }
+    }
+
+    /// A sign-in verifier for a fake provider, with server nonces required or not.
+    private func signIn(
+        store: any AuthStore,
+        provider: FakeProvider,
+        requireServerNonce: Bool = false
+    ) throws -> (IDTokenSignInVerifier, ServerNonceIssuer) {
+        let yaml = """
+            providers: { oidc: [ { name: fake, issuer: "\(provider.issuer)", audiences: [app], jwks_url: "\(provider.jwksURL)", require_server_nonce: \(requireServerNonce) } ] }
+            """
+        let configuration = try AuthGateConfiguration.parse(yaml: yaml, baseDirectory: "", environment: [:])
+        let keySet = ProviderKeySet(provider: "fake", source: .file(try jwksFile(FakeProvider.sharedKeys)), algorithm: .rs256, fetcher: UnusedFetcher(), logger: Self.logger)
+        let registry = IdentityVerifierRegistry(
+            verifiers: [OIDCVerifier(configuration: try #require(configuration.providers.oidc.first), keySet: keySet)],
+            anonymous: AnonymousProvider(configuration: configuration.providers.anonymous)
+        )
+        let nonces = ServerNonceIssuer(store: store, lifetime: configuration.replay.serverNonceTTL)
+        return (IDTokenSignInVerifier(registry: registry, replayGuard: ReplayGuard(store: store, configuration: configuration.replay), nonces: nonces), nonces)
+    }
+
+    private func jwksFile(_ keys: [FakeProvider.Key]) throws -> String {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("jwks-\(UUID().uuidString).json")
+        try FakeProvider.jwks(keys).write(to: url, atomically: true, encoding: .utf8)
+        return url.path
+    }
+
+    private func code(_ body: () async throws -> VerifiedIdentity) async -> AuthGateError.Code? {
+        do {
+            _ = try await body()
+            return nil
+        } catch {
+            return (error as? AuthGateError)?.code
+        }
+    }
+
+    @Test("an ID token is accepted once; the second presentation is refused as replayed", arguments: StoreKind.allCases)
+    func replayRejected(kind: StoreKind) async throws {
+        let provider = try await FakeProvider.start(keys: FakeProvider.sharedKeys)
+        defer { Task { await provider.stop() } }
+        try await withStore(kind) { (store: any AuthStore) async throws in
+            let (verifier, _) = try signIn(store: store, provider: provider)
+            let token = FakeProvider.token(claims: FakeProvider.claims(issuer: provider.issuer, audience: "app"), key: FakeProvider.sharedKeys[0])
+            let identity = try await verifier.verify(provider: "fake", idToken: token, rawNonce: nil, now: Date())
+            #expect(identity.subject == "user-1")
+            #expect(await code { try await verifier.verify(provider: "fake", idToken: token, rawNonce: nil, now: Date()) } == .replayed)
+            // The diagnostic path never records a replay.
+            let other = FakeProvider.token(
+                claims: FakeProvider.claims(issuer: provider.issuer, audience: "app", subject: "user-2"), key: FakeProvider.sharedKeys[0]
+            )
+            for _ in 0..<3 { _ = try await verifier.registry.verifier(for: "fake").verify(idToken: other, rawNonce: nil, now: Date()) }
+            _ = try await verifier.verify(provider: "fake", idToken: other, rawNonce: nil, now: Date())
+        }
+        await provider.stop()
+    }
+
+    @Test("100 concurrent presentations of one token: exactly one wins", arguments: StoreKind.allCases)
+    func replayRace(kind: StoreKind) async throws {
+        let provider = try await FakeProvider.start(keys: FakeProvider.sharedKeys)
+        try await withStore(kind) { (store: any AuthStore) async throws in
+            let (verifier, _) = try signIn(store: store, provider: provider)
+            let token = FakeProvider.token(claims: FakeProvider.claims(issuer: provider.issuer, audience: "app"), key: FakeProvider.sharedKeys[1])
+            let outcomes = await withTaskGroup(of: AuthGateError.Code?.self) { group in
+                for _ in 0..<100 {
+                    group.addTask { await code { try await verifier.verify(provider: "fake", idToken: token, rawNonce: nil, now: Date()) } }
+                }
+                return await group.reduce(into: [AuthGateError.Code?]()) { $0.append($1) }
+            }
+            #expect(outcomes.filter { $0 == nil }.count == 1)
+            #expect(outcomes.filter { $0 == .replayed }.count == 99)
+        }
+        await provider.stop()
+    }
+
+    @Test("server nonces: issued nonces are accepted once; unknown, reused or expired ones are refused", arguments: StoreKind.allCases)
+    func serverNonces(kind: StoreKind) async throws {
+        let provider = try await FakeProvider.start(keys: FakeProvider.sharedKeys)
+        try await withStore(kind) { (store: any AuthStore) async throws in
+            let (verifier, nonces) = try signIn(store: store, provider: provider, requireServerNonce: true)
+            func token(nonce: String, subject: String) -> String {
+                FakeProvider.token(
+                    claims: FakeProvider.claims(issuer: provider.issuer, audience: "app", subject: subject, extra: ["nonce": .string(NonceRule.hashed(nonce))]),
+                    key: FakeProvider.sharedKeys[0]
+                )
+            }
+            let issued = try await nonces.issue(now: Date())
+            #expect(issued.nonce.count == 43)
+            #expect(issued.expiresAt.timeIntervalSinceNow > 590)
+            _ = try await verifier.verify(provider: "fake", idToken: token(nonce: issued.nonce, subject: "a"), rawNonce: issued.nonce, now: Date())
+            // Reused with a fresh token: the nonce is gone.
+            #expect(
+                await code { try await verifier.verify(provider: "fake", idToken: token(nonce: issued.nonce, subject: "b"), rawNonce: issued.nonce, now: Date()) }
+                    == .serverNonceUnknown
+            )
+            // A nonce the client made up: the provider's checks pass, ours does not.
+            #expect(
+                await code { try await verifier.verify(provider: "fake", idToken: token(nonce: "made-up", subject: "c"), rawNonce: "made-up", now: Date()) }
+                    == .serverNonceUnknown
+            )
+            // Concurrent consumption of one nonce: exactly one succeeds.
+            let contested = try await nonces.issue(now: Date())
+            let wins = await withTaskGroup(of: Bool.self) { group in
+                for _ in 0..<50 { group.addTask { (try? await nonces.consume(contested.nonce)) == true } }
+                return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            }
+            #expect(wins == 1)
+        }
+        await provider.stop()
+    }
+
+    @Test("expired records free their keys", arguments: StoreKind.allCases)
+    func expiry(kind: StoreKind) async throws {
+        try await withStore(kind) { (store: any AuthStore) async throws in
+            #expect(try await store.insertIfAbsent("k", expiresAt: Date().addingTimeInterval(-1)))
+            #expect(try await store.insertIfAbsent("k", expiresAt: Date().addingTimeInterval(60)))
+            #expect(try await store.insertIfAbsent("k", expiresAt: Date().addingTimeInterval(60)) == false)
+            #expect(try await store.consume("k"))
+            #expect(try await store.consume("k") == false)
+            #expect(try await store.consume("never") == false)
+        }
+    }
+}
