@@ -6,7 +6,7 @@ public struct AuthGateCommand: AsyncParsableCommand {
         commandName: "authgate",
         abstract: "AuthGate: a GoTrue-compatible auth gateway and edge proxy.",
         version: "0.1.0",
-        subcommands: [ServeCommand.self, CheckConfigCommand.self, VerifyIDTokenCommand.self]
+        subcommands: [ServeCommand.self, CheckConfigCommand.self, VerifyIDTokenCommand.self, KeysCommand.self]
     )
 
     public init() {}

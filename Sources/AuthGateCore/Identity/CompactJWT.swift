@@ -49,6 +49,12 @@ struct CompactJWT: Sendable {
         self.payloadSegment = parts[1]
     }
 
+    /// The payload's bytes. Call only after the signature has verified.
+    func payloadBytes() throws -> [UInt8] {
+        guard let bytes = Self.base64URLDecode(payloadSegment) else { throw AuthGateError(.malformed, "the payload is not base64url") }
+        return bytes
+    }
+
     /// The payload's claims. Call only after the signature has verified.
     /// - Throws: ``AuthGateError`` ``AuthGateError/Code/malformed`` when the payload is not a JSON object.
     func verifiedClaims() throws -> [String: JSONValue] {

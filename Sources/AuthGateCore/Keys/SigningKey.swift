@@ -1,13 +1,14 @@
-import _CryptoExtras
-public import JWTKit
+public import Crypto
+public import _CryptoExtras
 
 /// One of AuthGate's own signing keys: its private half, its `kid`, its algorithm and its state
-/// in rotation.
+/// in rotation. Signing and verifying go straight to swift-crypto (no shared actor), so every
+/// core can mint and check tokens at once.
 public struct SigningKey: Sendable {
     /// The private key material, by algorithm.
     public enum PrivateKey: Sendable {
-        case es256(ES256PrivateKey)
-        case rs256(JWTKit.Insecure.RSA.PrivateKey)
+        case es256(P256.Signing.PrivateKey)
+        case rs256(_RSA.Signing.PrivateKey)
     }
 
     public let kid: String
@@ -25,17 +26,18 @@ public struct SigningKey: Sendable {
         }
     }
 
-    /// Parses a PEM private key of the given algorithm.
-    /// - Throws: ``AuthGateError`` when the PEM is not a private key of that algorithm.
+    /// Parses a PEM private key (PKCS#8, or SEC1 / PKCS#1) of the given algorithm.
+    /// - Throws: ``AuthGateError`` ``AuthGateError/Code/keyInvalid`` when the PEM is not a private key of that algorithm.
     public static func parse(pem: String, kid: String, algorithm: TokensConfiguration.SigningAlgorithm, state: TokensConfiguration.KeyState) throws
         -> SigningKey
     {
         do {
             switch algorithm {
             case .es256:
-                return SigningKey(kid: kid, state: state, privateKey: .es256(try ES256PrivateKey(pem: pem)))
+                return SigningKey(kid: kid, state: state, privateKey: .es256(try P256.Signing.PrivateKey(pemRepresentation: pem)))
             case .rs256:
-                let key = try JWTKit.Insecure.RSA.PrivateKey(pem: pem)
+                let key = try _RSA.Signing.PrivateKey(pemRepresentation: pem)
+                guard key.keySizeInBits >= 2048 else { throw AuthGateError(.keyInvalid, "RSA keys need at least 2048 bits") }
                 return SigningKey(kid: kid, state: state, privateKey: .rs256(key))
             }
         } catch {
@@ -49,21 +51,64 @@ public struct SigningKey: Sendable {
     {
         switch algorithm {
         case .es256:
-            return SigningKey(kid: kid, state: state, privateKey: .es256(ES256PrivateKey()))
+            return SigningKey(kid: kid, state: state, privateKey: .es256(P256.Signing.PrivateKey()))
         case .rs256:
             do {
-                return SigningKey(kid: kid, state: state, privateKey: .rs256(try JWTKit.Insecure.RSA.PrivateKey(backing: _RSA.Signing.PrivateKey(keySize: .bits2048))))
+                return SigningKey(kid: kid, state: state, privateKey: .rs256(try _RSA.Signing.PrivateKey(keySize: .bits2048)))
             } catch {
                 throw AuthGateError(.keyInvalid, "could not generate an RSA key: \(error)")
             }
         }
     }
 
-    /// The private key as PEM, for `authgate keys generate`.
+    /// The private key as PKCS#8 PEM, for `authgate keys generate`.
     public var pemRepresentation: String {
         switch privateKey {
         case .es256(let key): return key.pemRepresentation
         case .rs256(let key): return key.pemRepresentation
         }
+    }
+
+    /// Signs `bytes` (the ASCII `header.payload` of a JWS) and returns the JWS signature bytes.
+    func sign(_ bytes: [UInt8]) throws -> [UInt8] {
+        switch privateKey {
+        case .es256(let key):
+            return Array(try key.signature(for: SHA256.hash(data: bytes)).rawRepresentation)
+        case .rs256(let key):
+            return Array(try key.signature(for: SHA256.hash(data: bytes), padding: .insecurePKCS1v1_5).rawRepresentation)
+        }
+    }
+
+    /// True when `signature` is this key's signature over `bytes`.
+    func isValidSignature(_ signature: [UInt8], for bytes: [UInt8]) -> Bool {
+        switch privateKey {
+        case .es256(let key):
+            guard let parsed = try? P256.Signing.ECDSASignature(rawRepresentation: signature) else { return false }
+            return key.publicKey.isValidSignature(parsed, for: SHA256.hash(data: bytes))
+        case .rs256(let key):
+            return key.publicKey.isValidSignature(.init(rawRepresentation: signature), for: SHA256.hash(data: bytes), padding: .insecurePKCS1v1_5)
+        }
+    }
+
+    /// The public JWK GoTrue publishes: key material plus `kid`, `alg`, `use: sig`, `key_ops: [verify]`.
+    public var publicJWK: [String: JSONValue] {
+        var jwk: [String: JSONValue] = [
+            "kid": .string(kid), "alg": .string(algorithm.rawValue), "use": "sig", "key_ops": .array(["verify"]),
+        ]
+        switch privateKey {
+        case .es256(let key):
+            let raw = Array(key.publicKey.rawRepresentation)
+            jwk["kty"] = "EC"
+            jwk["crv"] = "P-256"
+            jwk["x"] = .string(Base64URL.encode(Array(raw[0..<32])))
+            jwk["y"] = .string(Base64URL.encode(Array(raw[32..<64])))
+        case .rs256(let key):
+            if let primitives = try? key.publicKey.getKeyPrimitives() {
+                jwk["kty"] = "RSA"
+                jwk["n"] = .string(Base64URL.encode(Array(primitives.modulus)))
+                jwk["e"] = .string(Base64URL.encode(Array(primitives.publicExponent)))
+            }
+        }
+        return jwk
     }
 }

@@ -68,6 +68,9 @@ public enum GatewayApplication {
         let probe = ReadinessProbe(store: dependencies.store, keyRing: dependencies.keyRing, keySets: dependencies.verifiers.keySets)
         HealthController(version: version, probe: probe).register(on: router)
         NonceController(issuer: dependencies.nonces).register(on: router)
+        if let keyRing = dependencies.keyRing {
+            JWKSController(keyRing: keyRing, issuer: dependencies.configuration.tokens.issuer).register(on: router)
+        }
         return router
     }
 

@@ -1,0 +1,53 @@
+import ArgumentParser
+import AuthGateCore
+import Foundation
+
+/// `authgate keys …`: signing-key management.
+struct KeysCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "keys",
+        abstract: "Manage AuthGate's signing keys.",
+        subcommands: [GenerateKeyCommand.self]
+    )
+}
+
+/// `authgate keys generate --alg ES256 --out F`: writes a new private key as PKCS#8 PEM (mode
+/// 0600) and prints the configuration entry to add it with.
+struct GenerateKeyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "generate", abstract: "Write a new signing key (PEM, mode 0600).")
+
+    @Option(name: .customLong("alg"), help: "ES256 (default) or RS256.")
+    var algorithm: String = "ES256"
+
+    @Option(help: "The PEM file to write; refused if it exists.")
+    var out: String
+
+    @Option(help: "The key id to print in the configuration entry (default: k-<UTC date>-<random>).")
+    var kid: String?
+
+    func run() async throws {
+        guard let parsed = TokensConfiguration.SigningAlgorithm(rawValue: algorithm.uppercased()) else {
+            printError("--alg must be ES256 or RS256, got \"\(algorithm)\"")
+            throw ExitStatus.configurationError
+        }
+        guard !FileManager.default.fileExists(atPath: out) else {
+            printError("\(out) exists; refusing to overwrite a key")
+            throw ExitStatus.refused
+        }
+        let keyID = kid ?? Self.defaultKeyID()
+        let key = try SigningKey.generate(kid: keyID, algorithm: parsed)
+        guard FileManager.default.createFile(atPath: out, contents: Data(key.pemRepresentation.utf8), attributes: [.posixPermissions: 0o600]) else {
+            printError("cannot write \(out)")
+            throw ExitStatus.refused
+        }
+        print("wrote \(parsed.rawValue) key to \(out)")
+        print("add to tokens.signing_keys (as published first when rotating):")
+        print("  - { kid: \(keyID), file: \(out), state: active, algorithm: \(parsed.rawValue) }")
+    }
+
+    static func defaultKeyID() -> String {
+        let date = Date().formatted(.iso8601.year().month().day())
+        let suffix = (0..<3).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        return "k-\(date)-\(suffix)"
+    }
+}

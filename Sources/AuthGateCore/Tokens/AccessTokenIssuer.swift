@@ -1,0 +1,27 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// Mints AuthGate access tokens with the active signing key: header
+/// `{"alg":…,"kid":…,"typ":"JWT"}`, GoTrue's claims, compact JWS.
+public struct AccessTokenIssuer: Sendable {
+    private let keyRing: SigningKeyRing
+
+    public init(keyRing: SigningKeyRing) {
+        self.keyRing = keyRing
+    }
+
+    /// Signs `claims` with the active key.
+    public func mint(_ claims: AccessTokenClaims) throws -> String {
+        let key = keyRing.activeKey
+        let header = "{\"alg\":\"\(key.algorithm.rawValue)\",\"kid\":\"\(key.kid)\",\"typ\":\"JWT\"}"
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        let payload = try encoder.encode(claims)
+        let signingInput = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(payload))
+        let signature = try key.sign(Array(signingInput.utf8))
+        return signingInput + "." + Base64URL.encode(signature)
+    }
+}

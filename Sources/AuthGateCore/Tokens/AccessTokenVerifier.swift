@@ -1,0 +1,47 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+
+/// Verifies AuthGate's own access tokens: `kid` must name one of our keys (active, published or
+/// retired), `alg` must be that key's algorithm, the signature must verify, and `iss`, `aud` and
+/// `exp` must match. It says nothing about the session: callers check that it is alive.
+public struct AccessTokenVerifier: Sendable {
+    private let keysByID: [String: SigningKey]
+    private let issuer: String
+    private let audience: String
+
+    public init(keyRing: SigningKeyRing, issuer: String, audience: String) {
+        self.keysByID = Dictionary(keyRing.keys.map { ($0.kid, $0) }, uniquingKeysWith: { first, _ in first })
+        self.issuer = issuer
+        self.audience = audience
+    }
+
+    /// The claims of a valid token.
+    /// - Throws: ``AuthGateError`` with the rejection reason (`malformed`, `algorithm_not_allowed`,
+    ///   `missing_kid`, `unknown_kid`, `bad_signature`, `issuer`, `audience`, `expired`).
+    public func verify(_ token: String, now: Date) throws -> AccessTokenClaims {
+        let jwt = try CompactJWT(parsing: token)
+        guard let kid = jwt.keyID, !kid.isEmpty else { throw AuthGateError(.missingKeyID, "the token header has no kid") }
+        guard let key = keysByID[kid] else { throw AuthGateError(.unknownKeyID, "no signing key has kid \"\(ProviderKeySet.printable(kid))\"") }
+        guard jwt.algorithm == key.algorithm.rawValue else {
+            throw AuthGateError(.algorithmNotAllowed, "alg \(ProviderKeySet.printable(jwt.algorithm)) is not the \(key.algorithm.rawValue) of key \(kid)")
+        }
+        guard key.isValidSignature(jwt.signature, for: jwt.signedBytes) else {
+            throw AuthGateError(.badSignature, "the signature does not verify with key \(kid)")
+        }
+        let claims: AccessTokenClaims
+        do {
+            claims = try JSONDecoder().decode(AccessTokenClaims.self, from: Data(try jwt.payloadBytes()))
+        } catch let error as AuthGateError {
+            throw error
+        } catch {
+            throw AuthGateError(.malformed, "the claims are not an AuthGate access token")
+        }
+        guard claims.iss == issuer else { throw AuthGateError(.issuer, "iss \(claims.iss) is not \(issuer)") }
+        guard claims.aud == audience else { throw AuthGateError(.audience, "aud \(claims.aud) is not \(audience)") }
+        guard Double(claims.exp) > now.timeIntervalSince1970 else { throw AuthGateError(.expired, "the token expired at \(claims.exp)") }
+        return claims
+    }
+}
