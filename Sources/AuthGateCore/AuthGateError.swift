@@ -59,6 +59,38 @@ public struct AuthGateError: Error, Sendable, Hashable, CustomStringConvertible 
         /// No provider has this name.
         public static let unknownProvider = Code("unknown_provider")
 
+        // Account and session outcomes. Their strings are GoTrue's error codes, which the HTTP
+        // layer sends to clients as they are.
+
+        /// The body or a field is not acceptable.
+        public static let validationFailed = Code("validation_failed")
+        /// The bearer token does not verify.
+        public static let badJWT = Code("bad_jwt")
+        /// No bearer token was sent where one is required.
+        public static let noAuthorization = Code("no_authorization")
+        /// The token's user does not exist.
+        public static let userNotFound = Code("user_not_found")
+        /// The token's session does not exist (logged out or revoked).
+        public static let sessionNotFound = Code("session_not_found")
+        /// The session passed its timebox or inactivity limit.
+        public static let sessionExpired = Code("session_expired")
+        /// The user is banned.
+        public static let userBanned = Code("user_banned")
+        /// The refresh token is unknown.
+        public static let refreshTokenNotFound = Code("refresh_token_not_found")
+        /// The refresh token was reused outside the allowed window; its session was revoked.
+        public static let refreshTokenAlreadyUsed = Code("refresh_token_already_used")
+        /// The identity belongs to a user already.
+        public static let identityAlreadyExists = Code("identity_already_exists")
+        /// The email belongs to another user.
+        public static let emailExists = Code("email_exists")
+        /// Linking needs a verified email and the provider's is not.
+        public static let emailNotConfirmed = Code("email_not_confirmed")
+        /// Anonymous sign-ins are disabled.
+        public static let anonymousProviderDisabled = Code("anonymous_provider_disabled")
+        /// Only admins may do this.
+        public static let notAdmin = Code("not_admin")
+
         public var description: String { base }
     }
 

@@ -23,4 +23,39 @@ public protocol AuthStore: Sendable {
 
     /// Removes `key` and returns true when it was recorded and unexpired: true exactly once.
     func consume(_ key: String) async throws -> Bool
+
+    // MARK: users and identities
+
+    /// The user with this id.
+    func user(id: String) async throws -> UserRecord?
+    /// Creates or replaces a user record.
+    func saveUser(_ user: UserRecord) async throws
+    /// The user's identities, oldest first.
+    func identities(ofUser userID: String) async throws -> [IdentityRecord]
+    /// Creates or replaces an identity of its user.
+    func saveIdentity(_ identity: IdentityRecord) async throws
+    /// The owner of (provider, subject), if any.
+    func owner(ofIdentity provider: String, subject: String) async throws -> String?
+    /// Makes `userID` the owner of (provider, subject) unless someone is; returns the owner.
+    /// Atomic across replicas: concurrent first sign-ins agree on one user.
+    func claimIdentity(provider: String, subject: String, userID: String) async throws -> String
+    /// The user holding this (lower-cased, verified) email, if any.
+    func owner(ofEmail email: String) async throws -> String?
+    /// Makes `userID` the holder of `email` unless someone is; returns the holder.
+    func claimEmail(_ email: String, userID: String) async throws -> String
+
+    // MARK: sessions
+
+    /// Stores a new session whose current refresh token has `refreshTokenHash`.
+    func createSession(_ session: SessionRecord, refreshTokenHash: String) async throws
+    /// The session, if it is alive.
+    func session(userID: String, sessionID: String) async throws -> SessionRecord?
+    /// The user's live sessions, oldest first.
+    func sessions(ofUser userID: String) async throws -> [SessionRecord]
+    /// Rotation and reuse detection, atomically (a Lua script on Redis).
+    func rotateRefreshToken(_ rotation: RefreshRotation) async throws -> RefreshRotationOutcome
+    /// Deletes these sessions of the user; returns the ids that existed.
+    func deleteSessions(userID: String, sessionIDs: [String]) async throws -> [String]
+    /// Appends to the revocation stream the proxies tail.
+    func appendRevocation(_ event: RevocationEvent) async throws
 }

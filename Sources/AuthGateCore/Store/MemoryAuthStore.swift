@@ -7,11 +7,29 @@ public import Foundation
 /// The in-process store: everything lives in this process and is lost when it stops.
 ///
 /// For development (`make run`) and tests. It cannot be shared by replicas, so production
-/// configurations use ``RedisAuthStore``.
+/// configurations use ``RedisAuthStore``. It follows the same rules as the Redis store (one
+/// conformance suite runs against both).
 public actor MemoryAuthStore: AuthStore {
     public nonisolated let kind = "memory"
-    private var expiringKeys: [String: Date] = [:]
+
+    struct StoredSession {
+        var record: SessionRecord
+        var current: String
+        var parent: String?
+        var parentRotatedAt: Date?
+        var sealedCurrent: String?
+        var ancestors: [String] = []
+    }
+
+    var expiringKeys: [String: Date] = [:]
     private var insertsSinceSweep = 0
+    var users: [String: UserRecord] = [:]
+    var identitiesByUser: [String: [IdentityRecord]] = [:]
+    var identityOwners: [String: String] = [:]
+    var emailOwners: [String: String] = [:]
+    var sessionsByUser: [String: [String: StoredSession]] = [:]
+    /// The revocation stream; the memory store's revocation view reads it in process.
+    public private(set) var revocations: [RevocationEvent] = []
 
     public init() {}
 
@@ -28,6 +46,10 @@ public actor MemoryAuthStore: AuthStore {
     public func consume(_ key: String) async throws -> Bool {
         guard let expiry = expiringKeys.removeValue(forKey: key) else { return false }
         return expiry > Date()
+    }
+
+    public func appendRevocation(_ event: RevocationEvent) async throws {
+        revocations.append(event)
     }
 
     /// Drops expired keys every 1,024 inserts so memory stays bounded by the live windows.

@@ -14,9 +14,22 @@ public struct RedisAuthStore: AuthStore {
     /// Prefix of every key (`ag:`).
     public let keyPrefix: String
 
+    let keys: RedisKeyspace
+
     public init(redis: RedisClient, keyPrefix: String) {
         self.redis = redis
         self.keyPrefix = keyPrefix
+        self.keys = RedisKeyspace(prefix: keyPrefix)
+    }
+
+    /// Sends a command, turning Redis failures into ``AuthGateError/Code/storeUnavailable``.
+    @discardableResult
+    func run(_ command: RedisCommand) async throws -> RESPValue {
+        do {
+            return try await redis.send(command)
+        } catch let error as RedisError {
+            throw AuthGateError(.storeUnavailable, error.description)
+        }
     }
 
     public func checkReadiness() async throws {
@@ -29,19 +42,11 @@ public struct RedisAuthStore: AuthStore {
 
     public func insertIfAbsent(_ key: String, expiresAt: Date) async throws -> Bool {
         let milliseconds = Int64((expiresAt.timeIntervalSince1970 * 1000).rounded(.up))
-        do {
-            let reply = try await redis.send(RedisCommand("SET", .string(keyPrefix + key), "1", "PXAT", .integer(milliseconds), "NX"))
-            return !reply.isNull
-        } catch let error as RedisError {
-            throw AuthGateError(.storeUnavailable, error.description)
-        }
+        let reply = try await run(RedisCommand("SET", .string(keys.expiring(key)), "1", "PXAT", .integer(milliseconds), "NX"))
+        return !reply.isNull
     }
 
     public func consume(_ key: String) async throws -> Bool {
-        do {
-            return try await !redis.send(RedisCommand("GETDEL", .string(keyPrefix + key))).isNull
-        } catch let error as RedisError {
-            throw AuthGateError(.storeUnavailable, error.description)
-        }
+        try await !run(RedisCommand("GETDEL", .string(keys.expiring(key)))).isNull
     }
 }

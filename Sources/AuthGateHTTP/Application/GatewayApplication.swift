@@ -19,18 +19,36 @@ public enum GatewayApplication {
         public let verifiers: IdentityVerifierRegistry
         /// Server-issued nonces.
         public let nonces: ServerNonceIssuer
+        /// Sign-in, sessions and users; nil without signing keys.
+        public let accounts: AccountService?
 
         public init(
             configuration: AuthGateConfiguration,
             store: any AuthStore,
             keyRing: SigningKeyRing?,
-            verifiers: IdentityVerifierRegistry? = nil
+            verifiers: IdentityVerifierRegistry? = nil,
+            logger: Logger = Logger(label: "authgate")
         ) {
             self.configuration = configuration
             self.store = store
             self.keyRing = keyRing
-            self.verifiers = verifiers ?? IdentityVerifierRegistry(verifiers: [], anonymous: AnonymousProvider(configuration: configuration.providers.anonymous))
-            self.nonces = ServerNonceIssuer(store: store, lifetime: configuration.replay.serverNonceTTL)
+            let verifiers = verifiers ?? IdentityVerifierRegistry(verifiers: [], anonymous: AnonymousProvider(configuration: configuration.providers.anonymous))
+            let nonces = ServerNonceIssuer(store: store, lifetime: configuration.replay.serverNonceTTL)
+            self.verifiers = verifiers
+            self.nonces = nonces
+            self.accounts = keyRing.map { keyRing in
+                AccountService(
+                    store: store,
+                    tokens: configuration.tokens,
+                    keyRing: keyRing,
+                    idTokens: IDTokenSignInVerifier(
+                        registry: verifiers,
+                        replayGuard: ReplayGuard(store: store, configuration: configuration.replay),
+                        nonces: nonces
+                    ),
+                    logger: logger
+                )
+            }
         }
     }
 
@@ -56,7 +74,7 @@ public enum GatewayApplication {
         )
         let services: [any Service] = store.services + [httpClient] + verifiers.keySets.map { $0 as any Service }
         return Assembly(
-            dependencies: Dependencies(configuration: configuration, store: store.store, keyRing: keyRing, verifiers: verifiers),
+            dependencies: Dependencies(configuration: configuration, store: store.store, keyRing: keyRing, verifiers: verifiers, logger: logger),
             services: services
         )
     }
@@ -70,6 +88,10 @@ public enum GatewayApplication {
         NonceController(issuer: dependencies.nonces).register(on: router)
         if let keyRing = dependencies.keyRing {
             JWKSController(keyRing: keyRing, issuer: dependencies.configuration.tokens.issuer).register(on: router)
+        }
+        if let accounts = dependencies.accounts {
+            TokenController(accounts: accounts).register(on: router)
+            UserController(accounts: accounts, providers: dependencies.configuration.providers).register(on: router)
         }
         return router
     }

@@ -1,0 +1,88 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import Crypto
+
+/// An opaque refresh token: base64url of a version byte, the user's and the session's UUIDs
+/// (so the store finds the session's hash slot without a global index) and 32 random bytes.
+/// The store keeps only its SHA-256.
+public struct RefreshToken: Sendable, Hashable {
+    /// The token as the client holds it.
+    public let value: String
+    public let userID: String
+    public let sessionID: String
+
+    /// A fresh token for a session.
+    public static func generate(userID: String, sessionID: String) -> RefreshToken? {
+        guard let user = UUIDBytes.bytes(of: userID), let session = UUIDBytes.bytes(of: sessionID) else { return nil }
+        var generator = SystemRandomNumberGenerator()
+        let secret = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        return RefreshToken(value: Base64URL.encode([1] + user + session + secret), userID: userID, sessionID: sessionID)
+    }
+
+    /// Reads a token presented by a client; nil when it is not one of ours.
+    public init?(parsing value: String) {
+        guard value.utf8.count == 87, let bytes = Base64URL.decode(value), bytes.count == 65, bytes[0] == 1 else { return nil }
+        self.value = value
+        self.userID = UUIDBytes.string(of: Array(bytes[1..<17]))
+        self.sessionID = UUIDBytes.string(of: Array(bytes[17..<33]))
+    }
+
+    private init(value: String, userID: String, sessionID: String) {
+        self.value = value
+        self.userID = userID
+        self.sessionID = sessionID
+    }
+
+    /// Lower-case hex SHA-256 of the token: all the store ever keeps.
+    public var hash: String { NonceRule.hashed(value) }
+
+    /// Seals `child` so that only the holder of this token (its parent) can open it: AES-GCM
+    /// under a key derived from this token. The store keeps the sealed child so that a parent
+    /// presented again within the reuse interval gets the current child back.
+    func seal(_ child: RefreshToken) throws -> String {
+        let box = try AES.GCM.seal(Array(child.value.utf8), using: sealingKey)
+        guard let combined = box.combined else { throw AuthGateError(.storeCorrupt, "AES-GCM gave no combined box") }
+        return Base64URL.encode(Array(combined))
+    }
+
+    /// Opens a child sealed by ``seal(_:)``; nil when this token is not its parent.
+    func open(_ sealed: String) -> RefreshToken? {
+        guard let bytes = Base64URL.decode(sealed), let box = try? AES.GCM.SealedBox(combined: bytes),
+            let plain = try? AES.GCM.open(box, using: sealingKey)
+        else { return nil }
+        return RefreshToken(parsing: String(decoding: plain, as: UTF8.self))
+    }
+
+    private var sealingKey: SymmetricKey {
+        SymmetricKey(data: SHA256.hash(data: Array("authgate refresh reuse v1\u{0}".utf8) + Array(value.utf8)))
+    }
+}
+
+/// UUID text <-> 16 bytes, without Foundation's UUID parsing rules leaking upper case.
+enum UUIDBytes {
+    static func bytes(of text: String) -> [UInt8]? {
+        let hex = text.filter { $0 != "-" }
+        guard hex.count == 32 else { return nil }
+        var bytes: [UInt8] = []
+        var index = hex.startIndex
+        while index < hex.endIndex {
+            let next = hex.index(index, offsetBy: 2)
+            guard let byte = UInt8(hex[index..<next], radix: 16) else { return nil }
+            bytes.append(byte)
+            index = next
+        }
+        return bytes
+    }
+
+    static func string(of bytes: [UInt8]) -> String {
+        let hex = bytes.map { byte in byte < 16 ? "0" + String(byte, radix: 16) : String(byte, radix: 16) }.joined()
+        let characters = Array(hex)
+        return [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { String(characters[$0]) }.joined(separator: "-")
+    }
+
+    /// A new random (version 4) UUID in lower case.
+    static func random() -> String { UUID().uuidString.lowercased() }
+}

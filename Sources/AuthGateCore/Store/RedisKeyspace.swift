@@ -1,0 +1,14 @@
+/// Every Redis key AuthGate uses, in one place. Keys one atomic operation touches for a user share
+/// the hash tag `{u:<user id>}`, so scripts stay on one slot and the layout works on Redis Cluster.
+struct RedisKeyspace: Sendable {
+    let prefix: String
+
+    func user(_ userID: String) -> String { "\(prefix){u:\(userID)}:user" }
+    func identities(_ userID: String) -> String { "\(prefix){u:\(userID)}:identities" }
+    func sessions(_ userID: String) -> String { "\(prefix){u:\(userID)}:sessions" }
+    func session(_ userID: String, _ sessionID: String) -> String { "\(prefix){u:\(userID)}:s:\(sessionID)" }
+    func identityIndex(_ provider: String, _ subject: String) -> String { "\(prefix)idn:\(provider):\(subject)" }
+    func emailIndex(_ email: String) -> String { "\(prefix)email:\(email)" }
+    var revocations: String { "\(prefix)revocations" }
+    func expiring(_ key: String) -> String { prefix + key }
+}

@@ -1,0 +1,64 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import AuthGateCore
+
+/// GoTrue's JSON shapes for users, identities and token responses (`internal/models/user.go`,
+/// `identity.go`, `internal/tokens/service.go`): `email`/`phone` always strings, dates RFC 3339
+/// with fractional seconds in UTC, identities with GoTrue's inverted `identity_id` / `id`.
+enum GoTrueJSON {
+    static func timestamp(_ date: Date) -> JSONValue {
+        .string(Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(date))
+    }
+
+    static func user(_ user: UserRecord, identities: [IdentityRecord]) -> [String: JSONValue] {
+        var object: [String: JSONValue] = [
+            "id": .string(user.id),
+            "aud": .string(user.aud),
+            "role": .string(user.role),
+            "email": .string(user.email ?? ""),
+            "phone": .string(user.phone ?? ""),
+            "app_metadata": .object(user.appMetadata),
+            "user_metadata": .object(user.userMetadata),
+            "identities": .array(identities.map { .object(identity($0)) }),
+            "created_at": timestamp(user.createdAt),
+            "updated_at": timestamp(user.updatedAt),
+            "is_anonymous": .bool(user.isAnonymous),
+        ]
+        if let confirmed = user.emailConfirmedAt {
+            object["email_confirmed_at"] = timestamp(confirmed)
+            object["confirmed_at"] = timestamp(confirmed)
+        }
+        if let lastSignIn = user.lastSignInAt { object["last_sign_in_at"] = timestamp(lastSignIn) }
+        if let banned = user.bannedUntil { object["banned_until"] = timestamp(banned) }
+        return object
+    }
+
+    static func identity(_ identity: IdentityRecord) -> [String: JSONValue] {
+        var object: [String: JSONValue] = [
+            "identity_id": .string(identity.identityID),
+            "id": .string(identity.subject),
+            "user_id": .string(identity.userID),
+            "identity_data": .object(identity.identityData),
+            "provider": .string(identity.provider),
+            "created_at": timestamp(identity.createdAt),
+            "updated_at": timestamp(identity.updatedAt),
+        ]
+        if let lastSignIn = identity.lastSignInAt { object["last_sign_in_at"] = timestamp(lastSignIn) }
+        if let email = identity.email { object["email"] = .string(email) }
+        return object
+    }
+
+    static func session(_ issued: IssuedSession) -> [String: JSONValue] {
+        [
+            "access_token": .string(issued.accessToken),
+            "token_type": "bearer",
+            "expires_in": .integer(issued.expiresIn),
+            "expires_at": .integer(issued.expiresAt),
+            "refresh_token": .string(issued.refreshToken),
+            "user": .object(user(issued.user, identities: issued.identities)),
+        ]
+    }
+}

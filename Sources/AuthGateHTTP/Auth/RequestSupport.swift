@@ -1,0 +1,66 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import AuthGateCore
+import HTTPTypes
+import Hummingbird
+
+/// Reading GoTrue-style requests: JSON bodies up to 1 MiB (unknown fields and `null`s ignored),
+/// bearer tokens, and JSON responses.
+enum RequestSupport {
+    static let maximumBodyBytes = 1 << 20
+
+    /// Decodes the body; an empty body decodes as `{}`.
+    /// - Throws: 400 `bad_json` for JSON that does not fit, 413 `request_entity_too_large` over 1 MiB.
+    static func decode<Body: Decodable>(_ type: Body.Type, from request: Request) async throws -> Body {
+        var request = request
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.collectBody(upTo: maximumBodyBytes)
+        } catch {
+            throw GoTrueError(.contentTooLarge, code: "request_entity_too_large", message: "Request body too large")
+        }
+        let bytes = buffer.readableBytes == 0 ? Array("{}".utf8) : Array(buffer.readableBytesView)
+        do {
+            return try JSONDecoder().decode(type, from: Data(bytes))
+        } catch {
+            throw GoTrueError(.badRequest, code: "bad_json", message: "Could not parse request body as JSON: \(Self.describe(error))")
+        }
+    }
+
+    /// The bearer token of `Authorization: Bearer <token>` (scheme matched case-insensitively).
+    static func bearerToken(_ request: Request) -> String? {
+        guard let value = request.headers[.authorization] else { return nil }
+        let parts = value.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        let token = String(parts[1].drop(while: { $0 == " " }).reversed().drop(while: { $0 == " " }).reversed())
+        return token.isEmpty ? nil : token
+    }
+
+    static let missingBearer = GoTrueError(.unauthorized, code: "no_authorization", message: "This endpoint requires a valid Bearer token")
+
+    /// A JSON response.
+    static func json(_ object: [String: JSONValue], status: HTTPResponse.Status = .ok) throws -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        return Response(
+            status: status,
+            headers: [.contentType: "application/json", .cacheControl: "no-store"],
+            body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(object)))
+        )
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        switch error as? DecodingError {
+        case .typeMismatch(_, let context), .valueNotFound(_, let context), .keyNotFound(_, let context), .dataCorrupted(let context):
+            let path = context.codingPath.map(\.stringValue).joined(separator: ".")
+            return path.isEmpty ? context.debugDescription : "\(path): \(context.debugDescription)"
+        case .none:
+            return "invalid JSON"
+        @unknown default:
+            return "invalid JSON"
+        }
+    }
+}

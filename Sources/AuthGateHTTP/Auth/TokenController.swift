@@ -1,0 +1,96 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+public import AuthGateCore
+public import Hummingbird
+import Logging
+
+/// `POST /auth/v1/token?grant_type=id_token|refresh_token`, in GoTrue's order of checks and with
+/// its error texts (`internal/api/token.go`, `token_oidc.go`, `token_refresh.go`).
+public struct TokenController: Sendable {
+    let accounts: AccountService
+
+    public init(accounts: AccountService) {
+        self.accounts = accounts
+    }
+
+    public func register(on router: Router<AuthGateRequestContext>) {
+        router.post("/auth/v1/token") { request, context in try await token(request, context: context) }
+    }
+
+    struct IDTokenBody: Decodable {
+        let idToken: String?
+        let provider: String?
+        let nonce: String?
+        let linkIdentity: Bool?
+        let clientID: String?
+        let issuer: String?
+        let refreshToken: String?
+
+        enum CodingKeys: String, CodingKey {
+            case idToken = "id_token"
+            case provider, nonce, issuer
+            case linkIdentity = "link_identity"
+            case clientID = "client_id"
+            case refreshToken = "refresh_token"
+        }
+    }
+
+    private func token(_ request: Request, context: AuthGateRequestContext) async throws -> Response {
+        switch request.uri.queryParameters.get("grant_type") {
+        case "id_token":
+            return try await idTokenGrant(request, context: context)
+        case "refresh_token":
+            return try await refreshGrant(request, context: context)
+        default:
+            throw GoTrueError(.badRequest, code: "invalid_credentials", message: "unsupported_grant_type")
+        }
+    }
+
+    private func idTokenGrant(_ request: Request, context: AuthGateRequestContext) async throws -> Response {
+        let body = try await RequestSupport.decode(IDTokenBody.self, from: request)
+        guard let idToken = body.idToken, !idToken.isEmpty else { throw OAuthError(error: "invalid request", description: "id_token required") }
+        guard let provider = body.provider, !provider.isEmpty else {
+            throw OAuthError(error: "invalid request", description: "provider or client_id and issuer required")
+        }
+        let now = Date()
+        var linkTarget: AuthenticatedUser?
+        if body.linkIdentity == true {
+            guard let bearer = RequestSupport.bearerToken(request) else {
+                throw OAuthError(error: "invalid request", description: "Linking requires a valid user access token in Authorization")
+            }
+            do {
+                linkTarget = try await accounts.authenticate(bearer: bearer, now: now)
+            } catch let error as AuthGateError {
+                throw ErrorMapping.clientError(for: error, in: .authenticated)
+            }
+        }
+        do {
+            let issued = try await accounts.signInWithIDToken(provider: provider, idToken: idToken, rawNonce: body.nonce, linkingTo: linkTarget, now: now)
+            context.logger.info(
+                "id_token sign-in",
+                metadata: ["gw.provider": "\(provider)", "gw.user_id": "\(issued.user.id)", "gw.linked": "\(linkTarget != nil)", "gw.outcome": "ok"]
+            )
+            return try RequestSupport.json(GoTrueJSON.session(issued))
+        } catch let error as AuthGateError {
+            context.logger.notice("id_token sign-in refused", metadata: ["gw.provider": "\(provider)", "gw.outcome": "\(error.code)", "gw.reason": "\(error.message)"])
+            throw ErrorMapping.clientError(for: error, in: .idTokenGrant)
+        }
+    }
+
+    private func refreshGrant(_ request: Request, context: AuthGateRequestContext) async throws -> Response {
+        let body = try await RequestSupport.decode(IDTokenBody.self, from: request)
+        guard let refreshToken = body.refreshToken, !refreshToken.isEmpty else {
+            throw GoTrueError(.badRequest, code: "validation_failed", message: "Refresh token is not valid")
+        }
+        do {
+            let issued = try await accounts.refresh(refreshToken, now: Date())
+            return try RequestSupport.json(GoTrueJSON.session(issued))
+        } catch let error as AuthGateError {
+            context.logger.notice("refresh refused", metadata: ["gw.outcome": "\(error.code)"])
+            throw ErrorMapping.clientError(for: error, in: .refreshGrant)
+        }
+    }
+}

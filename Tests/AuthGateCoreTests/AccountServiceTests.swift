@@ -1,0 +1,236 @@
+import AuthGateTestSupport
+import Foundation
+import Logging
+import RedisBridge
+import Testing
+
+@testable import AuthGateCore
+
+/// The GoTrue flows on both stores: one conformance suite, so the memory and Redis stores keep
+/// the same rules.
+@Suite("Accounts and sessions on the memory and Redis stores", .serialized)
+struct AccountServiceTests {
+    enum StoreKind: String, CaseIterable, Sendable, CustomStringConvertible {
+        case memory, redis
+        var description: String { rawValue }
+    }
+
+    private static let logger = Logger(label: "accounts-test")
+
+    /// A service over a fresh store and a file-backed fake provider named `fake` (issuer
+    /// `https://fake.example`), with anonymous sign-in on.
+    private func withService(_ kind: StoreKind, reuse: String = "10s", extra: String = "", _ body: (AccountService, any AuthStore) async throws -> Void) async throws {
+        let jwks = FileManager.default.temporaryDirectory.appendingPathComponent("jwks-\(UUID().uuidString).json")
+        try FakeProvider.jwks(FakeProvider.sharedKeys).write(to: jwks, atomically: true, encoding: .utf8)
+        let configuration = try AuthGateConfiguration.parse(
+            yaml: """
+                tokens: { refresh: { reuse_interval: \(reuse) \(extra) } }
+                providers:
+                  anonymous: { enabled: true }
+                  oidc: [ { name: fake, issuer: "https://fake.example", audiences: [app], jwks_file: "\(jwks.path)" } ]
+                """,
+            baseDirectory: "",
+            environment: [:]
+        )
+        let keyRing = try SigningKeyRing.load(configuration.tokens, allowGenerated: true)
+        let registry = IdentityVerifierRegistry(providers: configuration.providers, fetcher: UnusedFetcher(), logger: Self.logger)
+        func make(_ store: any AuthStore) -> AccountService {
+            AccountService(
+                store: store, tokens: configuration.tokens, keyRing: keyRing,
+                idTokens: IDTokenSignInVerifier(
+                    registry: registry, replayGuard: ReplayGuard(store: store, configuration: configuration.replay),
+                    nonces: ServerNonceIssuer(store: store, lifetime: .seconds(60))
+                ),
+                logger: Self.logger
+            )
+        }
+        switch kind {
+        case .memory:
+            let store = MemoryAuthStore()
+            try await body(make(store), store)
+        case .redis:
+            let client = RedisClient(configuration: .init(url: try await SharedRedis.url(), poolSize: 2), logger: Self.logger)
+            let store = RedisAuthStore(redis: client, keyPrefix: "test:\(UInt32.random(in: 0...UInt32.max)):")
+            do {
+                try await body(make(store), store)
+            } catch {
+                await client.shutdown()
+                throw error
+            }
+            await client.shutdown()
+        }
+    }
+
+    private func idToken(subject: String, email: String? = nil, verified: Bool = true, now: Date = Date()) -> String {
+        var extra: [String: JSONValue] = ["email_verified": .bool(verified), "jti": .string(UUID().uuidString)]
+        extra["email"] = email.map(JSONValue.string) ?? .null
+        var claims = FakeProvider.claims(issuer: "https://fake.example", audience: "app", subject: subject, now: now, extra: extra)
+        if email == nil { claims.removeValue(forKey: "email") }
+        return FakeProvider.token(claims: claims, key: FakeProvider.sharedKeys[0])
+    }
+
+    private func code(_ body: () async throws -> Void) async -> AuthGateError.Code? {
+        do {
+            try await body()
+            return nil
+        } catch {
+            return (error as? AuthGateError)?.code
+        }
+    }
+
+    @Test("id_token sign-in creates a user once, then finds it; the access token carries GoTrue's claims", arguments: StoreKind.allCases)
+    func signIn(kind: StoreKind) async throws {
+        try await withService(kind) { accounts, _ in
+            let first = try await accounts.signInWithIDToken(provider: "fake", idToken: idToken(subject: "s1", email: "Ann@Example.com"), rawNonce: nil, linkingTo: nil, now: Date())
+            #expect(first.user.email == "ann@example.com")
+            #expect(first.user.emailConfirmedAt != nil)
+            #expect(first.user.appMetadata == ["provider": "fake", "providers": .array(["fake"])])
+            #expect(first.identities.map(\.subject) == ["s1"])
+            #expect(first.user.userMetadata["provider_id"] == "s1")
+            let claims = try accounts.accessTokens.verify(first.accessToken, now: Date())
+            #expect(claims.sub == first.user.id)
+            #expect(claims.sessionID == first.session.id)
+            #expect(claims.amr.map(\.method) == ["oauth"])
+            #expect(claims.isAnonymous == false)
+            let again = try await accounts.signInWithIDToken(provider: "fake", idToken: idToken(subject: "s1", email: "ann@example.com"), rawNonce: nil, linkingTo: nil, now: Date())
+            #expect(again.user.id == first.user.id)
+            #expect(again.session.id != first.session.id)
+            // Automatic linking by verified email: another provider subject with the same email joins the user.
+            let linked = try await accounts.signInWithIDToken(provider: "fake", idToken: idToken(subject: "s2", email: "ann@example.com"), rawNonce: nil, linkingTo: nil, now: Date())
+            #expect(linked.user.id == first.user.id)
+            #expect(Set(linked.identities.map(\.subject)) == ["s1", "s2"])
+            // An unverified email never links.
+            let stranger = try await accounts.signInWithIDToken(provider: "fake", idToken: idToken(subject: "s3", email: "ann@example.com", verified: false), rawNonce: nil, linkingTo: nil, now: Date())
+            #expect(stranger.user.id != first.user.id)
+            #expect(stranger.user.email == nil)
+        }
+    }
+
+    @Test("anonymous sign-up, then link_identity keeps the user id and makes it permanent", arguments: StoreKind.allCases)
+    func anonymousUpgrade(kind: StoreKind) async throws {
+        try await withService(kind) { accounts, _ in
+            let anonymous = try await accounts.signUpAnonymously(data: ["theme": "dark"], now: Date())
+            #expect(anonymous.user.isAnonymous)
+            #expect(anonymous.user.appMetadata.isEmpty)
+            #expect(try accounts.accessTokens.verify(anonymous.accessToken, now: Date()).isAnonymous)
+            let caller = try await accounts.authenticate(bearer: anonymous.accessToken, now: Date())
+            let upgraded = try await accounts.signInWithIDToken(
+                provider: "fake", idToken: idToken(subject: "apple-1", email: "bo@example.com"), rawNonce: nil, linkingTo: caller, now: Date()
+            )
+            #expect(upgraded.user.id == anonymous.user.id)
+            #expect(upgraded.user.isAnonymous == false)
+            #expect(upgraded.user.email == "bo@example.com")
+            #expect(upgraded.user.appMetadata["providers"] == .array(["fake"]))
+            #expect(upgraded.user.userMetadata["theme"] == "dark")
+            // The old anonymous session refreshes into a non-anonymous token.
+            let refreshed = try await accounts.refresh(anonymous.refreshToken, now: Date())
+            #expect(try accounts.accessTokens.verify(refreshed.accessToken, now: Date()).isAnonymous == false)
+            // Linking an identity someone else owns changes nothing.
+            let other = try await accounts.signUpAnonymously(data: [:], now: Date())
+            let otherCaller = try await accounts.authenticate(bearer: other.accessToken, now: Date())
+            #expect(
+                await code {
+                    _ = try await accounts.signInWithIDToken(provider: "fake", idToken: idToken(subject: "apple-1"), rawNonce: nil, linkingTo: otherCaller, now: Date())
+                } == .identityAlreadyExists
+            )
+            let unchanged = try await accounts.authenticate(bearer: other.accessToken, now: Date())
+            #expect(unchanged.user.isAnonymous)
+        }
+    }
+
+    @Test("refresh: rotation; the parent within 10 s returns the current child; after it the session dies", arguments: StoreKind.allCases)
+    func refreshReuse(kind: StoreKind) async throws {
+        try await withService(kind) { accounts, _ in
+            let start = Date()
+            let session = try await accounts.signUpAnonymously(data: [:], now: start)
+            let child = try await accounts.refresh(session.refreshToken, now: start.addingTimeInterval(1))
+            #expect(child.refreshToken != session.refreshToken)
+            #expect(child.session.id == session.session.id)
+            let sameChild = try await accounts.refresh(session.refreshToken, now: start.addingTimeInterval(9))
+            #expect(sameChild.refreshToken == child.refreshToken)
+            #expect(await code { _ = try await accounts.refresh(session.refreshToken, now: start.addingTimeInterval(12)) } == .refreshTokenAlreadyUsed)
+            #expect(await code { _ = try await accounts.refresh(child.refreshToken, now: start.addingTimeInterval(13)) } == .refreshTokenNotFound)
+            #expect(await code { _ = try await accounts.authenticate(bearer: child.accessToken, now: start.addingTimeInterval(13)) } == .sessionNotFound)
+        }
+    }
+
+    @Test("refresh: a grandparent is reuse and revokes; garbage and foreign tokens are not found", arguments: StoreKind.allCases)
+    func olderReuse(kind: StoreKind) async throws {
+        try await withService(kind) { accounts, store in
+            let start = Date()
+            let first = try await accounts.signUpAnonymously(data: [:], now: start)
+            let second = try await accounts.refresh(first.refreshToken, now: start.addingTimeInterval(1))
+            let third = try await accounts.refresh(second.refreshToken, now: start.addingTimeInterval(2))
+            #expect(await code { _ = try await accounts.refresh("x", now: start) } == .validationFailed)
+            let forged = RefreshToken.generate(userID: first.user.id, sessionID: first.session.id)?.value ?? ""
+            #expect(await code { _ = try await accounts.refresh(forged, now: start.addingTimeInterval(3)) } == .refreshTokenNotFound)
+            _ = try await accounts.refresh(third.refreshToken, now: start.addingTimeInterval(3))
+            #expect(await code { _ = try await accounts.refresh(first.refreshToken, now: start.addingTimeInterval(4)) } == .refreshTokenAlreadyUsed)
+            #expect(try await store.sessions(ofUser: first.user.id).isEmpty)
+        }
+    }
+
+    @Test("100 concurrent refreshes with one token never create two valid children", arguments: StoreKind.allCases)
+    func concurrentRefresh(kind: StoreKind) async throws {
+        try await withService(kind) { accounts, _ in
+            let session = try await accounts.signUpAnonymously(data: [:], now: Date())
+            let tokens = await withTaskGroup(of: String?.self) { group in
+                for _ in 0..<100 { group.addTask { try? await accounts.refresh(session.refreshToken, now: Date()).refreshToken } }
+                return await group.reduce(into: [String?]()) { $0.append($1) }
+            }
+            #expect(tokens.allSatisfy { $0 != nil })
+            #expect(Set(tokens.compactMap { $0 }).count == 1)
+            let child = try #require(tokens.first ?? nil)
+            _ = try await accounts.refresh(child, now: Date())
+        }
+    }
+
+    @Test("session timebox and inactivity timeout end sessions", arguments: StoreKind.allCases)
+    func sessionLimits(kind: StoreKind) async throws {
+        try await withService(kind, extra: ", session_timebox: 1h, inactivity_timeout: 10m") { accounts, _ in
+            let start = Date()
+            let idle = try await accounts.signUpAnonymously(data: [:], now: start)
+            #expect(await code { _ = try await accounts.refresh(idle.refreshToken, now: start.addingTimeInterval(601)) } == .sessionExpired)
+            let busy = try await accounts.signUpAnonymously(data: [:], now: start)
+            var token = busy.refreshToken
+            for minute in stride(from: 5, through: 55, by: 5) {
+                token = try await accounts.refresh(token, now: start.addingTimeInterval(Double(minute * 60))).refreshToken
+            }
+            #expect(await code { _ = try await accounts.refresh(token, now: start.addingTimeInterval(3601)) } == .sessionExpired)
+        }
+    }
+
+    @Test("logout scopes: local, others, global; each revocation is on the stream", arguments: StoreKind.allCases)
+    func logoutScopes(kind: StoreKind) async throws {
+        try await withService(kind) { accounts, store in
+            let first = try await accounts.signInWithIDToken(provider: "fake", idToken: idToken(subject: "L"), rawNonce: nil, linkingTo: nil, now: Date())
+            let second = try await accounts.signInWithIDToken(provider: "fake", idToken: idToken(subject: "L"), rawNonce: nil, linkingTo: nil, now: Date())
+            let third = try await accounts.signInWithIDToken(provider: "fake", idToken: idToken(subject: "L"), rawNonce: nil, linkingTo: nil, now: Date())
+            try await accounts.logout(try await accounts.authenticate(bearer: first.accessToken, now: Date()), scope: .local, now: Date())
+            #expect(Set(try await store.sessions(ofUser: first.user.id).map(\.id)) == [second.session.id, third.session.id])
+            try await accounts.logout(try await accounts.authenticate(bearer: second.accessToken, now: Date()), scope: .others, now: Date())
+            #expect(try await store.sessions(ofUser: first.user.id).map(\.id) == [second.session.id])
+            try await accounts.logout(try await accounts.authenticate(bearer: second.accessToken, now: Date()), scope: .global, now: Date())
+            #expect(try await store.sessions(ofUser: first.user.id).isEmpty)
+            if let memory = store as? MemoryAuthStore {
+                #expect(await memory.revocations.map(\.sessionID) == [first.session.id, third.session.id, second.session.id])
+            } else if let redis = store as? RedisAuthStore {
+                let entries = try RedisStreamEntry.entries(from: try await redis.redis.send(RedisCommand("XRANGE", .string(redis.keyPrefix + "revocations"), "-", "+")))
+                #expect(entries.map { $0["session"] } == [first.session.id, third.session.id, second.session.id])
+                #expect(entries.allSatisfy { $0["reason"] == "logout" && $0["kind"] == "session" })
+            }
+        }
+    }
+
+    @Test("user_metadata: shallow merge, null deletes", arguments: StoreKind.allCases)
+    func metadata(kind: StoreKind) async throws {
+        try await withService(kind) { accounts, _ in
+            let session = try await accounts.signUpAnonymously(data: ["a": 1, "b": "x"], now: Date())
+            let caller = try await accounts.authenticate(bearer: session.accessToken, now: Date())
+            let (user, _) = try await accounts.updateMetadata(of: caller, data: ["b": .null, "full_name": "Grace Hopper"], now: Date())
+            #expect(user.userMetadata == ["a": 1, "full_name": "Grace Hopper"])
+            let reread = try await accounts.authenticate(bearer: session.accessToken, now: Date())
+            #expect(reread.user.userMetadata == user.userMetadata)
+        }
+    }
+}
