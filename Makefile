@@ -4,9 +4,9 @@
 SWIFT ?= swift
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CONFIG ?= config/authgate.yaml
-APT_PACKAGES := libhiredis-dev redis-server pkg-config
+APT_PACKAGES := libhiredis-dev redis-server pkg-config python3 python3-venv
 
-.PHONY: deps build release run test check-config bench-redis format clean
+.PHONY: deps build release run test test-e2e check-config bench-redis clean
 
 deps:
 	@scripts/install-deps.sh $(APT_PACKAGES)
@@ -23,9 +23,15 @@ run: build
 check-config: build
 	.build/debug/authgate check-config --config $(CONFIG)
 
+# Swift tests, then the end-to-end suite (the official Python client against a running gateway),
+# both beside one throwaway redis-server.
 test: deps
 	$(SWIFT) build --build-tests -j $(JOBS)
-	scripts/with-redis.sh $(SWIFT) test --skip-build
+	scripts/with-redis.sh sh -c '$(SWIFT) test --skip-build && Tests/EndToEnd/run.sh'
+
+test-e2e: deps
+	$(SWIFT) build -j $(JOBS)
+	scripts/with-redis.sh Tests/EndToEnd/run.sh
 
 bench-redis: deps
 	bench/redis/run.sh

@@ -30,6 +30,8 @@ public struct RequestLogMiddleware: RouterMiddleware {
         } catch let error as HTTPError {
             response = try GoTrueError(error.status, code: GoTrueError.code(for: error.status), message: error.body ?? error.status.reasonPhrase)
                 .response(from: request, context: context)
+        } catch let error as any HTTPResponseError {
+            response = try error.response(from: request, context: context)
         } catch {
             context.logger.error("unhandled error", metadata: ["gw.error_type": "\(type(of: error))"])
             response = try GoTrueError(.internalServerError, code: "unexpected_failure", message: "Unexpected failure, please check server logs for more information")

@@ -1,0 +1,158 @@
+"""Fixtures for the end-to-end suite: fake Apple and Google providers, and a real `authgate serve`.
+
+The gateway runs on the Redis that `make test` started (AUTHGATE_TEST_REDIS_URL), with a signing
+key made by `authgate keys generate`, and providers whose JWKS are served by a local HTTP server
+with keys made here. Tokens are minted with PyJWT, the way Apple and Google shape them.
+"""
+
+import hashlib
+import json
+import os
+import secrets
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.request
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+from jwt.algorithms import RSAAlgorithm
+
+ROOT = Path(__file__).resolve().parents[2]
+BINARY = ROOT / ".build" / "debug" / "authgate"
+APPLE_AUDIENCE = "com.example.authgate.e2e"
+GOOGLE_AUDIENCE = "1234-e2e.apps.googleusercontent.com"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class FakeProvider:
+    """One provider: an RSA key, its JWKS, and token minting."""
+
+    def __init__(self, name: str, issuer: str, audience: str):
+        self.name = name
+        self.issuer = issuer
+        self.audience = audience
+        self.kid = f"{name}-{secrets.token_hex(4)}"
+        self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+    def jwks(self) -> dict:
+        jwk = json.loads(RSAAlgorithm.to_jwk(self.key.public_key()))
+        jwk.update({"kid": self.kid, "use": "sig", "alg": "RS256"})
+        return {"keys": [jwk]}
+
+    def id_token(self, sub: str, email: str | None = None, raw_nonce: str | None = None, **extra) -> str:
+        now = int(time.time())
+        claims = {"iss": self.issuer, "aud": self.audience, "sub": sub, "iat": now, "exp": now + 600, "jti": uuid.uuid4().hex}
+        if email is not None:
+            claims["email"] = email
+            claims["email_verified"] = "true" if self.name == "apple" else True
+        if raw_nonce is not None:
+            claims["nonce"] = hashlib.sha256(raw_nonce.encode()).hexdigest()
+        claims.update(extra)
+        return jwt.encode(claims, self.key, algorithm="RS256", headers={"kid": self.kid})
+
+
+class Providers:
+    def __init__(self):
+        self.apple = FakeProvider("apple", "https://appleid.apple.com", APPLE_AUDIENCE)
+        self.google = FakeProvider("google", "https://accounts.google.com", GOOGLE_AUDIENCE)
+        providers = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                provider = {"/apple/keys": providers.apple, "/google/keys": providers.google}.get(self.path)
+                if provider is None:
+                    self.send_response(404)
+                    self.end_headers()
+                    return
+                body = json.dumps(provider.jwks()).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Cache-Control", "public, max-age=3600")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+
+
+class Gateway:
+    """A running `authgate serve` and what tests need to reach it."""
+
+    def __init__(self, providers: Providers, reuse_interval: str):
+        redis_url = os.environ.get("AUTHGATE_TEST_REDIS_URL")
+        if not redis_url:
+            raise RuntimeError("AUTHGATE_TEST_REDIS_URL is not set: run the suite through `make test`")
+        if not BINARY.exists():
+            raise RuntimeError(f"{BINARY} is missing: run `swift build` (make test does)")
+        self.directory = Path(tempfile.mkdtemp(prefix="authgate-e2e-"))
+        subprocess.run([str(BINARY), "keys", "generate", "--out", str(self.directory / "key.pem"), "--kid", "e2e-key"], check=True, capture_output=True)
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.url = f"{self.base}/auth/v1"
+        config = {
+            "server": {"host": "127.0.0.1", "port": self.port},
+            "store": {"kind": "redis", "redis": {"url": redis_url, "key_prefix": f"e2e-{secrets.token_hex(4)}:"}},
+            "tokens": {"signing_keys": [{"kid": "e2e-key", "file": "key.pem"}], "refresh": {"reuse_interval": reuse_interval}},
+            "providers": {
+                "apple": {"enabled": True, "audiences": [APPLE_AUDIENCE], "jwks_url": f"http://127.0.0.1:{providers.port}/apple/keys"},
+                "google": {"enabled": True, "audiences": [GOOGLE_AUDIENCE], "jwks_url": f"http://127.0.0.1:{providers.port}/google/keys"},
+                "anonymous": {"enabled": True},
+            },
+            "rate_limits": {"token": "off", "signup": "off", "nonce": "off"},
+        }
+        (self.directory / "authgate.yaml").write_text(json.dumps(config))
+        self.log = open(self.directory / "authgate.log", "w")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AUTHGATE_")}
+        self.process = subprocess.Popen([str(BINARY), "serve", "--config", str(self.directory / "authgate.yaml")], stdout=self.log, stderr=self.log, env=env)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError("authgate serve exited:\n" + (self.directory / "authgate.log").read_text())
+            try:
+                with urllib.request.urlopen(f"{self.base}/readyz", timeout=1) as response:
+                    if response.status == 200 and json.load(response)["status"] == "ready":
+                        break
+            except OSError:
+                pass
+            time.sleep(0.05)
+        else:
+            raise RuntimeError("authgate serve did not become ready:\n" + (self.directory / "authgate.log").read_text())
+
+    def close(self):
+        self.process.terminate()
+        self.process.wait(timeout=30)
+        self.log.close()
+
+
+@pytest.fixture(scope="session")
+def providers():
+    instance = Providers()
+    yield instance
+    instance.close()
+
+
+@pytest.fixture(scope="session")
+def gateway(providers):
+    instance = Gateway(providers, reuse_interval="2s")
+    yield instance
+    instance.close()
