@@ -47,7 +47,8 @@ public struct IPNetwork: Sendable, Hashable, CustomStringConvertible {
         return "\(text ?? "?")/\(prefixLength)"
     }
 
-    static func parseAddress(_ text: String) -> [UInt8]? {
+    /// The bytes of an IPv4 (4) or IPv6 (16) address in text form; nil when it is not one.
+    public static func parseAddress(_ text: String) -> [UInt8]? {
         var address = text
         if address.hasPrefix("["), address.hasSuffix("]") { address = String(address.dropFirst().dropLast()) }
         var v4 = in_addr()

@@ -24,6 +24,9 @@ public protocol AuthStore: Sendable {
     /// Removes `key` and returns true when it was recorded and unexpired: true exactly once.
     func consume(_ key: String) async throws -> Bool
 
+    /// Adds one to the counter `key` (created expiring at `expiresAt`) and returns the new value.
+    func increment(_ key: String, expiresAt: Date) async throws -> Int
+
     // MARK: users and identities
 
     /// The user with this id.

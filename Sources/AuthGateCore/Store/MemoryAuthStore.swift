@@ -22,6 +22,7 @@ public actor MemoryAuthStore: AuthStore {
     }
 
     var expiringKeys: [String: Date] = [:]
+    private var counters: [String: (value: Int, expiresAt: Date)] = [:]
     private var insertsSinceSweep = 0
     var users: [String: UserRecord] = [:]
     var identitiesByUser: [String: [IdentityRecord]] = [:]
@@ -46,6 +47,17 @@ public actor MemoryAuthStore: AuthStore {
     public func consume(_ key: String) async throws -> Bool {
         guard let expiry = expiringKeys.removeValue(forKey: key) else { return false }
         return expiry > Date()
+    }
+
+    public func increment(_ key: String, expiresAt: Date) async throws -> Int {
+        let now = Date()
+        if let current = counters[key], current.expiresAt > now {
+            counters[key] = (current.value + 1, current.expiresAt)
+            return current.value + 1
+        }
+        if counters.count > 100_000 { counters = counters.filter { $0.value.expiresAt > now } }
+        counters[key] = (1, expiresAt)
+        return 1
     }
 
     public func appendRevocation(_ event: RevocationEvent) async throws {

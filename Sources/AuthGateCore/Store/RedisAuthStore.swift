@@ -49,4 +49,21 @@ public struct RedisAuthStore: AuthStore {
     public func consume(_ key: String) async throws -> Bool {
         try await !run(RedisCommand("GETDEL", .string(keys.expiring(key)))).isNull
     }
+
+    /// `INCR`, and on the first increment `PEXPIREAT`, in one script.
+    static let incrementScript = RedisScript(
+        "local c = redis.call('INCR', KEYS[1]) if c == 1 then redis.call('PEXPIREAT', KEYS[1], ARGV[1]) end return c"
+    )
+
+    public func increment(_ key: String, expiresAt: Date) async throws -> Int {
+        do {
+            let reply = try await redis.evaluate(
+                Self.incrementScript, keys: [keys.expiring(key)], arguments: [.integer(Int64((expiresAt.timeIntervalSince1970 * 1000).rounded(.up)))]
+            )
+            guard let count = reply.int else { throw AuthGateError(.storeCorrupt, "INCR answered \(reply)") }
+            return Int(count)
+        } catch let error as RedisError {
+            throw AuthGateError(.storeUnavailable, error.description)
+        }
+    }
 }

@@ -83,6 +83,13 @@ public enum GatewayApplication {
     public static func buildRouter(_ dependencies: Dependencies) -> Router<AuthGateRequestContext> {
         let router = Router(context: AuthGateRequestContext.self)
         router.add(middleware: RequestLogMiddleware())
+        router.add(
+            middleware: RateLimitMiddleware(
+                store: dependencies.store,
+                limits: dependencies.configuration.rateLimits,
+                trustedProxies: dependencies.configuration.server.trustedProxies
+            )
+        )
         let probe = ReadinessProbe(store: dependencies.store, keyRing: dependencies.keyRing, keySets: dependencies.verifiers.keySets)
         HealthController(version: version, probe: probe).register(on: router)
         NonceController(issuer: dependencies.nonces).register(on: router)

@@ -1,0 +1,94 @@
+import AuthGateCore
+import AuthGateTestSupport
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+import RedisBridge
+import Testing
+
+@testable import AuthGateHTTP
+
+@Suite("Rate limits and client addresses")
+struct RateLimitTests {
+    private func app(store: any AuthStore, yaml: String) throws -> some ApplicationProtocol {
+        let configuration = try AuthGateConfiguration.parse(yaml: yaml, baseDirectory: "", environment: [:])
+        let dependencies = GatewayApplication.Dependencies(
+            configuration: configuration, store: store, keyRing: try SigningKeyRing.load(configuration.tokens, allowGenerated: true)
+        )
+        return Application(router: GatewayApplication.buildRouter(dependencies))
+    }
+
+    @Test("the budget applies per client; the next request is 429 over_request_rate_limit with Retry-After")
+    func budget() async throws {
+        let yaml = "providers: { anonymous: { enabled: true } }\nrate_limits: { signup: 3/1h, nonce: off }\nserver: { trusted_proxies: [127.0.0.1, \"::1\"] }"
+        try await app(store: MemoryAuthStore(), yaml: yaml).test(.live) { client in
+            for _ in 0..<3 {
+                try await client.execute(uri: "/auth/v1/signup", method: .post, headers: [ClientAddress.forwardedFor: "203.0.113.7"]) { #expect($0.status == .ok) }
+            }
+            try await client.execute(uri: "/auth/v1/signup", method: .post, headers: [ClientAddress.forwardedFor: "203.0.113.7"]) { response in
+                #expect(response.status == .tooManyRequests)
+                #expect(response.headers[GoTrueError.errorCodeHeader] == "over_request_rate_limit")
+                #expect(Int(response.headers[.retryAfter] ?? "") ?? 0 >= 1)
+                let body = try JSONDecoder().decode([String: JSONValue].self, from: Data(response.body.readableBytesView))
+                #expect(body["msg"] == "Request rate limit reached")
+            }
+            // Another client behind the same trusted proxy has its own budget.
+            try await client.execute(uri: "/auth/v1/signup", method: .post, headers: [ClientAddress.forwardedFor: "198.51.100.9, 127.0.0.1"]) {
+                #expect($0.status == .ok)
+            }
+            // `off` means no limit.
+            for _ in 0..<10 { try await client.execute(uri: "/auth/v1/nonce", method: .post) { #expect($0.status == .ok) } }
+        }
+    }
+
+    @Test("X-Forwarded-For is ignored unless the peer is a trusted proxy")
+    func untrustedForwardedFor() async throws {
+        let yaml = "providers: { anonymous: { enabled: true } }\nrate_limits: { signup: 2/1h }"
+        try await app(store: MemoryAuthStore(), yaml: yaml).test(.live) { client in
+            for index in 0..<2 {
+                try await client.execute(uri: "/auth/v1/signup", method: .post, headers: [ClientAddress.forwardedFor: "10.0.0.\(index)"]) { #expect($0.status == .ok) }
+            }
+            try await client.execute(uri: "/auth/v1/signup", method: .post, headers: [ClientAddress.forwardedFor: "10.0.0.99"]) {
+                #expect($0.status == .tooManyRequests, "a spoofed X-Forwarded-For must not buy a fresh budget")
+            }
+        }
+    }
+
+    @Test("counters are shared across replicas through Redis")
+    func sharedAcrossReplicas() async throws {
+        let redis = RedisClient(configuration: .init(url: try await SharedRedis.url(), poolSize: 1), logger: Logger(label: "test"))
+        let prefix = "rl-test-\(UInt32.random(in: 0...UInt32.max)):"
+        let yaml = "providers: { anonymous: { enabled: true } }\nrate_limits: { signup: 4/1h }"
+        let first = try app(store: RedisAuthStore(redis: redis, keyPrefix: prefix), yaml: yaml)
+        let second = try app(store: RedisAuthStore(redis: redis, keyPrefix: prefix), yaml: yaml)
+        try await first.test(.live) { client in
+            for _ in 0..<3 { try await client.execute(uri: "/auth/v1/signup", method: .post) { #expect($0.status == .ok) } }
+        }
+        try await second.test(.live) { client in
+            try await client.execute(uri: "/auth/v1/signup", method: .post) { #expect($0.status == .ok) }
+            try await client.execute(uri: "/auth/v1/signup", method: .post) { #expect($0.status == .tooManyRequests) }
+        }
+        await redis.shutdown()
+    }
+
+    @Test("client address resolution walks X-Forwarded-For from the right past trusted proxies")
+    func resolution() throws {
+        let proxies = [IPNetwork("10.0.0.0/8"), IPNetwork("127.0.0.1")].compactMap { $0 }
+        let peer = try SocketAddress(ipAddress: "127.0.0.1", port: 1234)
+        func resolve(_ header: String?) -> String {
+            var headers: HTTPFields = [:]
+            if let header { headers[ClientAddress.forwardedFor] = header }
+            let request = Request(head: .init(method: .get, scheme: "http", authority: "x", path: "/", headerFields: headers), body: .init(buffer: ByteBuffer()))
+            return ClientAddress.resolve(request, peer: peer, trustedProxies: proxies)
+        }
+        #expect(resolve(nil) == "127.0.0.1")
+        #expect(resolve("203.0.113.5") == "203.0.113.5")
+        #expect(resolve("198.51.100.1, 203.0.113.5, 10.1.2.3") == "203.0.113.5")
+        #expect(resolve("not-an-ip, 10.1.2.3") == "127.0.0.1")
+        let outsider = try SocketAddress(ipAddress: "192.0.2.44", port: 1)
+        let request = Request(head: .init(method: .get, scheme: "http", authority: "x", path: "/", headerFields: [ClientAddress.forwardedFor: "1.2.3.4"]), body: .init(buffer: ByteBuffer()))
+        #expect(ClientAddress.resolve(request, peer: outsider, trustedProxies: proxies) == "192.0.2.44")
+    }
+}
