@@ -93,7 +93,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "authgate",
-            dependencies: ["AuthGateCLI"],
+            dependencies: ["AuthGateCLI", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -125,6 +125,7 @@ let package = Package(
         .testTarget(
             name: "AuthGateCoreTests",
             dependencies: ["AuthGateCore", "AuthGateTestSupport"],
+            exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -153,6 +154,17 @@ let package = Package(
             ],
             path: "bench/redis/Sources/RedisBench",
             swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "ExchangeBench",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            path: "bench/exchange/Sources/ExchangeBench",
+            swiftSettings: [.swiftLanguageMode(.v6)]
         ),
     ]
 )

@@ -1,4 +1,6 @@
 import AuthGateCLI
+import NIOCore
+import NIOPosix
 
 #if canImport(Glibc)
 import Glibc
@@ -10,5 +12,10 @@ sigemptyset(&signals)
 for signal in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&signals, signal) }
 pthread_sigmask(SIG_UNBLOCK, &signals, nil)
 #endif
+
+// Run Swift concurrency on NIO's event loops: request handlers, Redis replies and socket I/O
+// then share threads instead of hopping between the cooperative pool and the loops on every
+// await (bench/exchange measures the difference). Must happen before any task starts.
+_ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
 
 await AuthGateCommand.runFromCommandLine()

@@ -226,3 +226,19 @@ def test_error_shapes_and_request_hygiene(gateway):
     assert status == 413 and body["error_code"] == "request_entity_too_large"
     status, _, body = raw(gateway, "GET", "/settings")
     assert status == 200 and body["external"]["apple"] is True and body["external"]["anonymous_users"] is True
+
+
+def test_plain_id_token_sign_in_ignores_the_anonymous_session(gateway, providers):
+    client = client_for(gateway)
+    anonymous = client.sign_in_anonymously()
+    subject = f"google-{secrets.token_hex(6)}"
+    token = providers.google.id_token(subject, email=f"{subject}@example.com")
+    # Even with the anonymous user's token in Authorization, no link_identity means no link.
+    status, _, body = raw(gateway, "POST", "/token?grant_type=id_token", {"provider": "google", "id_token": token},
+                          {"Authorization": f"Bearer {anonymous.session.access_token}"})
+    assert status == 200
+    assert body["user"]["id"] != anonymous.user.id
+    assert body["user"]["is_anonymous"] is False
+    # The anonymous user stays as it was.
+    still = client.get_user(anonymous.session.access_token).user
+    assert still.id == anonymous.user.id and still.is_anonymous is True and still.identities == []

@@ -32,7 +32,7 @@ struct CompactJWT: Sendable {
         guard let headerBytes = Self.base64URLDecode(parts[0]), let signature = Self.base64URLDecode(parts[2]) else {
             throw AuthGateError(.malformed, "the header or signature is not base64url")
         }
-        guard let header = try? JSONDecoder().decode([String: JSONValue].self, from: Data(headerBytes)) else {
+        guard let header = (try? JSONValue.parse(headerBytes))?.objectValue else {
             throw AuthGateError(.malformed, "the header is not a JSON object")
         }
         guard let algorithm = header["alg"]?.stringValue else { throw AuthGateError(.malformed, "the header has no alg") }
@@ -58,18 +58,14 @@ struct CompactJWT: Sendable {
     /// The payload's claims. Call only after the signature has verified.
     /// - Throws: ``AuthGateError`` ``AuthGateError/Code/malformed`` when the payload is not a JSON object.
     func verifiedClaims() throws -> [String: JSONValue] {
-        guard let bytes = Self.base64URLDecode(payloadSegment),
-            let claims = try? JSONDecoder().decode([String: JSONValue].self, from: Data(bytes))
-        else { throw AuthGateError(.malformed, "the payload is not a base64url JSON object") }
+        guard let bytes = Self.base64URLDecode(payloadSegment), let claims = (try? JSONValue.parse(bytes))?.objectValue else {
+            throw AuthGateError(.malformed, "the payload is not a base64url JSON object")
+        }
         return claims
     }
 
     /// Decodes base64url, with or without `=` padding; nil for anything else.
     static func base64URLDecode(_ text: some StringProtocol) -> [UInt8]? {
-        var standard = String(text.map { $0 == "-" ? "+" : ($0 == "_" ? "/" : $0) })
-        while standard.hasSuffix("=") { standard.removeLast() }
-        guard !standard.contains("=") else { return nil }
-        standard += String(repeating: "=", count: (4 - standard.count % 4) % 4)
-        return Data(base64Encoded: standard).map(Array.init)
-    }
+        Base64URL.decode(text)
+}
 }

@@ -24,9 +24,6 @@ public enum NonceRule {
 
     /// Lower-case hex SHA-256 of the UTF-8 bytes: what a client gives the provider.
     public static func hashed(_ rawNonce: String) -> String {
-        SHA256.hash(data: Array(rawNonce.utf8)).map { byte in
-            let hex = String(byte, radix: 16)
-            return byte < 16 ? "0" + hex : hex
-        }.joined()
+        Base64URL.hex(SHA256.hash(data: Array(rawNonce.utf8)))
     }
 }

@@ -17,8 +17,7 @@ public struct RefreshToken: Sendable, Hashable {
     /// A fresh token for a session.
     public static func generate(userID: String, sessionID: String) -> RefreshToken? {
         guard let user = UUIDBytes.bytes(of: userID), let session = UUIDBytes.bytes(of: sessionID) else { return nil }
-        var generator = SystemRandomNumberGenerator()
-        let secret = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let secret = Base64URL.randomBytes(32)
         return RefreshToken(value: Base64URL.encode([1] + user + session + secret), userID: userID, sessionID: sessionID)
     }
 
@@ -78,11 +77,21 @@ enum UUIDBytes {
     }
 
     static func string(of bytes: [UInt8]) -> String {
-        let hex = bytes.map { byte in byte < 16 ? "0" + String(byte, radix: 16) : String(byte, radix: 16) }.joined()
-        let characters = Array(hex)
-        return [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { String(characters[$0]) }.joined(separator: "-")
+        let hex = Array(Base64URL.hex(bytes).utf8)
+        var output = [UInt8]()
+        output.reserveCapacity(36)
+        for (index, byte) in hex.enumerated() {
+            if index == 8 || index == 12 || index == 16 || index == 20 { output.append(UInt8(ascii: "-")) }
+            output.append(byte)
+        }
+        return String(decoding: output, as: UTF8.self)
     }
 
     /// A new random (version 4) UUID in lower case.
-    static func random() -> String { UUID().uuidString.lowercased() }
+    static func random() -> String {
+        var bytes = Base64URL.randomBytes(16)
+        bytes[6] = bytes[6] & 0x0f | 0x40
+        bytes[8] = bytes[8] & 0x3f | 0x80
+        return string(of: bytes)
+    }
 }

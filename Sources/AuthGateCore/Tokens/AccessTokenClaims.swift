@@ -77,4 +77,17 @@ public struct AccessTokenClaims: Sendable, Codable, Hashable {
         sessionID = try container.decodeIfPresent(String.self, forKey: .sessionID)
         isAnonymous = try container.decodeIfPresent(Bool.self, forKey: .isAnonymous) ?? false
     }
+
+    /// The claims as a JSON object (written by ``JSONValue/serialized()`` when minting).
+    var jsonValue: JSONValue {
+        var object: [String: JSONValue] = [
+            "iss": .string(iss), "sub": .string(sub), "aud": .string(aud), "exp": .integer(exp), "iat": .integer(iat),
+            "email": .string(email), "phone": .string(phone), "app_metadata": .object(appMetadata), "user_metadata": .object(userMetadata),
+            "role": .string(role), "aal": .string(aal),
+            "amr": .array(amr.map { .object(["method": .string($0.method), "timestamp": .integer($0.timestamp)]) }),
+            "is_anonymous": .bool(isAnonymous),
+        ]
+        if let sessionID { object["session_id"] = .string(sessionID) }
+        return .object(object)
+    }
 }

@@ -17,9 +17,7 @@ public struct AccessTokenIssuer: Sendable {
     public func mint(_ claims: AccessTokenClaims) throws -> String {
         let key = keyRing.activeKey
         let header = "{\"alg\":\"\(key.algorithm.rawValue)\",\"kid\":\"\(key.kid)\",\"typ\":\"JWT\"}"
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.withoutEscapingSlashes]
-        let payload = try encoder.encode(claims)
+        let payload = claims.jsonValue.serialized()
         let signingInput = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(payload))
         let signature = try key.sign(Array(signingInput.utf8))
         return signingInput + "." + Base64URL.encode(signature)

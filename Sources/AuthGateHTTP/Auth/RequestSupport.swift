@@ -43,12 +43,10 @@ enum RequestSupport {
 
     /// A JSON response.
     static func json(_ object: [String: JSONValue], status: HTTPResponse.Status = .ok) throws -> Response {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.withoutEscapingSlashes]
-        return Response(
+        Response(
             status: status,
             headers: [.contentType: "application/json", .cacheControl: "no-store"],
-            body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(object)))
+            body: .init(byteBuffer: ByteBuffer(bytes: JSONValue.object(object).serialized()))
         )
     }
 

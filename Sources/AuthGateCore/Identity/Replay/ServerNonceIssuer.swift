@@ -18,10 +18,7 @@ public struct ServerNonceIssuer: Sendable {
 
     /// A new nonce: 32 random bytes, base64url (43 characters), and when it expires.
     public func issue(now: Date) async throws -> (nonce: String, expiresAt: Date) {
-        var generator = SystemRandomNumberGenerator()
-        let bytes = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
-        let nonce = Data(bytes).base64EncodedString().map { $0 == "+" ? "-" : ($0 == "/" ? "_" : $0) }.filter { $0 != "=" }
-        let raw = String(nonce)
+        let raw = Base64URL.encode(Base64URL.randomBytes(32))
         let expiresAt = now.addingTimeInterval(ProviderKeySet.seconds(lifetime))
         _ = try await store.insertIfAbsent(Self.key(for: raw), expiresAt: expiresAt)
         return (raw, expiresAt)

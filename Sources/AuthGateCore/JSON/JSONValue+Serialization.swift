@@ -1,0 +1,255 @@
+/// A direct JSON reader and writer for ``JSONValue``: RFC 8259, no Codable machinery. Claims and
+/// response bodies go through it on every request.
+extension JSONValue {
+    /// Why a document did not parse.
+    public struct ParseError: Error, Sendable, CustomStringConvertible {
+        public let offset: Int
+        public let reason: String
+        public var description: String { "invalid JSON at byte \(offset): \(reason)" }
+    }
+
+    /// Parses a JSON document (one value, surrounding whitespace allowed, nesting up to 64 deep).
+    public static func parse(_ bytes: some Collection<UInt8>) throws -> JSONValue {
+        var parser = Parser(bytes: Array(bytes))
+        parser.skipWhitespace()
+        let value = try parser.value(depth: 0)
+        parser.skipWhitespace()
+        guard parser.index == parser.bytes.count else { throw parser.error("trailing characters") }
+        return value
+    }
+
+    /// The compact JSON text of this value; object keys are written in sorted order.
+    public func serialized() -> [UInt8] {
+        var output: [UInt8] = []
+        output.reserveCapacity(256)
+        write(into: &output)
+        return output
+    }
+
+    func write(into output: inout [UInt8]) {
+        switch self {
+        case .null: output.append(contentsOf: "null".utf8)
+        case .bool(let value): output.append(contentsOf: (value ? "true" : "false").utf8)
+        case .integer(let value): output.append(contentsOf: String(value).utf8)
+        case .double(let value): output.append(contentsOf: (value.isFinite ? "\(value)" : "null").utf8)
+        case .string(let value): Self.writeString(value, into: &output)
+        case .array(let values):
+            output.append(UInt8(ascii: "["))
+            for (index, value) in values.enumerated() {
+                if index > 0 { output.append(UInt8(ascii: ",")) }
+                value.write(into: &output)
+            }
+            output.append(UInt8(ascii: "]"))
+        case .object(let members):
+            output.append(UInt8(ascii: "{"))
+            for (index, key) in members.keys.sorted().enumerated() {
+                if index > 0 { output.append(UInt8(ascii: ",")) }
+                Self.writeString(key, into: &output)
+                output.append(UInt8(ascii: ":"))
+                members[key]?.write(into: &output)
+            }
+            output.append(UInt8(ascii: "}"))
+        }
+    }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    static func writeString(_ text: String, into output: inout [UInt8]) {
+        output.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): output.append(contentsOf: [92, 34])
+            case UInt8(ascii: "\\"): output.append(contentsOf: [92, 92])
+            case 0x0a: output.append(contentsOf: [92, UInt8(ascii: "n")])
+            case 0x0d: output.append(contentsOf: [92, UInt8(ascii: "r")])
+            case 0x09: output.append(contentsOf: [92, UInt8(ascii: "t")])
+            case 0..<0x20:
+                output.append(contentsOf: Array("\\u00".utf8))
+                output.append(hexDigits[Int(byte >> 4)])
+                output.append(hexDigits[Int(byte & 15)])
+            default: output.append(byte)
+            }
+        }
+        output.append(UInt8(ascii: "\""))
+    }
+
+    private struct Parser {
+        let bytes: [UInt8]
+        var index = 0
+
+        func error(_ reason: String) -> ParseError { ParseError(offset: index, reason: reason) }
+
+        mutating func skipWhitespace() {
+            while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x0a || bytes[index] == 0x0d || bytes[index] == 0x09 { index += 1 }
+        }
+
+        mutating func value(depth: Int) throws -> JSONValue {
+            guard depth < 64 else { throw error("nested too deeply") }
+            guard index < bytes.count else { throw error("unexpected end") }
+            switch bytes[index] {
+            case UInt8(ascii: "{"): return try object(depth: depth)
+            case UInt8(ascii: "["): return try array(depth: depth)
+            case UInt8(ascii: "\""): return .string(try string())
+            case UInt8(ascii: "t"): return try literal("true", .bool(true))
+            case UInt8(ascii: "f"): return try literal("false", .bool(false))
+            case UInt8(ascii: "n"): return try literal("null", .null)
+            default: return try number()
+            }
+        }
+
+        mutating func literal(_ text: StaticString, _ value: JSONValue) throws -> JSONValue {
+            let expected = UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)
+            guard index + expected.count <= bytes.count, bytes[index..<index + expected.count].elementsEqual(expected) else {
+                throw error("unknown literal")
+            }
+            index += expected.count
+            return value
+        }
+
+        mutating func object(depth: Int) throws -> JSONValue {
+            index += 1
+            var members: [String: JSONValue] = [:]
+            skipWhitespace()
+            if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
+                index += 1
+                return .object(members)
+            }
+            while true {
+                skipWhitespace()
+                guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a key") }
+                let key = try string()
+                skipWhitespace()
+                guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected :") }
+                index += 1
+                skipWhitespace()
+                members[key] = try value(depth: depth + 1)
+                skipWhitespace()
+                guard index < bytes.count else { throw error("unexpected end") }
+                if bytes[index] == UInt8(ascii: ",") {
+                    index += 1
+                    continue
+                }
+                guard bytes[index] == UInt8(ascii: "}") else { throw error("expected , or }") }
+                index += 1
+                return .object(members)
+            }
+        }
+
+        mutating func array(depth: Int) throws -> JSONValue {
+            index += 1
+            var values: [JSONValue] = []
+            skipWhitespace()
+            if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
+                index += 1
+                return .array(values)
+            }
+            while true {
+                skipWhitespace()
+                values.append(try value(depth: depth + 1))
+                skipWhitespace()
+                guard index < bytes.count else { throw error("unexpected end") }
+                if bytes[index] == UInt8(ascii: ",") {
+                    index += 1
+                    continue
+                }
+                guard bytes[index] == UInt8(ascii: "]") else { throw error("expected , or ]") }
+                index += 1
+                return .array(values)
+            }
+        }
+
+        mutating func string() throws -> String {
+            index += 1
+            var output: [UInt8] = []
+            while index < bytes.count {
+                let byte = bytes[index]
+                index += 1
+                switch byte {
+                case UInt8(ascii: "\""):
+                    guard let text = String(validating: output, as: UTF8.self) else { throw error("invalid UTF-8 in a string") }
+                    return text
+                case UInt8(ascii: "\\"):
+                    guard index < bytes.count else { throw error("unexpected end") }
+                    let escape = bytes[index]
+                    index += 1
+                    switch escape {
+                    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): output.append(escape)
+                    case UInt8(ascii: "b"): output.append(0x08)
+                    case UInt8(ascii: "f"): output.append(0x0c)
+                    case UInt8(ascii: "n"): output.append(0x0a)
+                    case UInt8(ascii: "r"): output.append(0x0d)
+                    case UInt8(ascii: "t"): output.append(0x09)
+                    case UInt8(ascii: "u"):
+                        var scalar = try hex4()
+                        if (0xD800..<0xDC00).contains(scalar) {
+                            guard index + 2 <= bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
+                                throw error("unpaired surrogate")
+                            }
+                            index += 2
+                            let low = try hex4()
+                            guard (0xDC00..<0xE000).contains(low) else { throw error("unpaired surrogate") }
+                            scalar = 0x10000 + (scalar - 0xD800) << 10 + (low - 0xDC00)
+                        }
+                        guard let unicode = Unicode.Scalar(scalar) else { throw error("invalid \\u escape") }
+                        output.append(contentsOf: Array(String(Character(unicode)).utf8))
+                    default:
+                        throw error("invalid escape")
+                    }
+                case 0..<0x20:
+                    throw error("control character in a string")
+                default:
+                    output.append(byte)
+                }
+            }
+            throw error("unterminated string")
+        }
+
+        mutating func hex4() throws -> UInt32 {
+            guard index + 4 <= bytes.count else { throw error("short \\u escape") }
+            var value: UInt32 = 0
+            for byte in bytes[index..<index + 4] {
+                let digit: UInt32
+                switch byte {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(byte - UInt8(ascii: "0"))
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(byte - UInt8(ascii: "a") + 10)
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(byte - UInt8(ascii: "A") + 10)
+                default: throw error("invalid \\u escape")
+                }
+                value = value << 4 | digit
+            }
+            index += 4
+            return value
+        }
+
+        mutating func number() throws -> JSONValue {
+            let start = index
+            var isInteger = true
+            if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index += 1 }
+            guard index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) else { throw error("unexpected character") }
+            if bytes[index] == UInt8(ascii: "0") {
+                index += 1
+            } else {
+                while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) { index += 1 }
+            }
+            if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+                isInteger = false
+                index += 1
+                let digits = index
+                while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) { index += 1 }
+                guard index > digits else { throw error("digits expected after .") }
+            }
+            if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+                isInteger = false
+                index += 1
+                if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+                let digits = index
+                while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) { index += 1 }
+                guard index > digits else { throw error("digits expected in the exponent") }
+            }
+            let text = String(decoding: bytes[start..<index], as: UTF8.self)
+            if isInteger, let value = Int64(text) { return .integer(value) }
+            guard let value = Double(text) else { throw error("number out of range") }
+            return .double(value)
+        }
+    }
+}

@@ -1,0 +1,52 @@
+import Foundation
+import Testing
+
+@testable import AuthGateCore
+
+@Suite("JSONValue reader and writer")
+struct JSONValueTests {
+    @Test("parses every value type, escapes and surrogate pairs")
+    func parse() throws {
+        let text = #"{"s":"a\"b\\c\/d\n\u00e9\ud83d\ude00","i":-42,"d":1.5e3,"t":true,"f":false,"n":null,"a":[1,[2,{}]],"big":12345678901234567890}"#
+        let value = try JSONValue.parse(Array(text.utf8))
+        #expect(
+            value
+                == .object([
+                    "s": .string("a\"b\\c/d\né😀"), "i": .integer(-42), "d": .double(1500), "t": true, "f": false, "n": .null,
+                    "a": .array([1, .array([2, .object([:])])]), "big": .double(12_345_678_901_234_567_890),
+                ])
+        )
+    }
+
+    @Test("refuses malformed documents", arguments: ["", "{", "{\"a\":}", "[1,]", "01", "1.", "\"\\x\"", "tru", "{} x", "\"\u{01}\"", "\"\\ud800\""])
+    func refuses(text: String) {
+        #expect(throws: JSONValue.ParseError.self) { try JSONValue.parse(Array(text.utf8)) }
+    }
+
+    @Test("refuses nesting deeper than 64")
+    func depth() {
+        #expect(throws: JSONValue.ParseError.self) { try JSONValue.parse(Array((String(repeating: "[", count: 65) + String(repeating: "]", count: 65)).utf8)) }
+        #expect((try? JSONValue.parse(Array((String(repeating: "[", count: 60) + String(repeating: "]", count: 60)).utf8))) != nil)
+    }
+
+    @Test("writes what it reads, and what Foundation reads the same way")
+    func roundTrip() throws {
+        let value: JSONValue = .object(["k": .string("q\"\\\n\u{1}/é"), "n": .array([1, .double(0.5), .null, true]), "o": .object(["z": 1, "a": 2])])
+        let bytes = value.serialized()
+        #expect(String(decoding: bytes, as: UTF8.self) == #"{"k":"q\"\\\n\u0001/é","n":[1,0.5,null,true],"o":{"a":2,"z":1}}"#)
+        #expect(try JSONValue.parse(bytes) == value)
+        #expect(try JSONDecoder().decode(JSONValue.self, from: Data(bytes)) == value)
+    }
+
+    @Test("agrees with Foundation's decoder on every fixture token's claims")
+    func fixtures() throws {
+        let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/provider-tokens")
+        var checked = 0
+        for file in try FileManager.default.contentsOfDirectory(atPath: directory.path) where file.hasSuffix(".json") {
+            let data = try Data(contentsOf: directory.appendingPathComponent(file))
+            #expect(try JSONValue.parse(Array(data)) == JSONDecoder().decode(JSONValue.self, from: data), "\(file)")
+            checked += 1
+        }
+        #expect(checked >= 32)
+    }
+}

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# id_token exchanges per second on ONE gateway core with Redis, beside the crypto limit of that
+# core measured in the same run.
+#
+# Each exchange verifies an Apple-shaped RS256 ID token (fresh nonce, new user) and mints an
+# ES256 access token: one RSA-2048 verify plus one P-256 sign is the crypto floor, measured with
+# `openssl speed` on the same core. The gateway (release build) is pinned to core 0; Redis and the
+# load generator (keep-alive HTTP/1.1, CONCURRENCY connections) to core 1.
+#
+# Reproduce: bench/exchange/run.sh [tokens] [concurrency]
+# Profile:   PROFILE=1 bench/exchange/run.sh   (perf samples the gateway; top symbols are printed)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+COUNT="${1:-20000}"
+CONCURRENCY="${2:-64}"
+scripts/install-deps.sh libhiredis-dev redis-server redis-tools util-linux openssl bc >/dev/null
+swift build -c release --product authgate >/dev/null
+swift build -c release --product ExchangeBench >/dev/null
+
+work="$(mktemp -d -t authgate-exchange.XXXXXX)"
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() { while :; do p=$((20000 + RANDOM % 40000)); ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && { echo "$p"; return; }; done; }
+redis_port="$(free_port)"
+taskset -c 1 redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$work" --save "" --appendonly no --daemonize no \
+    --loglevel warning --logfile "$work/redis.log" &
+pids+=($!)
+until [ "$(redis-cli -p "$redis_port" ping 2>/dev/null)" = "PONG" ]; do sleep 0.05; done
+
+echo "minting $COUNT Apple-shaped RS256 tokens (each with a fresh nonce)..."
+.build/release/ExchangeBench prepare "$work" "$COUNT"
+.build/release/authgate keys generate --out "$work/key.pem" --kid bench >/dev/null
+gateway_port="$(free_port)"
+cat >"$work/authgate.yaml" <<YAML
+server: { host: 127.0.0.1, port: $gateway_port }
+store: { kind: redis, redis: { url: "redis://127.0.0.1:$redis_port/0", pool_size: 2 } }
+tokens: { signing_keys: [ { kid: bench, file: key.pem } ] }
+providers:
+  apple: { enabled: true, audiences: [com.example.authgate.bench], jwks_file: apple-jwks.json }
+rate_limits: { token: off, signup: off, nonce: off }
+logging: { level: warning }
+YAML
+if [ "${PROFILE:-0}" = "1" ]; then
+    taskset -c 0 perf record -F 999 -g -e cpu-clock -o "$work/perf.data" .build/release/authgate serve --config "$work/authgate.yaml" 2>"$work/authgate.log" &
+else
+    taskset -c 0 .build/release/authgate serve --config "$work/authgate.yaml" 2>"$work/authgate.log" &
+fi
+gateway_pid=$!
+pids+=($gateway_pid)
+until curl -fs "http://127.0.0.1:$gateway_port/readyz" >/dev/null 2>&1; do sleep 0.05; done
+
+result="$(taskset -c 1 .build/release/ExchangeBench run "http://127.0.0.1:$gateway_port" "$work/tokens.txt" "$CONCURRENCY")"
+IFS=, read -r rate p50 p99 errors <<<"$result"
+if [ "${PROFILE:-0}" = "1" ]; then
+    kill -INT "$gateway_pid"; wait "$gateway_pid" 2>/dev/null || true
+    perf report -i "$work/perf.data" --stdio --no-children --sort dso,symbol -g none 2>/dev/null | grep -v "^#" | grep "%" | head -45
+fi
+
+speed="$(taskset -c 0 openssl speed -seconds 3 rsa2048 ecdsap256 2>/dev/null)"
+rsa_verify="$(echo "$speed" | awk '/^rsa 2048 bits/ {print $NF}')"
+ecdsa_sign="$(echo "$speed" | awk '/256 bits ecdsa \(nistp256\)/ {print $(NF-1)}')"
+limit="$(echo "1 / (1 / $rsa_verify + 1 / $ecdsa_sign)" | bc -l)"
+
+echo
+echo "machine: $(nproc) cores, $(uname -m), $(date -u +%Y-%m-%d); $COUNT exchanges, $CONCURRENCY connections; gateway on 1 core"
+printf '%-44s %12s\n' "openssl: RSA-2048 verify/s (1 core)" "$(printf '%.0f' "$rsa_verify")"
+printf '%-44s %12s\n' "openssl: ECDSA P-256 sign/s (1 core)" "$(printf '%.0f' "$ecdsa_sign")"
+printf '%-44s %12s\n' "crypto limit: exchanges/s (verify + sign)" "$(printf '%.0f' "$limit")"
+printf '%-44s %12s\n' "AuthGate: id_token exchanges/s" "$(printf '%.0f' "$rate")"
+printf '%-44s %12s\n' "AuthGate / crypto limit" "$(printf '%.2f' "$(echo "$rate / $limit" | bc -l)")"
+printf '%-44s %12s\n' "latency p50 / p99 (ms)" "$p50 / $p99"
+printf '%-44s %12s\n' "non-200 answers" "$errors"
+echo "reproduce: bench/exchange/run.sh $COUNT $CONCURRENCY"
