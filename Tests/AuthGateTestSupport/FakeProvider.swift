@@ -44,7 +44,6 @@ public final class FakeProvider: Sendable {
 
     /// Starts serving; `keys` are published at once.
     public static func start(keys: [Key]) async throws -> FakeProvider {
-        let (portStream, portContinuation) = AsyncStream<Int>.makeStream()
         let box = Mutex<FakeProvider?>(nil)
         let router = Router()
         router.get("/jwks") { _, _ -> Response in
@@ -56,21 +55,7 @@ public final class FakeProvider: Sendable {
             let body = "{\"issuer\":\"\(provider.issuer)\",\"jwks_uri\":\"\(provider.jwksURL)\"}"
             return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: body)))
         }
-        let app = Application(
-            router: router,
-            configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { channel in
-                portContinuation.yield(channel.localAddress?.port ?? 0)
-                portContinuation.finish()
-            }
-        )
-        let task = Task { try await app.runService(gracefulShutdownSignals: []) }
-        var port = 0
-        for await value in portStream {
-            port = value
-            break
-        }
-        guard port > 0 else { throw TestSupportError("the fake provider did not start") }
+        let (port, task) = try await startLocalServer(router)
         let provider = FakeProvider(port: port)
         provider.task.withLock { $0 = task }
         provider.state.withLock { $0.keys = keys }

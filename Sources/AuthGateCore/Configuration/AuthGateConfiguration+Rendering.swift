@@ -47,6 +47,12 @@ extension AuthGateConfiguration {
                 "nonce": Node(rateLimits.nonce?.description ?? "off"),
             ],
             "routes": Node(routes.map(rendered)),
+            "proxy": [
+                "identity_header_prefix": Node(proxy.identityHeaderPrefix),
+                "revocation_max_staleness": Node(format(proxy.revocationMaxStaleness)),
+                "token_cache_size": Node(String(proxy.tokenCacheSize)),
+                "max_connections_per_upstream": Node(String(proxy.maxConnectionsPerUpstream)),
+            ],
             "logging": ["level": Node(logging.level.rawValue), "format": Node(logging.format.rawValue)],
         ]
         return (try? Yams.serialize(node: document, sortKeys: false)) ?? ""

@@ -19,6 +19,7 @@ public struct AuthGateConfiguration: Sendable {
     public var replay: ReplayConfiguration
     public var rateLimits: RateLimitsConfiguration
     public var routes: [RouteConfiguration]
+    public var proxy: ProxyConfiguration
     public var logging: LoggingConfiguration
     /// The file this came from, or nil for the built-in defaults.
     public var sourcePath: String?
@@ -68,6 +69,7 @@ public struct AuthGateConfiguration: Sendable {
         let replay = ReplayConfiguration(reading: root.section("replay"))
         let rateLimits = RateLimitsConfiguration(reading: root.section("rate_limits"))
         let routes = root.sections("routes").map(RouteConfiguration.init(reading:))
+        let proxy = ProxyConfiguration(reading: root.section("proxy"))
         let logging = LoggingConfiguration(reading: root.section("logging"))
         root.finish()
 
@@ -111,6 +113,7 @@ public struct AuthGateConfiguration: Sendable {
             replay: replay,
             rateLimits: rateLimits,
             routes: routes,
+            proxy: proxy,
             logging: logging,
             sourcePath: sourcePath,
             appliedEnvironmentOverrides: reader.appliedOverrides.sorted()

@@ -3,6 +3,7 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
+import Synchronization
 
 /// The in-process store: everything lives in this process and is lost when it stops.
 ///
@@ -31,6 +32,7 @@ public actor MemoryAuthStore: AuthStore {
     var sessionsByUser: [String: [String: StoredSession]] = [:]
     /// The revocation stream; the memory store's revocation view reads it in process.
     public private(set) var revocations: [RevocationEvent] = []
+    private nonisolated let listeners = Mutex<[@Sendable (RevocationEvent) -> Void]>([])
 
     public init() {}
 
@@ -62,6 +64,13 @@ public actor MemoryAuthStore: AuthStore {
 
     public func appendRevocation(_ event: RevocationEvent) async throws {
         revocations.append(event)
+        for listener in listeners.withLock({ $0 }) { listener(event) }
+    }
+
+    /// Calls `listener` with every revocation appended from now on: how the revocation view is
+    /// fed in process when there is no Redis stream.
+    public nonisolated func onRevocation(_ listener: @escaping @Sendable (RevocationEvent) -> Void) {
+        listeners.withLock { $0.append(listener) }
     }
 
     /// Drops expired keys every 1,024 inserts so memory stays bounded by the live windows.

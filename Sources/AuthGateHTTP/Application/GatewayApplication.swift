@@ -1,7 +1,9 @@
+public import AsyncHTTPClient
 public import AuthGateCore
 public import Hummingbird
 public import Logging
 public import NIOCore
+import RedisBridge
 public import ServiceLifecycle
 
 /// Builds the Hummingbird application that serves AuthGate: health and readiness now; the GoTrue
@@ -21,12 +23,17 @@ public enum GatewayApplication {
         public let nonces: ServerNonceIssuer
         /// Sign-in, sessions and users; nil without signing keys.
         public let accounts: AccountService?
+        /// Revocations this replica knows of (fed by the stream, or in process).
+        public let revocations: RevocationView
+        /// The proxy's authenticator, and the client it forwards with; nil without routes or keys.
+        public let edge: (authenticator: EdgeAuthenticator, client: HTTPClient)?
 
         public init(
             configuration: AuthGateConfiguration,
             store: any AuthStore,
             keyRing: SigningKeyRing?,
             verifiers: IdentityVerifierRegistry? = nil,
+            upstreamClient: HTTPClient? = nil,
             logger: Logger = Logger(label: "authgate")
         ) {
             self.configuration = configuration
@@ -48,6 +55,21 @@ public enum GatewayApplication {
                     ),
                     logger: logger
                 )
+            }
+            let revocations = RevocationView(retention: configuration.tokens.accessTokenTTL + .seconds(60))
+            self.revocations = revocations
+            if let memory = store as? MemoryAuthStore { memory.onRevocation { revocations.apply($0) } }
+            if let accounts = self.accounts, let upstreamClient, !configuration.routes.isEmpty {
+                let authenticator = EdgeAuthenticator(
+                    verifier: accounts.accessTokens,
+                    view: revocations,
+                    store: store,
+                    maximumStaleness: store is MemoryAuthStore ? nil : ProviderKeySet.seconds(configuration.proxy.revocationMaxStaleness),
+                    cacheCapacity: configuration.proxy.tokenCacheSize
+                )
+                self.edge = (authenticator, upstreamClient)
+            } else {
+                self.edge = nil
             }
         }
     }
@@ -72,17 +94,26 @@ public enum GatewayApplication {
             fetcher: HTTPJWKSFetcher(client: httpClient.client),
             logger: logger
         )
-        let services: [any Service] = store.services + [httpClient] + verifiers.keySets.map { $0 as any Service }
-        return Assembly(
-            dependencies: Dependencies(configuration: configuration, store: store.store, keyRing: keyRing, verifiers: verifiers, logger: logger),
-            services: services
+        let upstreamClient = HTTPClientService(client: EdgeProxyMiddleware.makeUpstreamClient(configuration))
+        let dependencies = Dependencies(
+            configuration: configuration, store: store.store, keyRing: keyRing, verifiers: verifiers, upstreamClient: upstreamClient.client, logger: logger
         )
+        var services: [any Service] = store.services + [httpClient, upstreamClient] + verifiers.keySets.map { $0 as any Service }
+        if let redisStore = store.store as? RedisAuthStore {
+            services.append(
+                RevocationFeed(configuration: redisStore.redis.configuration, keyPrefix: redisStore.keyPrefix, view: dependencies.revocations, logger: logger)
+            )
+        }
+        return Assembly(dependencies: dependencies, services: services)
     }
 
     /// The router with every route and middleware.
     public static func buildRouter(_ dependencies: Dependencies) -> Router<AuthGateRequestContext> {
         let router = Router(context: AuthGateRequestContext.self)
         router.add(middleware: RequestLogMiddleware())
+        if let edge = dependencies.edge {
+            router.add(middleware: EdgeProxyMiddleware(configuration: dependencies.configuration, authenticator: edge.authenticator, client: edge.client))
+        }
         router.add(
             middleware: RateLimitMiddleware(
                 store: dependencies.store,

@@ -217,7 +217,8 @@ public actor ProviderKeySet {
         return max(.seconds(5), remaining - lifetime / 10)
     }
 
-    static func seconds(_ duration: Duration) -> Double {
+    /// A duration in seconds, as a `Double`.
+    public static func seconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 

@@ -1,0 +1,115 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+
+/// Decides whether a proxied request may pass: verifies AuthGate access tokens (cached until
+/// `exp`), checks revocation in memory, and applies the route's policy. No Redis round trip per
+/// request while the revocation feed is current; when it is stale past the bound, the session is
+/// checked in the store, and when the store is unreachable too, the request is refused (fail closed).
+public final class EdgeAuthenticator: Sendable {
+    /// The outcome for one request.
+    public enum Decision: Sendable {
+        /// Pass, with the caller's claims (nil on an `optional` or `public` route without a token).
+        case allow(AccessTokenClaims?)
+        /// 401: no usable token.
+        case unauthorized(reason: String)
+        /// 403: a valid token the route's policy refuses.
+        case forbidden(reason: String)
+        /// 503: revocation cannot be checked right now.
+        case unavailable(reason: String)
+    }
+
+    private let verifier: AccessTokenVerifier
+    private let view: RevocationView
+    private let store: any AuthStore
+    /// Seconds of feed staleness tolerated before falling back to the store; nil when the view
+    /// is fed in process (memory store) and always current.
+    private let maximumStaleness: TimeInterval?
+    private let cache: VerifiedTokenCache
+
+    public init(verifier: AccessTokenVerifier, view: RevocationView, store: any AuthStore, maximumStaleness: TimeInterval?, cacheCapacity: Int) {
+        self.verifier = verifier
+        self.view = view
+        self.store = store
+        self.maximumStaleness = maximumStaleness
+        self.cache = VerifiedTokenCache(capacity: cacheCapacity)
+    }
+
+    /// Tokens currently cached.
+    public var cachedTokens: Int { cache.count }
+
+    /// Applies `route`'s policy to a request carrying `bearer` (nil when it has none).
+    public func authorize(bearer: String?, route: RouteConfiguration, now: Date) async -> Decision {
+        if route.auth == .public { return .allow(nil) }
+        guard let bearer else {
+            return route.auth == .optional ? .allow(nil) : .unauthorized(reason: "no bearer token")
+        }
+        let seconds = Int64(now.timeIntervalSince1970)
+        let claims: AccessTokenClaims
+        if let cached = cache.claims(for: bearer, now: seconds) {
+            claims = cached
+        } else {
+            do {
+                claims = try verifier.verify(bearer, now: now)
+            } catch let error as AuthGateError {
+                return .unauthorized(reason: error.code.description)
+            } catch {
+                return .unauthorized(reason: "malformed")
+            }
+            cache.insert(bearer, claims: claims, now: seconds)
+        }
+        if let revoked = await revocation(claims, now: now) { return revoked }
+        return policy(route, claims)
+    }
+
+    private func revocation(_ claims: AccessTokenClaims, now: Date) async -> Decision? {
+        if view.isRevoked(sessionID: claims.sessionID, userID: claims.sub, issuedAt: claims.iat) {
+            return .unauthorized(reason: "session_revoked")
+        }
+        guard let maximumStaleness else { return nil }
+        if let staleness = view.staleness(now: now), staleness <= maximumStaleness { return nil }
+        // The feed is behind: ask the store, and refuse when it cannot answer.
+        do {
+            guard let sessionID = claims.sessionID else { return nil }
+            guard try await store.session(userID: claims.sub, sessionID: sessionID) != nil else {
+                return .unauthorized(reason: "session_revoked")
+            }
+            return nil
+        } catch {
+            return .unavailable(reason: "revocation state unavailable")
+        }
+    }
+
+    private func policy(_ route: RouteConfiguration, _ claims: AccessTokenClaims) -> Decision {
+        if claims.isAnonymous, !route.allowAnonymous { return .forbidden(reason: "anonymous users may not use this route") }
+        for (path, expected) in route.requireClaims.sorted(by: { $0.key < $1.key }) {
+            guard Self.claim(path, in: claims) == expected else { return .forbidden(reason: "claim \(path) does not match") }
+        }
+        return .allow(claims)
+    }
+
+    /// A claim as text: `role`, `aal`, `sub`, `email`, `is_anonymous`, or a key inside
+    /// `app_metadata.` / `user_metadata.`.
+    static func claim(_ path: String, in claims: AccessTokenClaims) -> String? {
+        switch path {
+        case "role": return claims.role
+        case "aal": return claims.aal
+        case "sub": return claims.sub
+        case "email": return claims.email
+        case "is_anonymous": return String(claims.isAnonymous)
+        default:
+            let parts = path.split(separator: ".", maxSplits: 1).map(String.init)
+            guard parts.count == 2 else { return nil }
+            let container = parts[0] == "app_metadata" ? claims.appMetadata : (parts[0] == "user_metadata" ? claims.userMetadata : [:])
+            switch container[parts[1]] {
+            case .string(let text): return text
+            case .integer(let value): return String(value)
+            case .bool(let value): return String(value)
+            case .double(let value): return String(value)
+            default: return nil
+            }
+        }
+    }
+}

@@ -1,0 +1,54 @@
+import Synchronization
+
+/// Access tokens already verified, until their `exp`, bounded in size. A hit skips signature
+/// verification; it never skips the revocation check, which runs on every request.
+///
+/// Entries are keyed by the token's signature segment and hold the whole token, compared on every
+/// hit, so a known signature glued to another header or payload is not a hit.
+final class VerifiedTokenCache: Sendable {
+    private struct Entry {
+        let token: String
+        let claims: AccessTokenClaims
+    }
+
+    private let entries = Mutex<[Substring: Entry]>([:])
+    private let capacity: Int
+
+    init(capacity: Int) {
+        self.capacity = max(1, capacity)
+    }
+
+    /// The claims of a cached, unexpired token.
+    func claims(for token: String, now: Int64) -> AccessTokenClaims? {
+        guard let key = Self.key(token) else { return nil }
+        return entries.withLock { entries in
+            guard let entry = entries[key], entry.token == token else { return nil }
+            guard entry.claims.exp > now else {
+                entries.removeValue(forKey: key)
+                return nil
+            }
+            return entry.claims
+        }
+    }
+
+    /// Remembers a verified token. When full, expired entries go first, then an arbitrary tenth.
+    func insert(_ token: String, claims: AccessTokenClaims, now: Int64) {
+        guard let key = Self.key(token) else { return }
+        entries.withLock { entries in
+            if entries.count >= capacity {
+                entries = entries.filter { $0.value.claims.exp > now }
+                if entries.count >= capacity {
+                    for key in entries.keys.prefix(max(1, capacity / 10)) { entries.removeValue(forKey: key) }
+                }
+            }
+            entries[key] = Entry(token: token, claims: claims)
+        }
+    }
+
+    var count: Int { entries.withLock { $0.count } }
+
+    private static func key(_ token: String) -> Substring? {
+        guard let dot = token.lastIndex(of: ".") else { return nil }
+        return token[token.index(after: dot)...]
+    }
+}

@@ -1,0 +1,243 @@
+import AsyncHTTPClient
+import AuthGateCore
+import AuthGateTestSupport
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+import NIOHTTP1
+import RedisBridge
+import ServiceLifecycle
+import Testing
+
+@testable import AuthGateHTTP
+
+/// The edge proxy on real sockets, in front of a real upstream.
+@Suite("Edge proxy", .serialized)
+struct EdgeProxyTests {
+    private struct Echo: Decodable {
+        let method: String
+        let path: String
+        let query: String
+        let headers: [String: String]
+        let body_bytes: Int
+    }
+
+    /// One signing key shared by every gateway of a test, as replicas share key files.
+    private static let sharedKeyDirectory: String = {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("edge-keys-\(UUID().uuidString)")
+        try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try? TestKeys.es256PEM().write(to: directory.appendingPathComponent("k1.pem"), atomically: true, encoding: .utf8)
+        return directory.path
+    }()
+
+    private func gateway(yaml: String, store: any AuthStore = MemoryAuthStore(), services: (GatewayApplication.Dependencies) -> [any Service] = { _ in [] })
+        throws -> (some ApplicationProtocol, GatewayApplication.Dependencies, HTTPClient)
+    {
+        let keyed = yaml + "\ntokens: { signing_keys: [ { kid: k1, file: k1.pem } ] }"
+        let configuration = try AuthGateConfiguration.parse(yaml: keyed, baseDirectory: Self.sharedKeyDirectory, environment: [:])
+        let client = EdgeProxyMiddleware.makeUpstreamClient(configuration)
+        let dependencies = GatewayApplication.Dependencies(
+            configuration: configuration, store: store, keyRing: try SigningKeyRing.load(configuration.tokens, allowGenerated: false), upstreamClient: client
+        )
+        return (Application(router: GatewayApplication.buildRouter(dependencies), services: services(dependencies)), dependencies, client)
+    }
+
+    private func routes(_ upstream: EchoUpstream, extra: String = "") -> String {
+        """
+        providers: { anonymous: { enabled: true } }
+        rate_limits: { token: off, signup: off, nonce: off }
+        routes:
+          - { name: open, path_prefix: /public/, upstreams: [\(upstream.url)], auth: public }
+          - { name: api, path_prefix: /api, upstreams: [\(upstream.url)], auth: required, allow_anonymous: true, strip_prefix: true }
+          - { name: members, path_prefix: /members/, upstreams: [\(upstream.url)/base], auth: required }
+          - { name: admin, path_prefix: /admin/, upstreams: [\(upstream.url)], auth: required, allow_anonymous: true, require_claims: { role: service_role } }
+        \(extra)
+        """
+    }
+
+    private func signUp(_ client: some TestClientProtocol) async throws -> (access: String, userID: String) {
+        try await client.execute(uri: "/auth/v1/signup", method: .post) { response in
+            let body = try JSONDecoder().decode([String: JSONValue].self, from: Data(response.body.readableBytesView))
+            return (body["access_token"]?.stringValue ?? "", body["user"]?.objectValue?["id"]?.stringValue ?? "")
+        }
+    }
+
+    @Test("public routes pass through; spoofed identity and hop-by-hop headers never reach the upstream")
+    func hygiene() async throws {
+        let upstream = try await EchoUpstream.start()
+        let (app, _, client) = try gateway(yaml: routes(upstream))
+        try await app.test(.live) { client in
+            let headers: HTTPFields = [
+                HTTPField.Name("X-AuthGate-User-Id")!: "admin", HTTPField.Name("x-authgate-role")!: "service_role",
+                HTTPField.Name("X-Forwarded-For")!: "6.6.6.6",
+                HTTPField.Name("X-Request-Id")!: "req-7", .authorization: "Bearer not-forwarded", HTTPField.Name("X-Keep")!: "yes",
+            ]
+            try await client.execute(uri: "/public/a/b?x=1&y=2", method: .get, headers: headers) { response in
+                #expect(response.status == .ok)
+                #expect(response.headers[HTTPField.Name("X-Request-Id")!] == "req-7")
+                #expect(response.headers[HTTPField.Name("X-Upstream")!] == "echo")
+                #expect(response.headers[HTTPField.Name("X-Secret-Hop")!] == nil, "headers the upstream's Connection lists are hop-by-hop")
+                let echo = try JSONDecoder().decode(Echo.self, from: Data(response.body.readableBytesView))
+                #expect(echo.path == "/public/a/b" && echo.query == "x=1&y=2")
+                #expect(echo.headers.keys.allSatisfy { !$0.hasPrefix("x-authgate-") })
+                #expect(echo.headers["authorization"] == nil)
+                #expect(echo.headers["x-keep"] == "yes")
+                #expect(echo.headers["x-forwarded-for"] == "127.0.0.1", "a client's X-Forwarded-For is not believed")
+                #expect(echo.headers["x-request-id"] == "req-7")
+                #expect(echo.headers["forwarded"]?.hasPrefix("for=127.0.0.1;proto=http") == true)
+            }
+        }
+        try await client.shutdown()
+        await upstream.stop()
+    }
+
+    @Test("required routes: 401 without a token, identity headers with one, policies give 403")
+    func authentication() async throws {
+        let upstream = try await EchoUpstream.start()
+        let (app, _, client) = try gateway(yaml: routes(upstream))
+        try await app.test(.live) { client in
+            try await client.execute(uri: "/api/orders", method: .get) { response in
+                #expect(response.status == .unauthorized)
+                #expect(response.headers[.wwwAuthenticate] == "Bearer error=\"invalid_token\"")
+            }
+            try await client.execute(uri: "/api/orders", method: .get, headers: [.authorization: "Bearer junk.junk.junk"]) { #expect($0.status == .unauthorized) }
+            let (token, userID) = try await signUp(client)
+            try await client.execute(uri: "/api/orders?page=2", method: .get, headers: [.authorization: "Bearer \(token)"]) { response in
+                #expect(response.status == .ok)
+                let echo = try JSONDecoder().decode(Echo.self, from: Data(response.body.readableBytesView))
+                #expect(echo.path == "/orders", "strip_prefix removes /api")
+                #expect(echo.headers["x-authgate-user-id"] == userID)
+                #expect(echo.headers["x-authgate-anonymous"] == "true")
+                #expect(echo.headers["x-authgate-role"] == "authenticated")
+                #expect(echo.headers["x-authgate-aal"] == "aal1")
+                #expect(echo.headers["x-authgate-provider"] == "anonymous")
+                #expect(echo.headers["x-authgate-session-id"]?.count == 36)
+                #expect(echo.headers["authorization"] == nil)
+            }
+            try await client.execute(uri: "/members/x", method: .get, headers: [.authorization: "Bearer \(token)"]) { #expect($0.status == .forbidden) }
+            try await client.execute(uri: "/admin/x", method: .get, headers: [.authorization: "Bearer \(token)"]) { #expect($0.status == .forbidden) }
+            try await client.execute(uri: "/nowhere", method: .get) { response in
+                #expect(response.status == .notFound)
+                #expect(response.headers[GoTrueError.errorCodeHeader] == "not_found")
+            }
+            try await client.execute(uri: "/apix", method: .get, headers: [.authorization: "Bearer \(token)"]) { #expect($0.status == .notFound, "/api does not match /apix") }
+        }
+        try await client.shutdown()
+        await upstream.stop()
+    }
+
+    @Test("a logged-out session's token is refused at once (memory store, in-process feed)")
+    func revocationInProcess() async throws {
+        let upstream = try await EchoUpstream.start()
+        let (app, _, client) = try gateway(yaml: routes(upstream))
+        try await app.test(.live) { client in
+            let (token, _) = try await signUp(client)
+            try await client.execute(uri: "/api/x", method: .get, headers: [.authorization: "Bearer \(token)"]) { #expect($0.status == .ok) }
+            try await client.execute(uri: "/auth/v1/logout?scope=local", method: .post, headers: [.authorization: "Bearer \(token)"]) { #expect($0.status == .noContent) }
+            try await client.execute(uri: "/api/x", method: .get, headers: [.authorization: "Bearer \(token)"]) { #expect($0.status == .unauthorized) }
+        }
+        try await client.shutdown()
+        await upstream.stop()
+    }
+
+    @Test("two gateways on one Redis: a session revoked on one is refused by the other within 1 s, 20 of 20 times")
+    func revocationAcrossReplicas() async throws {
+        let upstream = try await EchoUpstream.start()
+        let redisURL = try await SharedRedis.url()
+        let prefix = "edge-\(UInt32.random(in: 0...UInt32.max)):"
+        let logger = Logger(label: "edge-test")
+        func replica() throws -> (some ApplicationProtocol, HTTPClient, RedisClient) {
+            let redis = RedisClient(configuration: .init(url: redisURL, poolSize: 2), logger: logger)
+            let (app, _, client) = try gateway(yaml: routes(upstream), store: RedisAuthStore(redis: redis, keyPrefix: prefix)) { dependencies in
+                [RevocationFeed(configuration: redis.configuration, keyPrefix: prefix, view: dependencies.revocations, logger: logger)]
+            }
+            return (app, client, redis)
+        }
+        let (first, firstClient, firstRedis) = try replica()
+        let (second, secondClient, secondRedis) = try replica()
+        try await first.test(.live) { a in
+            try await second.test(.live) { b in
+                for trial in 0..<20 {
+                    let (token, _) = try await signUp(a)
+                    try await b.execute(uri: "/api/x", method: .get, headers: [.authorization: "Bearer \(token)"]) { #expect($0.status == .ok, "trial \(trial)") }
+                    try await a.execute(uri: "/auth/v1/logout?scope=local", method: .post, headers: [.authorization: "Bearer \(token)"]) { #expect($0.status == .noContent) }
+                    let clock = ContinuousClock()
+                    let start = clock.now
+                    var refusedAfter: Duration?
+                    while clock.now - start < .seconds(2) {
+                        let status = try await b.execute(uri: "/api/x", method: .get, headers: [.authorization: "Bearer \(token)"]) { $0.status }
+                        if status == .unauthorized {
+                            refusedAfter = clock.now - start
+                            break
+                        }
+                        try await Task.sleep(for: .milliseconds(10))
+                    }
+                    let elapsed = try #require(refusedAfter, "trial \(trial): the other replica never refused the token")
+                    #expect(elapsed < .seconds(1), "trial \(trial): refused after \(elapsed)")
+                }
+            }
+        }
+        try await firstClient.shutdown()
+        try await secondClient.shutdown()
+        await firstRedis.shutdown()
+        await secondRedis.shutdown()
+        await upstream.stop()
+    }
+
+    @Test("an upstream that refuses connections: 502; an idempotent request retries on the next upstream")
+    func badGateway() async throws {
+        let upstream = try await EchoUpstream.start()
+        let dead = "http://127.0.0.1:\(try freeLoopbackPort())"
+        let yaml = """
+            routes:
+              - { name: dead, path_prefix: /dead/, upstreams: [\(dead)], auth: public }
+              - { name: mixed, path_prefix: /mixed/, upstreams: [\(dead), \(upstream.url)], auth: public }
+            """
+        let (app, _, client) = try gateway(yaml: yaml)
+        try await app.test(.live) { client in
+            try await client.execute(uri: "/dead/x", method: .get) { response in
+                #expect(response.status == .badGateway)
+                #expect(response.headers[GoTrueError.errorCodeHeader] == "bad_gateway")
+            }
+            for _ in 0..<4 {
+                try await client.execute(uri: "/mixed/x", method: .get) { #expect($0.status == .ok) }
+            }
+        }
+        try await client.shutdown()
+        await upstream.stop()
+    }
+
+    @Test("header hygiene: Connection and what it lists, hop-by-hop headers, identity headers and client X-Forwarded-* from untrusted peers")
+    func headerRules() throws {
+        let configuration = try AuthGateConfiguration.parse(
+            yaml: "routes: [ { name: r, path_prefix: /r/, upstreams: [http://127.0.0.1:1], forward_authorization: true } ]", baseDirectory: "", environment: [:]
+        )
+        let route = try #require(configuration.routes.first)
+        let fields: HTTPFields = [
+            .connection: "keep-alive, X-Drop-Me", HTTPField.Name("X-Drop-Me")!: "1", HTTPField.Name("Keep-Alive")!: "timeout=5", .te: "trailers",
+            .transferEncoding: "chunked", HTTPField.Name("Proxy-Authorization")!: "Basic x", .upgrade: "h2c", HTTPField.Name("X-AUTHGATE-ROLE")!: "admin",
+            HTTPField.Name("X-Forwarded-Proto")!: "https", HTTPField.Name("Forwarded")!: "for=6.6.6.6", .authorization: "Bearer t", HTTPField.Name("X-Kept")!: "1",
+        ]
+        let untrusted = ProxyHeaders.upstreamHeaders(
+            from: fields, claims: nil, route: route, identityPrefix: "X-AuthGate-", clientAddress: "203.0.113.9", peerIsTrusted: false,
+            scheme: "http", authority: "api.example.com", requestID: "r1"
+        )
+        let names = Set(untrusted.map { $0.name.lowercased() })
+        for dropped in ["connection", "x-drop-me", "keep-alive", "te", "transfer-encoding", "proxy-authorization", "upgrade", "x-authgate-role"] {
+            #expect(!names.contains(dropped), "\(dropped) must not reach the upstream")
+        }
+        #expect(untrusted.first(name: "authorization") == "Bearer t", "forward_authorization keeps it")
+        #expect(untrusted.first(name: "x-kept") == "1")
+        #expect(untrusted.first(name: "x-forwarded-proto") == "http")
+        #expect(untrusted.first(name: "forwarded") == "for=203.0.113.9;proto=http;host=\"api.example.com\"")
+        let trusted = ProxyHeaders.upstreamHeaders(
+            from: fields + [HTTPField(name: HTTPField.Name("X-Forwarded-For")!, value: "198.51.100.1")], claims: nil, route: route,
+            identityPrefix: "X-AuthGate-", clientAddress: "198.51.100.1", peerIsTrusted: true, scheme: "http", authority: nil, requestID: "r1"
+        )
+        #expect(trusted.first(name: "x-forwarded-proto") == "https")
+        #expect(trusted.first(name: "x-forwarded-for") == "198.51.100.1, 198.51.100.1")
+    }
+}

@@ -1,0 +1,67 @@
+public import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import Synchronization
+
+/// A local upstream for proxy tests: answers every request with a JSON object describing what
+/// it received (method, path, query, headers, body size), and counts requests.
+public final class EchoUpstream: Sendable {
+    public let port: Int
+    private let task: Mutex<Task<Void, any Error>?> = Mutex(nil)
+    private let counter: Counter
+
+    /// Counts requests; shared between the router's closures and the upstream.
+    final class Counter: Sendable {
+        let value = Mutex(0)
+    }
+
+    public static func start() async throws -> EchoUpstream {
+        let counter = Counter()
+        let router = Router()
+        for method in [HTTPRequest.Method.get, .post, .put, .delete] {
+            router.on("**", method: method) { request, _ in try await Self.echo(request, counter: counter) }
+        }
+        let (port, task) = try await startLocalServer(router)
+        let upstream = EchoUpstream(port: port, counter: counter)
+        upstream.task.withLock { $0 = task }
+        return upstream
+    }
+
+    private init(port: Int, counter: Counter) {
+        self.port = port
+        self.counter = counter
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    public var url: String { "http://127.0.0.1:\(port)" }
+    /// Requests answered so far.
+    public var requestCount: Int { counter.value.withLock { $0 } }
+
+    public func stop() async {
+        let task = self.task.withLock { $0 }
+        task?.cancel()
+        _ = try? await task?.value
+    }
+
+    private static func echo(_ request: Request, counter: Counter) async throws -> Response {
+        counter.value.withLock { $0 += 1 }
+        var request = request
+        let body = try await request.collectBody(upTo: 64 << 20)
+        var headers: [String: String] = [:]
+        for field in request.headers {
+            let name = field.name.canonicalName
+            headers[name] = headers[name].map { $0 + ", " + field.value } ?? field.value
+        }
+        let object: [String: Any] = [
+            "method": request.method.rawValue, "path": request.uri.path, "query": request.uri.query ?? "",
+            "headers": headers, "body_bytes": body.readableBytes,
+        ]
+        let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+        return Response(
+            status: .ok,
+            headers: [.contentType: "application/json", HTTPField.Name("X-Upstream")!: "echo", .connection: "keep-alive, X-Secret-Hop", HTTPField.Name("X-Secret-Hop")!: "1"],
+            body: .init(byteBuffer: ByteBuffer(bytes: data))
+        )
+    }
+}
