@@ -240,4 +240,44 @@ struct EdgeProxyTests {
         #expect(trusted.first(name: "x-forwarded-proto") == "https")
         #expect(trusted.first(name: "x-forwarded-for") == "198.51.100.1, 198.51.100.1")
     }
+
+    @Test(
+        "smuggling attempts are answered 400 (or refused by the parser) and never reach the upstream",
+        arguments: [
+            "POST /public/x HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+            "POST /public/x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n0\r\n\r\n",
+            "POST /public/x HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\nContent-Length: 5\r\n\r\nabcde",
+            "POST /public/x HTTP/1.1\r\nHost: a\r\nContent-Length: 4, 5\r\n\r\nabcd",
+            "GET /public/x HTTP/1.1\r\nHost: a\r\nX-A: b\r\n c\r\n\r\n",
+            "POST /public/x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: xchunked\r\n\r\n0\r\n\r\n",
+            "POST /public/x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, identity\r\n\r\n0\r\n\r\n",
+            "GET /public/x HTTP/1.1\r\nHost: a\r\nContent-Length : 0\r\n\r\n",
+        ]
+    )
+    func smuggling(request: String) async throws {
+        let upstream = try await EchoUpstream.start()
+        let configuration = try AuthGateConfiguration.parse(
+            yaml: "routes: [ { name: open, path_prefix: /public/, upstreams: [\(upstream.url)], auth: public } ]",
+            baseDirectory: "", environment: [:]
+        )
+        let client = EdgeProxyMiddleware.makeUpstreamClient(configuration)
+        let dependencies = GatewayApplication.Dependencies(
+            configuration: configuration, store: MemoryAuthStore(), keyRing: try SigningKeyRing.load(configuration.tokens, allowGenerated: true), upstreamClient: client
+        )
+        let app = Application(router: GatewayApplication.buildRouter(dependencies))
+        do {
+            try await app.test(.live) { client in
+                let port = try #require(client.port)
+                let status = try RawHTTP.statusLine(port: port, request: request)
+                #expect(status.hasPrefix("HTTP/1.1 400") || status.hasPrefix("HTTP/1.1 501") || status.isEmpty, "got \(status)")
+            }
+        } catch {
+            try await client.shutdown()
+            await upstream.stop()
+            throw error
+        }
+        #expect(upstream.requestCount == 0, "nothing may reach the upstream")
+        try await client.shutdown()
+        await upstream.stop()
+    }
 }

@@ -51,6 +51,10 @@ public struct EdgeProxyMiddleware: RouterMiddleware {
         else { return try await next(request, context) }
         var context = context
         context.logger[metadataKey: "gw.route"] = .string(route.configuration.name)
+        if let problem = Self.framingProblem(request.headers) {
+            context.logger.notice("ambiguous request framing refused", metadata: ["gw.reason": "\(problem)"])
+            throw GoTrueError(.badRequest, code: "validation_failed", message: "Ambiguous request framing: \(problem)")
+        }
         if let length = request.headers[.contentLength].flatMap(Int.init), length > route.configuration.maxBody {
             throw GoTrueError(.contentTooLarge, code: "request_entity_too_large", message: "Request body too large")
         }
@@ -117,6 +121,26 @@ public struct EdgeProxyMiddleware: RouterMiddleware {
             }
         }
         throw GoTrueError(.badGateway, code: "bad_gateway", message: "The upstream could not be reached")
+    }
+
+    /// Why a request's body length is ambiguous, or nil. NIO's parser already refuses `Content-Length`
+    /// with `Transfer-Encoding`, repeated or listed `Content-Length`, and obs-fold; this adds what it lets
+    /// through: a transfer coding other than exactly `chunked` (RFC 9112 §6.3: the length cannot be
+    /// determined, so the request must be refused), and a `Content-Length` that is not a plain number.
+    static func framingProblem(_ headers: HTTPFields) -> String? {
+        let codings = headers[values: .transferEncoding].flatMap { $0.split(separator: ",") }.map {
+            String($0.drop(while: { $0 == " " || $0 == "\t" }).reversed().drop(while: { $0 == " " || $0 == "\t" }).reversed()).lowercased()
+        }
+        let lengths = headers[values: .contentLength]
+        if !codings.isEmpty {
+            guard codings == ["chunked"] else { return "transfer-encoding \(codings.joined(separator: ", ")) is not exactly chunked" }
+            guard lengths.isEmpty else { return "both content-length and transfer-encoding" }
+        }
+        if lengths.count > 1 { return "more than one content-length" }
+        if let length = lengths.first, length.isEmpty || !length.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) {
+            return "content-length is not a number"
+        }
+        return nil
     }
 
     static func url(_ upstream: RouteConfiguration.Upstream, route: RouteConfiguration, path: String, query: String?) -> String {
