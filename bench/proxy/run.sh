@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# Edge-proxy throughput: AuthGate vs HAProxy 2.6 jwt_verify, on the same core, in one run.
+#
+# The proxy under test is pinned to core 0; wrk and an nginx upstream (a small 200) to core 1.
+# Rounds alternate between:
+#   (a) AuthGate, auth: required route, a valid ES256 access token (verified-token cache,
+#       revocation view fed by Redis; Redis also on core 1)
+#   (b) HAProxy with jwt_verify on the same token (its public key as PEM, built from our JWKS),
+#       an exp check and an identity header from jwt_payload_query
+#   (c) HAProxy without JWT, and (d) nginx direct: ceilings
+# and print requests/s, p99 latency and the ratios AuthGate/HAProxy-jwt and AuthGate/HAProxy-plain.
+#
+# Reproduce: bench/proxy/run.sh [seconds per run] [connections] [rounds]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+SECONDS_PER_RUN="${1:-10}"
+CONNECTIONS="${2:-64}"
+ROUNDS="${3:-2}"
+scripts/install-deps.sh libhiredis-dev redis-server redis-tools haproxy nginx-light wrk util-linux openssl curl bc >/dev/null
+swift build -c release --product authgate >/dev/null
+
+work="$(mktemp -d -t authgate-proxybench.XXXXXX)"
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+free_port() { while :; do p=$((20000 + RANDOM % 40000)); ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && { echo "$p"; return; }; done; }
+wait_port() { # port what: waits up to 10 s for a listener, else fails
+    for _ in $(seq 1 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done
+    echo "error: $2 did not listen on port $1 within 10 s" >&2; exit 1
+}
+
+nginx_port="$(free_port)"
+cat >"$work/nginx.conf" <<NGINX
+worker_processes 1;
+daemon off;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    keepalive_requests 1000000;
+    server { listen 127.0.0.1:$nginx_port; location / { return 200 "ok\n"; } }
+}
+NGINX
+taskset -c 1 nginx -p "$work" -c "$work/nginx.conf" &
+pids+=($!)
+
+redis_port="$(free_port)"
+taskset -c 1 redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$work" --save "" --appendonly no --daemonize no \
+    --loglevel warning --logfile "$work/redis.log" &
+pids+=($!)
+wait_port "$nginx_port" nginx
+until [ "$(redis-cli -p "$redis_port" ping 2>/dev/null)" = "PONG" ]; do sleep 0.05; done
+
+.build/release/authgate keys generate --out "$work/key.pem" --kid bench >/dev/null
+gateway_port="$(free_port)"
+cat >"$work/authgate.yaml" <<YAML
+server: { host: 127.0.0.1, port: $gateway_port }
+store: { kind: redis, redis: { url: "redis://127.0.0.1:$redis_port/0", pool_size: 2 } }
+tokens: { signing_keys: [ { kid: bench, file: key.pem } ] }
+providers: { anonymous: { enabled: true } }
+rate_limits: { token: off, signup: off, nonce: off }
+routes:
+  - { name: api, path_prefix: /api/, upstreams: ["http://127.0.0.1:$nginx_port"], auth: required, allow_anonymous: true }
+logging: { level: warning }
+YAML
+taskset -c 0 .build/release/authgate serve --config "$work/authgate.yaml" 2>"$work/authgate.log" &
+gateway_pid=$!
+pids+=($gateway_pid)
+wait_port "$gateway_port" authgate
+# HAProxy's jwt_verify reads a PEM public key (PEM_read_bio_PUBKEY); build it from our JWKS.
+curl -fs "http://127.0.0.1:$gateway_port/.well-known/jwks.json" | python3 -c '
+import base64, json, sys, textwrap
+key = next(k for k in json.load(sys.stdin)["keys"] if k["kid"] == "bench")
+b64 = lambda s: base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))
+der = bytes.fromhex("3059301306072a8648ce3d020106082a8648ce3d030107034200") + b"\x04" + b64(key["x"]) + b64(key["y"])
+print("-----BEGIN PUBLIC KEY-----\n" + "\n".join(textwrap.wrap(base64.b64encode(der).decode(), 64)) + "\n-----END PUBLIC KEY-----")
+' >"$work/public.pem"
+token="$(curl -fs -X POST "http://127.0.0.1:$gateway_port/auth/v1/signup" -H 'Content-Type: application/json' -d '{}' | python3 -c 'import json,sys;print(json.load(sys.stdin)["access_token"])')"
+
+haproxy_jwt_port="$(free_port)"
+haproxy_plain_port="$(free_port)"
+cat >"$work/haproxy.cfg" <<HAPROXY
+global
+    nbthread 1
+    maxconn 4000
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 30s
+    timeout server 30s
+    option http-keep-alive
+frontend jwt
+    bind 127.0.0.1:$haproxy_jwt_port
+    http-request set-var(txn.bearer) http_auth_bearer
+    http-request set-var(txn.alg) var(txn.bearer),jwt_header_query('\$.alg')
+    http-request deny deny_status 401 unless { var(txn.alg) -m str ES256 }
+    http-request deny deny_status 401 unless { var(txn.bearer),jwt_verify(txn.alg,"$work/public.pem") -m int 1 }
+    http-request set-var(txn.exp) var(txn.bearer),jwt_payload_query('\$.exp','int')
+    http-request set-var(txn.now) date()
+    http-request deny deny_status 401 if { var(txn.exp),sub(txn.now) -m int lt 1 }
+    http-request set-header X-User-Id %[var(txn.bearer),jwt_payload_query('\$.sub')]
+    default_backend upstream
+frontend plain
+    bind 127.0.0.1:$haproxy_plain_port
+    default_backend upstream
+backend upstream
+    server nginx 127.0.0.1:$nginx_port
+HAPROXY
+haproxy -c -f "$work/haproxy.cfg" 2>&1 | grep -q "WARNING" && { haproxy -c -f "$work/haproxy.cfg"; echo "error: HAProxy warns about its configuration"; exit 1; }
+taskset -c 0 haproxy -f "$work/haproxy.cfg" -db &
+pids+=($!)
+wait_port "$haproxy_jwt_port" haproxy
+
+# Every target must answer 200 with the token (and HAProxy-jwt must refuse a tampered one).
+for port in "$gateway_port" "$haproxy_jwt_port" "$haproxy_plain_port" "$nginx_port"; do
+    code="$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $token" "http://127.0.0.1:$port/api/x")"
+    [ "$code" = "200" ] || { echo "error: port $port answered $code"; cat "$work/authgate.log"; exit 1; }
+done
+tampered="${token%??}AA"
+[ "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $tampered" "http://127.0.0.1:$haproxy_jwt_port/api/x")" = "401" ] || { echo "error: HAProxy accepted a tampered token"; exit 1; }
+[ "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $tampered" "http://127.0.0.1:$gateway_port/api/x")" = "401" ] || { echo "error: AuthGate accepted a tampered token"; exit 1; }
+
+measure() { # name port -> appends "rps p99ms" to $work/<name>
+    out="$(taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"${SECONDS_PER_RUN}s" --latency -H "Authorization: Bearer $token" "http://127.0.0.1:$2/api/x")"
+    rps="$(echo "$out" | awk '/Requests\/sec/ {print $2}')"
+    p99="$(echo "$out" | awk '$1 == "99%" {v=$2; if (v ~ /us$/) {sub(/us$/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms$/,"",v)} else if (v ~ /s$/) {sub(/s$/,"",v); v=v*1000}; print v}')"
+    non2xx="$(echo "$out" | awk '/Non-2xx/ {print $NF}')"
+    [ -z "$non2xx" ] || { echo "error: $1 answered $non2xx non-2xx responses"; exit 1; }
+    echo "$rps $p99" >>"$work/$1"
+    printf '  %-14s %10.0f req/s  p99 %6.2f ms\n' "$1" "$rps" "$p99"
+}
+for round in $(seq 1 "$ROUNDS"); do
+    echo "round $round"
+    measure authgate "$gateway_port"
+    measure haproxy-jwt "$haproxy_jwt_port"
+    measure haproxy-plain "$haproxy_plain_port"
+    measure nginx-direct "$nginx_port"
+done
+
+best() { sort -k1 -g "$work/$1" | tail -1; }
+read -r ag_rps ag_p99 <<<"$(best authgate)"
+read -r hj_rps hj_p99 <<<"$(best haproxy-jwt)"
+read -r hp_rps hp_p99 <<<"$(best haproxy-plain)"
+read -r nd_rps nd_p99 <<<"$(best nginx-direct)"
+echo
+echo "machine: $(nproc) cores, $(uname -m), $(date -u +%Y-%m-%d); $CONNECTIONS connections, ${SECONDS_PER_RUN}s runs, best of $ROUNDS; proxy on core 0, wrk + nginx on core 1"
+printf '%-36s %12s %10s\n' target "req/s" "p99 ms"
+printf '%-36s %12.0f %10.2f\n' "(a) AuthGate, ES256, auth: required" "$ag_rps" "$ag_p99"
+printf '%-36s %12.0f %10.2f\n' "(b) HAProxy 2.6 jwt_verify + exp" "$hj_rps" "$hj_p99"
+printf '%-36s %12.0f %10.2f\n' "(c) HAProxy 2.6, no JWT" "$hp_rps" "$hp_p99"
+printf '%-36s %12.0f %10.2f\n' "(d) nginx direct" "$nd_rps" "$nd_p99"
+printf 'AuthGate / HAProxy-jwt   %.2f\n' "$(echo "$ag_rps / $hj_rps" | bc -l)"
+printf 'AuthGate / HAProxy-plain %.2f\n' "$(echo "$ag_rps / $hp_rps" | bc -l)"
+echo "reproduce: bench/proxy/run.sh $SECONDS_PER_RUN $CONNECTIONS $ROUNDS"
