@@ -280,4 +280,43 @@ struct EdgeProxyTests {
         try await client.shutdown()
         await upstream.stop()
     }
+
+    @Test("Redis stopped: authenticated routes answer 503 (fail closed) once the feed is stale; public routes still proxy")
+    func redisDown() async throws {
+        let upstream = try await EchoUpstream.start()
+        try await withRedisServer { server in
+            let logger = Logger(label: "edge-test")
+            let redis = RedisClient(configuration: .init(url: server.url, poolSize: 1, maxReconnectBackoff: .milliseconds(200)), logger: logger)
+            let prefix = "down:"
+            let (app, dependencies, client) = try gateway(
+                yaml: routes(upstream, extra: "proxy: { revocation_max_staleness: 500ms }"), store: RedisAuthStore(redis: redis, keyPrefix: prefix)
+            ) { dependencies in
+                [RevocationFeed(configuration: redis.configuration, keyPrefix: prefix, view: dependencies.revocations, logger: logger)]
+            }
+            try await app.test(.live) { client in
+                let (token, _) = try await signUp(client)
+                // Wait until the feed has heard from Redis, so the view (not the store) answers.
+                let clock = ContinuousClock()
+                let ready = clock.now
+                while clock.now - ready < .seconds(5), (dependencies.revocations.staleness(now: Date()) ?? 99) > 0.4 {
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                #expect((dependencies.revocations.staleness(now: Date()) ?? 99) <= 0.5, "the revocation feed never became current")
+                try await client.execute(uri: "/api/x", method: .get, headers: [.authorization: "Bearer \(token)"]) { #expect($0.status == .ok) }
+                await server.kill()
+                let start = clock.now
+                var status = HTTPResponse.Status.ok
+                while clock.now - start < .seconds(10), status != .serviceUnavailable {
+                    status = try await client.execute(uri: "/api/x", method: .get, headers: [.authorization: "Bearer \(token)"]) { $0.status }
+                    if status != .serviceUnavailable { try await Task.sleep(for: .milliseconds(50)) }
+                }
+                #expect(status == .serviceUnavailable, "authenticated routes must fail closed without Redis")
+                #expect(clock.now - start < .seconds(3), "the feed's staleness bound (500 ms) decides when")
+                try await client.execute(uri: "/public/x", method: .get) { #expect($0.status == .ok) }
+            }
+            try await client.shutdown()
+            await redis.shutdown()
+        }
+        await upstream.stop()
+    }
 }

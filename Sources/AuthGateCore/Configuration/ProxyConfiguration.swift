@@ -2,7 +2,8 @@
 public struct ProxyConfiguration: Sendable {
     /// Prefix of the identity headers set for upstreams (and stripped from clients).
     public var identityHeaderPrefix: String
-    /// How far behind the revocation feed may be before each request checks the store.
+    /// How far behind the revocation feed may be before each request checks the store. At least
+    /// 500 ms: a healthy feed hears from Redis every 250 ms (its blocking read) plus a 100 ms heartbeat.
     public var revocationMaxStaleness: Duration
     /// Most verified access tokens kept in memory.
     public var tokenCacheSize: Int
@@ -14,7 +15,7 @@ public struct ProxyConfiguration: Sendable {
         if identityHeaderPrefix.count < 2 || !identityHeaderPrefix.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }) {
             section.report("identity_header_prefix", "\"\(identityHeaderPrefix)\" must be letters, digits and -, like X-AuthGate-")
         }
-        revocationMaxStaleness = section.duration("revocation_max_staleness", default: .seconds(2), minimum: .milliseconds(100), maximum: .seconds(60))
+        revocationMaxStaleness = section.duration("revocation_max_staleness", default: .seconds(2), minimum: .milliseconds(500), maximum: .seconds(60))
         tokenCacheSize = section.int("token_cache_size", default: 100_000, in: 1...10_000_000)
         maxConnectionsPerUpstream = section.int("max_connections_per_upstream", default: 256, in: 1...65_536)
         section.finish()
