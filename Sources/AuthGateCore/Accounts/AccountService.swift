@@ -190,7 +190,7 @@ public struct AccountService: Sendable {
 
     private func issue(for user: UserRecord, session: SessionRecord, refreshToken: RefreshToken, now: Date) async throws -> IssuedSession {
         let issuedAt = Int64(now.timeIntervalSince1970)
-        let expiresAt = issuedAt + Int64(ProviderKeySet.seconds(tokens.accessTokenTTL))
+        let expiresAt = issuedAt + Int64(tokens.accessTokenTTL.inSeconds)
         let claims = AccessTokenClaims(
             iss: tokens.issuer, sub: user.id, aud: user.aud, exp: expiresAt, iat: issuedAt, email: user.email ?? "", phone: user.phone ?? "",
             appMetadata: user.appMetadata, userMetadata: user.userMetadata, role: user.role, aal: session.aal, amr: session.amr,

@@ -38,7 +38,7 @@ struct IDTokenCheck: Sendable {
         guard let issuer = claims["iss"]?.stringValue, configuration.issuers.contains(issuer) else {
             throw AuthGateError(.issuer, "iss \(claims["iss"].map { "\($0)" } ?? "missing") is not an issuer of \(configuration.name)")
         }
-        let leeway = ProviderKeySet.seconds(configuration.leeway)
+        let leeway = configuration.leeway.inSeconds
         let current = now.timeIntervalSince1970
         guard let expiry = claims["exp"]?.integerValue else { throw AuthGateError(.expired, "the token has no exp") }
         guard current < Double(expiry) + leeway else {

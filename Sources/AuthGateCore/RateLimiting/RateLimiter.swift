@@ -22,7 +22,7 @@ public struct RateLimiter: Sendable {
 
     /// Counts one request of `client` against `limit` in `bucket` (`token`, `signup`, `nonce`).
     public func check(bucket: String, client: String, limit: RateLimit, now: Date) async throws -> Decision {
-        let windowSeconds = max(1, ProviderKeySet.seconds(limit.window))
+        let windowSeconds = max(1, limit.window.inSeconds)
         let window = (now.timeIntervalSince1970 / windowSeconds).rounded(.down)
         let windowEnd = Date(timeIntervalSince1970: (window + 1) * windowSeconds)
         let count = try await store.increment("rl:\(bucket):\(client):\(Int64(window))", expiresAt: windowEnd)

@@ -16,7 +16,7 @@ public struct RevocationFeed: Service {
     private let view: RevocationView
 
     public init(configuration: RedisClientConfiguration, keyPrefix: String, view: RevocationView, logger: Logger) {
-        let start = Int64((Date().timeIntervalSince1970 - ProviderKeySet.seconds(view.retention)) * 1000)
+        let start = Int64((Date().timeIntervalSince1970 - view.retention.inSeconds) * 1000)
         self.view = view
         self.reader = RedisStreamReader(
             configuration: configuration,

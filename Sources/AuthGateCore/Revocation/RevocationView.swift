@@ -31,7 +31,7 @@ public final class RevocationView: Sendable {
 
     /// Applies an event from the stream.
     public func apply(_ event: RevocationEvent) {
-        let forgetAt = event.at.addingTimeInterval(ProviderKeySet.seconds(retention))
+        let forgetAt = event.at.addingTimeInterval(retention.inSeconds)
         state.withLock { state in
             switch event.kind {
             case .session:

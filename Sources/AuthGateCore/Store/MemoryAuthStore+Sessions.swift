@@ -28,11 +28,11 @@ extension MemoryAuthStore {
         guard var stored = sessionsByUser[rotation.userID]?[rotation.sessionID] else { return .notFound }
         let now = rotation.now
         func revoke() { sessionsByUser[rotation.userID]?.removeValue(forKey: rotation.sessionID) }
-        if rotation.sessionTimebox > .zero, now.timeIntervalSince(stored.record.createdAt) > ProviderKeySet.seconds(rotation.sessionTimebox) {
+        if rotation.sessionTimebox > .zero, now.timeIntervalSince(stored.record.createdAt) > rotation.sessionTimebox.inSeconds {
             revoke()
             return .expiredTimebox
         }
-        if rotation.inactivityTimeout > .zero, now.timeIntervalSince(stored.record.refreshedAt) > ProviderKeySet.seconds(rotation.inactivityTimeout) {
+        if rotation.inactivityTimeout > .zero, now.timeIntervalSince(stored.record.refreshedAt) > rotation.inactivityTimeout.inSeconds {
             revoke()
             return .expiredInactivity
         }
@@ -47,7 +47,7 @@ extension MemoryAuthStore {
             return .rotated
         }
         if rotation.presentedHash == stored.parent, let rotatedAt = stored.parentRotatedAt, let sealed = stored.sealedCurrent {
-            if now.timeIntervalSince(rotatedAt) <= ProviderKeySet.seconds(rotation.reuseInterval) {
+            if now.timeIntervalSince(rotatedAt) <= rotation.reuseInterval.inSeconds {
                 return .reusedWithinInterval(sealedCurrent: sealed)
             }
             revoke()

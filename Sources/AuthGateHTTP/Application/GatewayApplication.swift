@@ -64,7 +64,7 @@ public enum GatewayApplication {
                     verifier: accounts.accessTokens,
                     view: revocations,
                     store: store,
-                    maximumStaleness: store is MemoryAuthStore ? nil : ProviderKeySet.seconds(configuration.proxy.revocationMaxStaleness),
+                    maximumStaleness: store is MemoryAuthStore ? nil : configuration.proxy.revocationMaxStaleness.inSeconds,
                     cacheCapacity: configuration.proxy.tokenCacheSize
                 )
                 self.edge = (authenticator, upstreamClient)

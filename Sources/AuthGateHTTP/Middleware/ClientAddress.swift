@@ -12,7 +12,7 @@ public enum ClientAddress {
     public static func resolve(_ request: Request, peer: SocketAddress?, trustedProxies: [IPNetwork]) -> String {
         let peerAddress = peer?.ipAddress ?? "unknown"
         guard isTrusted(peerAddress, trustedProxies) else { return peerAddress }
-        let hops = request.headers[values: forwardedFor].flatMap { $0.split(separator: ",") }.map(\.trimmedASCII).filter { !$0.isEmpty }
+        let hops = request.headers[values: forwardedFor].flatMap { $0.split(separator: ",") }.map(\.trimmingOWS).filter { !$0.isEmpty }
         for hop in hops.reversed() where !isTrusted(hop, trustedProxies) {
             return IPNetwork.parseAddress(hop) == nil ? peerAddress : hop
         }
@@ -21,11 +21,5 @@ public enum ClientAddress {
 
     private static func isTrusted(_ address: String, _ proxies: [IPNetwork]) -> Bool {
         proxies.contains { $0.contains(address) }
-    }
-}
-
-extension Substring {
-    fileprivate var trimmedASCII: String {
-        String(self.drop(while: { $0 == " " || $0 == "\t" }).reversed().drop(while: { $0 == " " || $0 == "\t" }).reversed())
     }
 }

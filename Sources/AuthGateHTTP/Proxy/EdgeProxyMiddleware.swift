@@ -128,9 +128,7 @@ public struct EdgeProxyMiddleware: RouterMiddleware {
     /// through: a transfer coding other than exactly `chunked` (RFC 9112 §6.3: the length cannot be
     /// determined, so the request must be refused), and a `Content-Length` that is not a plain number.
     static func framingProblem(_ headers: HTTPFields) -> String? {
-        let codings = headers[values: .transferEncoding].flatMap { $0.split(separator: ",") }.map {
-            String($0.drop(while: { $0 == " " || $0 == "\t" }).reversed().drop(while: { $0 == " " || $0 == "\t" }).reversed()).lowercased()
-        }
+        let codings = headers[values: .transferEncoding].flatMap { $0.split(separator: ",") }.map { $0.trimmingOWS.lowercased() }
         let lengths = headers[values: .contentLength]
         if !codings.isEmpty {
             guard codings == ["chunked"] else { return "transfer-encoding \(codings.joined(separator: ", ")) is not exactly chunked" }

@@ -9,7 +9,7 @@ public enum ProxyHeaders {
 
     /// Names a `Connection` header lists: also hop-by-hop.
     static func connectionListed(_ fields: HTTPFields) -> Set<String> {
-        Set(fields[values: .connection].flatMap { $0.split(separator: ",") }.map { $0.trimmingSpaces.lowercased() })
+        Set(fields[values: .connection].flatMap { $0.split(separator: ",") }.map { $0.trimmingOWS.lowercased() })
     }
 
     /// What the upstream receives: the client's headers without hop-by-hop ones, without any
@@ -79,7 +79,7 @@ public enum ProxyHeaders {
 
     /// What the client receives from the upstream: without hop-by-hop headers.
     public static func clientHeaders(from headers: HTTPHeaders, requestID: String) -> HTTPFields {
-        let listed = Set(headers["connection"].flatMap { $0.split(separator: ",") }.map { $0.trimmingSpaces.lowercased() })
+        let listed = Set(headers["connection"].flatMap { $0.split(separator: ",") }.map { $0.trimmingOWS.lowercased() })
         var fields = HTTPFields()
         for (name, value) in headers {
             let lower = name.lowercased()
@@ -97,9 +97,5 @@ public enum ProxyHeaders {
 }
 
 extension StringProtocol {
-    fileprivate var trimmingSpaces: String {
-        String(self.drop(while: { $0 == " " || $0 == "\t" }).reversed().drop(while: { $0 == " " || $0 == "\t" }).reversed())
-    }
-
     fileprivate var replacingQuotes: String { String(self.filter { $0 != "\"" && $0 != "\\" }) }
 }

@@ -148,10 +148,10 @@ public actor ProviderKeySet {
         return Status(
             provider: provider,
             keyCount: loaded?.keys.count ?? 0,
-            ageSeconds: loaded.map { Self.seconds(now - $0.loadedAt) },
+            ageSeconds: loaded.map { (now - $0.loadedAt).inSeconds },
             isStale: loaded.map { now > $0.freshUntil } ?? true,
             lastError: lastError,
-            freshForSeconds: loaded.map { Self.seconds($0.freshUntil - now) },
+            freshForSeconds: loaded.map { ($0.freshUntil - now).inSeconds },
             fetchCount: fetchCount
         )
     }
@@ -184,7 +184,7 @@ public actor ProviderKeySet {
             "provider key set loaded",
             metadata: [
                 "gw.provider": "\(provider)", "gw.kids": "\(parsed.keys.keys.sorted().joined(separator: ","))",
-                "gw.fresh_for_s": "\(Int(Self.seconds(lifetime)))",
+                "gw.fresh_for_s": "\(Int(lifetime.inSeconds))",
             ]
         )
         return Loaded(keys: parsed.keys, loadedAt: now, freshUntil: now + lifetime)
@@ -215,11 +215,6 @@ public actor ProviderKeySet {
         // Refresh when 90 % of the lifetime has passed, and never busy-loop.
         let lifetime = loaded.freshUntil - loaded.loadedAt
         return max(.seconds(5), remaining - lifetime / 10)
-    }
-
-    /// A duration in seconds, as a `Double`.
-    public static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
     /// A kid as it may appear in logs: printable ASCII, at most 64 characters.

@@ -19,7 +19,7 @@ public struct ReplayGuard: Sendable {
     /// - Throws: ``AuthGateError`` ``AuthGateError/Code/replayed`` when it was used before.
     public func claim(_ identity: VerifiedIdentity, now: Date) async throws {
         guard configuration.enabled else { return }
-        let until = max(identity.expiresAt, now).addingTimeInterval(ProviderKeySet.seconds(configuration.leeway))
+        let until = max(identity.expiresAt, now).addingTimeInterval(configuration.leeway.inSeconds)
         let key = "replay:\(identity.provider):\(identity.tokenHash)"
         guard try await store.insertIfAbsent(key, expiresAt: until) else {
             throw AuthGateError(.replayed, "this \(identity.provider) ID token was already used")

@@ -19,7 +19,7 @@ public struct ServerNonceIssuer: Sendable {
     /// A new nonce: 32 random bytes, base64url (43 characters), and when it expires.
     public func issue(now: Date) async throws -> (nonce: String, expiresAt: Date) {
         let raw = Base64URL.encode(Base64URL.randomBytes(32))
-        let expiresAt = now.addingTimeInterval(ProviderKeySet.seconds(lifetime))
+        let expiresAt = now.addingTimeInterval(lifetime.inSeconds)
         _ = try await store.insertIfAbsent(Self.key(for: raw), expiresAt: expiresAt)
         return (raw, expiresAt)
     }
