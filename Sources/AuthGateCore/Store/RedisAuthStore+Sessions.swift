@@ -91,21 +91,16 @@ extension RedisAuthStore {
     }
 
     public func rotateRefreshToken(_ rotation: RefreshRotation) async throws -> RefreshRotationOutcome {
-        let reply: RESPValue
-        do {
-            reply = try await redis.evaluate(
-                Self.rotationScript,
-                keys: [keys.session(rotation.userID, rotation.sessionID), keys.sessions(rotation.userID)],
-                arguments: [
-                    .string(rotation.presentedHash), .string(rotation.childHash), .string(rotation.sealedChild),
-                    .integer(Self.milliseconds(rotation.now)), .integer(Self.milliseconds(rotation.reuseInterval)),
-                    .integer(Self.milliseconds(rotation.sessionTimebox)), .integer(Self.milliseconds(rotation.inactivityTimeout)),
-                    .string(rotation.sessionID),
-                ]
-            )
-        } catch let error as RedisError {
-            throw AuthGateError(.storeUnavailable, error.description)
-        }
+        let reply = try await run(
+            Self.rotationScript,
+            keys: [keys.session(rotation.userID, rotation.sessionID), keys.sessions(rotation.userID)],
+            arguments: [
+                .string(rotation.presentedHash), .string(rotation.childHash), .string(rotation.sealedChild),
+                .integer(Self.milliseconds(rotation.now)), .integer(Self.milliseconds(rotation.reuseInterval)),
+                .integer(Self.milliseconds(rotation.sessionTimebox)), .integer(Self.milliseconds(rotation.inactivityTimeout)),
+                .string(rotation.sessionID),
+            ]
+        )
         let fields = reply.array ?? []
         switch fields.first?.string {
         case "rotated": return .rotated
@@ -124,11 +119,7 @@ extension RedisAuthStore {
             ("at", .integer(Self.milliseconds(event.at))),
         ]
         if let sessionID = event.sessionID { fields.append(("session", .string(sessionID))) }
-        do {
-            try await redis.appendToStream(keys.revocations, fields: fields, approximateMaxLength: 100_000)
-        } catch let error as RedisError {
-            throw AuthGateError(.storeUnavailable, error.description)
-        }
+        try await mappingRedisErrors { try await redis.appendToStream(keys.revocations, fields: fields, approximateMaxLength: 100_000) }
     }
 
     static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }

@@ -25,8 +25,17 @@ public struct RedisAuthStore: AuthStore {
     /// Sends a command, turning Redis failures into ``AuthGateError/Code/storeUnavailable``.
     @discardableResult
     func run(_ command: RedisCommand) async throws -> RESPValue {
+        try await mappingRedisErrors { try await redis.send(command) }
+    }
+
+    /// Runs a script, turning Redis failures into ``AuthGateError/Code/storeUnavailable``.
+    func run(_ script: RedisScript, keys: [String], arguments: [RedisArgument]) async throws -> RESPValue {
+        try await mappingRedisErrors { try await redis.evaluate(script, keys: keys, arguments: arguments) }
+    }
+
+    func mappingRedisErrors<Value>(_ body: () async throws -> Value) async throws -> Value {
         do {
-            return try await redis.send(command)
+            return try await body()
         } catch let error as RedisError {
             throw AuthGateError(.storeUnavailable, error.description)
         }
@@ -56,14 +65,10 @@ public struct RedisAuthStore: AuthStore {
     )
 
     public func increment(_ key: String, expiresAt: Date) async throws -> Int {
-        do {
-            let reply = try await redis.evaluate(
-                Self.incrementScript, keys: [keys.expiring(key)], arguments: [.integer(Int64((expiresAt.timeIntervalSince1970 * 1000).rounded(.up)))]
-            )
-            guard let count = reply.int else { throw AuthGateError(.storeCorrupt, "INCR answered \(reply)") }
-            return Int(count)
-        } catch let error as RedisError {
-            throw AuthGateError(.storeUnavailable, error.description)
-        }
+        let reply = try await run(
+            Self.incrementScript, keys: [keys.expiring(key)], arguments: [.integer(Int64((expiresAt.timeIntervalSince1970 * 1000).rounded(.up)))]
+        )
+        guard let count = reply.int else { throw AuthGateError(.storeCorrupt, "INCR answered \(reply)") }
+        return Int(count)
     }
 }
