@@ -60,7 +60,7 @@ result="$(taskset -c 1 .build/release/ExchangeBench run "http://127.0.0.1:$gatew
 IFS=, read -r rate p50 p99 errors <<<"$result"
 if [ "${PROFILE:-0}" = "1" ]; then
     kill -INT "$gateway_pid"; wait "$gateway_pid" 2>/dev/null || true
-    perf report -i "$work/perf.data" --stdio --no-children --sort dso,symbol -g none 2>/dev/null | grep -v "^#" | grep "%" | head -45
+    (perf report -i "$work/perf.data" --stdio --no-children --sort dso,symbol -g none 2>/dev/null | grep -v "^#" | grep "%" | head -45) || true
 fi
 
 speed="$(taskset -c 0 openssl speed -seconds 3 rsa2048 ecdsap256 2>/dev/null)"

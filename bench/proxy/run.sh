@@ -11,6 +11,7 @@
 # and print requests/s, p99 latency and the ratios AuthGate/HAProxy-jwt and AuthGate/HAProxy-plain.
 #
 # Reproduce: bench/proxy/run.sh [seconds per run] [connections] [rounds]
+# Profile:   PROFILE=1 bench/proxy/run.sh   (perf samples the gateway; top symbols are printed)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -69,7 +70,11 @@ routes:
   - { name: api, path_prefix: /api/, upstreams: ["http://127.0.0.1:$nginx_port"], auth: required, allow_anonymous: true }
 logging: { level: warning }
 YAML
-taskset -c 0 .build/release/authgate serve --config "$work/authgate.yaml" 2>"$work/authgate.log" &
+if [ "${PROFILE:-0}" = "1" ]; then
+    taskset -c 0 perf record -F 999 -g -e cpu-clock -o "$work/perf.data" .build/release/authgate serve --config "$work/authgate.yaml" 2>"$work/authgate.log" &
+else
+    taskset -c 0 .build/release/authgate serve --config "$work/authgate.yaml" 2>"$work/authgate.log" &
+fi
 gateway_pid=$!
 pids+=($gateway_pid)
 wait_port "$gateway_port" authgate
@@ -142,6 +147,12 @@ for round in $(seq 1 "$ROUNDS"); do
     measure haproxy-plain "$haproxy_plain_port"
     measure nginx-direct "$nginx_port"
 done
+if [ "${PROFILE:-0}" = "1" ]; then
+    kill -INT "$gateway_pid"; wait "$gateway_pid" 2>/dev/null || true
+    cp "$work/perf.data" "${TMPDIR:-/tmp}/authgate-proxy-perf.data"
+    (perf report -i "$work/perf.data" --stdio --no-children --sort dso,symbol -g none 2>/dev/null | grep -v "^#" | grep "%" | head -60) || true
+    echo "perf data kept in ${TMPDIR:-/tmp}/authgate-proxy-perf.data"
+fi
 
 best() { sort -k1 -g "$work/$1" | tail -1; }
 read -r ag_rps ag_p99 <<<"$(best authgate)"

@@ -32,10 +32,15 @@ enum RequestSupport {
 
     /// The bearer token of `Authorization: Bearer <token>` (scheme matched case-insensitively).
     static func bearerToken(_ request: Request) -> String? {
-        guard let value = request.headers[.authorization] else { return nil }
-        let parts = value.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-        let token = String(parts[1].drop(while: { $0 == " " }).reversed().drop(while: { $0 == " " }).reversed())
+        request.headers[.authorization].flatMap(bearerToken(authorization:))
+    }
+
+    /// The token of an `Authorization` value `Bearer <token>`, surrounding whitespace trimmed.
+    static func bearerToken(authorization value: String) -> String? {
+        guard let space = value.utf8.firstIndex(of: 0x20) else { return nil }
+        let scheme = value.utf8[..<space]
+        guard scheme.count == 6, zip(scheme, "bearer".utf8).allSatisfy({ $0 | 0x20 == $1 }) else { return nil }
+        let token = value[value.utf8.index(after: space)...].trimmingOWS
         return token.isEmpty ? nil : token
     }
 

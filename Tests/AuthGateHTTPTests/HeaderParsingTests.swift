@@ -1,0 +1,31 @@
+import Testing
+
+@testable import AuthGateHTTP
+
+@Suite struct HeaderParsingTests {
+    @Test(arguments: [
+        ("Bearer abc.def.ghi", "abc.def.ghi"),
+        ("bearer abc", "abc"),
+        ("BEARER abc", "abc"),
+        ("Bearer   abc \t", "abc"),
+        ("Bearer \tabc", "abc"),
+    ])
+    func bearerTokenIsRead(header: String, token: String) {
+        #expect(RequestSupport.bearerToken(authorization: header) == token)
+    }
+
+    @Test(arguments: ["Bearer", "Bearer ", "Bearer    ", "Basic abc", "Bearerx abc", "Bearer\tabc", "Bear abc", "Bearér abc", ""])
+    func otherAuthorizationValuesHaveNoBearerToken(header: String) {
+        #expect(RequestSupport.bearerToken(authorization: header) == nil)
+    }
+
+    @Test func trimmingOWSRemovesSpacesAndTabsOnly() {
+        #expect(" \t a b \t ".trimmingOWS == "a b")
+        #expect("\t\t".trimmingOWS == "")
+        #expect("".trimmingOWS == "")
+        #expect(" é ".trimmingOWS == "é")
+        #expect("x\n".trimmingOWS == "x\n")
+        let list = "gzip, , br"
+        #expect(list.split(separator: ",").map(\.trimmingOWS) == ["gzip", "", "br"])
+    }
+}
