@@ -5,11 +5,14 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import HummingbirdWSClient
 import Logging
 import NIOCore
 import NIOHTTP1
+import NIOWebSocket
 import RedisBridge
 import ServiceLifecycle
+import Synchronization
 import Testing
 
 @testable import AuthGateHTTP
@@ -38,11 +41,14 @@ struct EdgeProxyTests {
     {
         let keyed = yaml + "\ntokens: { signing_keys: [ { kid: k1, file: k1.pem } ] }"
         let configuration = try AuthGateConfiguration.parse(yaml: keyed, baseDirectory: Self.sharedKeyDirectory, environment: [:])
-        let client = EdgeProxyMiddleware.makeUpstreamClient(configuration)
+        let client = EdgeProxy.makeUpstreamClient(configuration)
         let dependencies = GatewayApplication.Dependencies(
             configuration: configuration, store: store, keyRing: try SigningKeyRing.load(configuration.tokens, allowGenerated: false), upstreamClient: client
         )
-        return (Application(router: GatewayApplication.buildRouter(dependencies), services: services(dependencies)), dependencies, client)
+        let app = Application(
+            router: GatewayApplication.buildRouter(dependencies), server: GatewayApplication.serverBuilder(dependencies), services: services(dependencies)
+        )
+        return (app, dependencies, client)
     }
 
     private func routes(_ upstream: EchoUpstream, extra: String = "") -> String {
@@ -138,6 +144,44 @@ struct EdgeProxyTests {
             try await client.execute(uri: "/api/x", method: .get, headers: [.authorization: "Bearer \(token)"]) { #expect($0.status == .ok) }
             try await client.execute(uri: "/auth/v1/logout?scope=local", method: .post, headers: [.authorization: "Bearer \(token)"]) { #expect($0.status == .noContent) }
             try await client.execute(uri: "/api/x", method: .get, headers: [.authorization: "Bearer \(token)"]) { #expect($0.status == .unauthorized) }
+        }
+        try await client.shutdown()
+        await upstream.stop()
+    }
+
+    @Test("WebSocket: upgraded with identity headers, frames relayed both ways, closed with 1008 within 1 s of revoking the session")
+    func webSocket() async throws {
+        let upstream = try await EchoUpstream.start()
+        let (app, _, client) = try gateway(yaml: routes(upstream))
+        let logger = Logger(label: "ws-test")
+        try await app.test(.live) { client in
+            let port = try #require(client.port)
+            await #expect(throws: (any Error).self, "no token: not upgraded") {
+                try await WebSocketClient.connect(url: "ws://127.0.0.1:\(port)/api/ws/chat", logger: logger) { _, _, _ in }
+            }
+            let (token, userID) = try await signUp(client)
+            let closedAfter = Mutex<Duration?>(nil)
+            let closeFrame = try await WebSocketClient.connect(
+                url: "ws://127.0.0.1:\(port)/api/ws/chat", configuration: .init(maxFrameSize: 1 << 20, additionalHeaders: [.authorization: "Bearer \(token)"]), logger: logger
+            ) { inbound, outbound, _ in
+                var messages = inbound.messages(maxSize: 1 << 20).makeAsyncIterator()
+                #expect(try await messages.next() == .text("user=\(userID)"), "the upstream sees the identity headers")
+                for index in 0..<3 {
+                    try await outbound.write(.text("message \(index)"))
+                    #expect(try await messages.next() == .text("message \(index)"))
+                }
+                try await outbound.write(.binary(ByteBuffer(repeating: 7, count: 100_000)))
+                #expect(try await messages.next() == .binary(ByteBuffer(repeating: 7, count: 100_000)))
+                try await client.execute(uri: "/auth/v1/logout?scope=local", method: .post, headers: [.authorization: "Bearer \(token)"]) {
+                    #expect($0.status == .noContent)
+                }
+                let revoked = ContinuousClock.now
+                while try await messages.next() != nil {}
+                closedAfter.withLock { $0 = ContinuousClock.now - revoked }
+            }
+            #expect(closeFrame?.closeCode == .policyViolation)
+            let elapsed = try #require(closedAfter.withLock { $0 })
+            #expect(elapsed < .seconds(1), "closed \(elapsed) after the revocation")
         }
         try await client.shutdown()
         await upstream.stop()
@@ -260,7 +304,7 @@ struct EdgeProxyTests {
             yaml: "routes: [ { name: open, path_prefix: /public/, upstreams: [\(upstream.url)], auth: public } ]",
             baseDirectory: "", environment: [:]
         )
-        let client = EdgeProxyMiddleware.makeUpstreamClient(configuration)
+        let client = EdgeProxy.makeUpstreamClient(configuration)
         let dependencies = GatewayApplication.Dependencies(
             configuration: configuration, store: MemoryAuthStore(), keyRing: try SigningKeyRing.load(configuration.tokens, allowGenerated: true), upstreamClient: client
         )

@@ -77,18 +77,17 @@ struct RateLimitTests {
     func resolution() throws {
         let proxies = [IPNetwork("10.0.0.0/8"), IPNetwork("127.0.0.1")].compactMap { $0 }
         let peer = try SocketAddress(ipAddress: "127.0.0.1", port: 1234)
-        func resolve(_ header: String?) -> String {
+        func resolve(_ header: String?) -> ClientAddress {
             var headers: HTTPFields = [:]
             if let header { headers[ClientAddress.forwardedFor] = header }
-            let request = Request(head: .init(method: .get, scheme: "http", authority: "x", path: "/", headerFields: headers), body: .init(buffer: ByteBuffer()))
-            return ClientAddress.resolve(request, peer: peer, trustedProxies: proxies)
+            return ClientAddress.resolve(headers, peer: peer, trustedProxies: proxies)
         }
-        #expect(resolve(nil) == "127.0.0.1")
-        #expect(resolve("203.0.113.5") == "203.0.113.5")
-        #expect(resolve("198.51.100.1, 203.0.113.5, 10.1.2.3") == "203.0.113.5")
-        #expect(resolve("not-an-ip, 10.1.2.3") == "127.0.0.1")
+        #expect(resolve(nil) == ClientAddress(address: "127.0.0.1", peerIsTrusted: true))
+        #expect(resolve("203.0.113.5").address == "203.0.113.5")
+        #expect(resolve("198.51.100.1, 203.0.113.5, 10.1.2.3").address == "203.0.113.5")
+        #expect(resolve("not-an-ip, 10.1.2.3").address == "127.0.0.1")
         let outsider = try SocketAddress(ipAddress: "192.0.2.44", port: 1)
-        let request = Request(head: .init(method: .get, scheme: "http", authority: "x", path: "/", headerFields: [ClientAddress.forwardedFor: "1.2.3.4"]), body: .init(buffer: ByteBuffer()))
-        #expect(ClientAddress.resolve(request, peer: outsider, trustedProxies: proxies) == "192.0.2.44")
+        let resolved = ClientAddress.resolve([ClientAddress.forwardedFor: "1.2.3.4"], peer: outsider, trustedProxies: proxies)
+        #expect(resolved == ClientAddress(address: "192.0.2.44", peerIsTrusted: false))
     }
 }

@@ -1,11 +1,15 @@
 public import Foundation
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
+import HummingbirdWebSocket
 import NIOCore
 import Synchronization
 
 /// A local upstream for proxy tests: answers every request with a JSON object describing what
-/// it received (method, path, query, headers, body size), and counts requests.
+/// it received (method, path, query, headers, body size), and counts requests. WebSocket upgrades
+/// to `/ws/...` are accepted: the first message is `user=<X-AuthGate-User-Id received>`, then
+/// every message is echoed.
 public final class EchoUpstream: Sendable {
     public let port: Int
     private let task: Mutex<Task<Void, any Error>?> = Mutex(nil)
@@ -22,7 +26,20 @@ public final class EchoUpstream: Sendable {
         for method in [HTTPRequest.Method.get, .post, .put, .delete] {
             router.on("**", method: method) { request, _ in try await Self.echo(request, counter: counter) }
         }
-        let (port, task) = try await startLocalServer(router)
+        let webSocket = HTTPServerBuilder.http1WebSocketUpgrade(configuration: .init(ws: .init(maxFrameSize: 1 << 20))) { head, _, _ in
+            guard head.path?.hasPrefix("/ws/") == true else { return .dontUpgrade }
+            let user = head.headerFields[HTTPField.Name("X-AuthGate-User-Id")!] ?? "none"
+            return .upgrade([:]) { inbound, outbound, _ in
+                try await outbound.write(.text("user=\(user)"))
+                for try await message in inbound.messages(maxSize: 1 << 20) {
+                    switch message {
+                    case .text(let text): try await outbound.write(.text(text))
+                    case .binary(let bytes): try await outbound.write(.binary(bytes))
+                    }
+                }
+            }
+        }
+        let (port, task) = try await startLocalServer(router, server: webSocket)
         let upstream = EchoUpstream(port: port, counter: counter)
         upstream.task.withLock { $0 = task }
         return upstream

@@ -1,12 +1,14 @@
 import Hummingbird
+import HummingbirdCore
 import NIOCore
 
 /// Starts a Hummingbird router on a free loopback port for tests; returns the port and the task
 /// running it (cancel the task to stop the server).
-func startLocalServer(_ router: Router<BasicRequestContext>) async throws -> (port: Int, task: Task<Void, any Error>) {
+func startLocalServer(_ router: Router<BasicRequestContext>, server: HTTPServerBuilder = .http1()) async throws -> (port: Int, task: Task<Void, any Error>) {
     let (portStream, portContinuation) = AsyncStream<Int>.makeStream()
     let app = Application(
         router: router,
+        server: server,
         configuration: .init(address: .hostname("127.0.0.1", port: 0)),
         onServerRunning: { channel in
             portContinuation.yield(channel.localAddress?.port ?? 0)

@@ -9,6 +9,8 @@ public struct ProxyConfiguration: Sendable {
     public var tokenCacheSize: Int
     /// Most connections to one upstream host.
     public var maxConnectionsPerUpstream: Int
+    /// Largest WebSocket frame relayed, either way; a larger one closes the connection with 1009.
+    public var maxWebSocketFrame: Int
 
     init(reading section: ConfigurationSection) {
         identityHeaderPrefix = section.string("identity_header_prefix", default: "X-AuthGate-")
@@ -18,6 +20,7 @@ public struct ProxyConfiguration: Sendable {
         revocationMaxStaleness = section.duration("revocation_max_staleness", default: .seconds(2), minimum: .milliseconds(500), maximum: .seconds(60))
         tokenCacheSize = section.int("token_cache_size", default: 100_000, in: 1...10_000_000)
         maxConnectionsPerUpstream = section.int("max_connections_per_upstream", default: 256, in: 1...65_536)
+        maxWebSocketFrame = section.byteSize("max_websocket_frame", default: 1 << 20)
         section.finish()
     }
 }

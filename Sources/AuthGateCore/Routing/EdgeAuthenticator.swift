@@ -64,6 +64,14 @@ public final class EdgeAuthenticator: Sendable {
         return policy(route, claims)
     }
 
+    /// Checks again claims that were allowed earlier (a long-lived connection): refused once the
+    /// token has expired or its session was revoked, the user signed out everywhere or banned;
+    /// unavailable when the revocation state cannot be known.
+    public func recheck(_ claims: AccessTokenClaims, now: Date) async -> Decision {
+        if Int64(now.timeIntervalSince1970) >= claims.exp { return .unauthorized(reason: "token_expired") }
+        return await revocation(claims, now: now) ?? .allow(claims)
+    }
+
     private func revocation(_ claims: AccessTokenClaims, now: Date) async -> Decision? {
         if view.isRevoked(sessionID: claims.sessionID, userID: claims.sub, issuedAt: claims.iat) {
             return .unauthorized(reason: "session_revoked")

@@ -1,6 +1,8 @@
 public import AsyncHTTPClient
 public import AuthGateCore
 public import Hummingbird
+public import HummingbirdCore
+import HummingbirdWebSocket
 public import Logging
 public import NIOCore
 import RedisBridge
@@ -25,8 +27,8 @@ public enum GatewayApplication {
         public let accounts: AccountService?
         /// Revocations this replica knows of (fed by the stream, or in process).
         public let revocations: RevocationView
-        /// The proxy's authenticator, and the client it forwards with; nil without routes or keys.
-        public let edge: (authenticator: EdgeAuthenticator, client: HTTPClient)?
+        /// The edge proxy; nil without routes or keys.
+        public let edge: EdgeProxy?
 
         public init(
             configuration: AuthGateConfiguration,
@@ -67,7 +69,7 @@ public enum GatewayApplication {
                     maximumStaleness: store is MemoryAuthStore ? nil : configuration.proxy.revocationMaxStaleness.inSeconds,
                     cacheCapacity: configuration.proxy.tokenCacheSize
                 )
-                self.edge = (authenticator, upstreamClient)
+                self.edge = EdgeProxy(configuration: configuration, authenticator: authenticator, client: upstreamClient)
             } else {
                 self.edge = nil
             }
@@ -94,7 +96,7 @@ public enum GatewayApplication {
             fetcher: HTTPJWKSFetcher(client: httpClient.client),
             logger: logger
         )
-        let upstreamClient = HTTPClientService(client: EdgeProxyMiddleware.makeUpstreamClient(configuration))
+        let upstreamClient = HTTPClientService(client: EdgeProxy.makeUpstreamClient(configuration))
         let dependencies = Dependencies(
             configuration: configuration, store: store.store, keyRing: keyRing, verifiers: verifiers, upstreamClient: upstreamClient.client, logger: logger
         )
@@ -112,7 +114,7 @@ public enum GatewayApplication {
         let router = Router(context: AuthGateRequestContext.self)
         router.add(middleware: RequestLogMiddleware())
         if let edge = dependencies.edge {
-            router.add(middleware: EdgeProxyMiddleware(configuration: dependencies.configuration, authenticator: edge.authenticator, client: edge.client))
+            router.add(middleware: EdgeProxyMiddleware(proxy: edge))
         }
         router.add(
             middleware: RateLimitMiddleware(
@@ -148,10 +150,22 @@ public enum GatewayApplication {
         let server = dependencies.configuration.server
         return Application(
             router: buildRouter(dependencies),
+            server: serverBuilder(dependencies),
             configuration: .init(address: .hostname(server.host, port: server.port), serverName: nil),
             services: services,
             onServerRunning: onServerRunning,
             logger: logger
         )
+    }
+
+    /// HTTP/1.1, plus WebSocket upgrades on proxy routes when there are any.
+    public static func serverBuilder(_ dependencies: Dependencies) -> HTTPServerBuilder {
+        guard let edge = dependencies.edge else { return .http1() }
+        let webSockets = WebSocketProxy(proxy: edge)
+        return .http1WebSocketUpgrade(
+            configuration: .init(ws: .init(maxFrameSize: dependencies.configuration.proxy.maxWebSocketFrame))
+        ) { head, channel, logger in
+            await webSockets.shouldUpgrade(head, channel: channel, logger: logger)
+        }
     }
 }

@@ -1,22 +1,28 @@
 public import AuthGateCore
-import HTTPTypes
+public import HTTPTypes
 public import Hummingbird
 public import NIOCore
 
 /// The client's IP address: the TCP peer, unless the peer is a trusted proxy, in which case the
 /// right-most `X-Forwarded-For` entry that is not itself a trusted proxy.
-public enum ClientAddress {
+public struct ClientAddress: Sendable, Equatable {
     static let forwardedFor = HTTPField.Name("X-Forwarded-For")!
 
-    /// Resolves the client address of `request` arriving from `peer`.
-    public static func resolve(_ request: Request, peer: SocketAddress?, trustedProxies: [IPNetwork]) -> String {
+    /// The client's address as text.
+    public let address: String
+    /// Whether the TCP peer is one of `trusted_proxies` (its forwarding headers may be kept).
+    public let peerIsTrusted: Bool
+
+    /// Resolves the client address of a request with `headers` arriving from `peer`.
+    public static func resolve(_ headers: HTTPFields, peer: SocketAddress?, trustedProxies: [IPNetwork]) -> ClientAddress {
         let peerAddress = peer?.ipAddress ?? "unknown"
-        guard isTrusted(peerAddress, trustedProxies) else { return peerAddress }
-        let hops = request.headers[values: forwardedFor].flatMap { $0.split(separator: ",") }.map(\.trimmingOWS).filter { !$0.isEmpty }
+        guard isTrusted(peerAddress, trustedProxies) else { return ClientAddress(address: peerAddress, peerIsTrusted: false) }
+        let hops = headers[values: forwardedFor].flatMap { $0.split(separator: ",") }.map(\.trimmingOWS).filter { !$0.isEmpty }
         for hop in hops.reversed() where !isTrusted(hop, trustedProxies) {
-            return IPNetwork.parseAddress(hop) == nil ? peerAddress : hop
+            return ClientAddress(address: IPNetwork.parseAddress(hop) == nil ? peerAddress : hop, peerIsTrusted: true)
         }
-        return hops.first.flatMap { IPNetwork.parseAddress($0) == nil ? nil : $0 } ?? peerAddress
+        let first = hops.first.flatMap { IPNetwork.parseAddress($0) == nil ? nil : $0 }
+        return ClientAddress(address: first ?? peerAddress, peerIsTrusted: true)
     }
 
     private static func isTrusted(_ address: String, _ proxies: [IPNetwork]) -> Bool {

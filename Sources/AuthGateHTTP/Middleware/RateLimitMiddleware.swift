@@ -26,7 +26,7 @@ public struct RateLimitMiddleware: RouterMiddleware {
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard request.method == .post, let (bucket, limit) = budget(for: request.uri.path) else { return try await next(request, context) }
-        let client = ClientAddress.resolve(request, peer: context.remoteAddress, trustedProxies: trustedProxies)
+        let client = ClientAddress.resolve(request.headers, peer: context.remoteAddress, trustedProxies: trustedProxies).address
         let decision: RateLimiter.Decision
         do {
             decision = try await limiter.check(bucket: bucket, client: client, limit: limit, now: Date())

@@ -18,37 +18,16 @@ import NIOPosix
 public struct EdgeProxyMiddleware: RouterMiddleware {
     public typealias Context = AuthGateRequestContext
 
-    private let table: RouteTable
-    private let pools: [UpstreamPool]
-    private let authenticator: EdgeAuthenticator
-    private let client: HTTPClient
-    private let configuration: AuthGateConfiguration
+    private let proxy: EdgeProxy
 
-    public init(configuration: AuthGateConfiguration, authenticator: EdgeAuthenticator, client: HTTPClient) {
-        self.table = RouteTable(configuration.routes)
-        self.pools = configuration.routes.map { UpstreamPool($0.upstreams) }
-        self.authenticator = authenticator
-        self.client = client
-        self.configuration = configuration
-    }
-
-    /// A client for upstreams: no redirects followed, no decompression, pooled keep-alive.
-    public static func makeUpstreamClient(_ configuration: AuthGateConfiguration) -> HTTPClient {
-        let connectTimeout = configuration.routes.map(\.connectTimeout).max() ?? .seconds(5)
-        var settings = HTTPClient.Configuration(
-            redirectConfiguration: .disallow,
-            timeout: .init(connect: .nanoseconds(connectTimeout.nanoseconds), read: .seconds(60)),
-            decompression: .disabled
-        )
-        settings.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: configuration.proxy.maxConnectionsPerUpstream)
-        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: settings)
+    public init(proxy: EdgeProxy) {
+        self.proxy = proxy
     }
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let path = request.uri.path
-        guard !table.isEmpty, !Self.isGatewayPath(path),
-            let route = table.match(host: request.head.authority, path: path, method: request.method.rawValue)
-        else { return try await next(request, context) }
+        guard let route = proxy.route(host: request.head.authority, path: request.uri.path, method: request.method.rawValue) else {
+            return try await next(request, context)
+        }
         var context = context
         context.logger[metadataKey: "gw.route"] = .string(route.configuration.name)
         if let problem = Self.framingProblem(request.headers) {
@@ -58,34 +37,19 @@ public struct EdgeProxyMiddleware: RouterMiddleware {
         if let length = request.headers[.contentLength].flatMap(Int.init), length > route.configuration.maxBody {
             throw GoTrueError(.contentTooLarge, code: "request_entity_too_large", message: "Request body too large")
         }
-        let decision = await authenticator.authorize(bearer: RequestSupport.bearerToken(request), route: route.configuration, now: Date())
-        let claims: AccessTokenClaims?
-        switch decision {
-        case .allow(let allowed):
-            claims = allowed
-        case .unauthorized(let reason):
-            context.logger.info("proxy refused", metadata: ["gw.outcome": "unauthorized", "gw.reason": "\(reason)"])
-            throw GoTrueError(
-                .unauthorized, code: "no_authorization", message: "A valid access token is required",
-                headers: [.wwwAuthenticate: "Bearer error=\"invalid_token\""]
-            )
-        case .forbidden(let reason):
-            context.logger.info("proxy refused", metadata: ["gw.outcome": "forbidden", "gw.reason": "\(reason)"])
-            throw GoTrueError(.forbidden, code: "not_admin", message: "This route does not allow this user")
-        case .unavailable(let reason):
-            context.logger.error("proxy refused", metadata: ["gw.outcome": "unavailable", "gw.reason": "\(reason)"])
-            throw GoTrueError(.serviceUnavailable, code: "unexpected_failure", message: "Authentication is temporarily unavailable")
+        let claims = try await proxy.authorize(bearer: RequestSupport.bearerToken(request), route: route.configuration, logger: context.logger)
+        if WebSocketProxy.isWebSocketUpgrade(request.headers) {
+            // Only a connection's first request can be upgraded (see WebSocketProxy); a later one
+            // would reach the upstream stripped of its Upgrade header.
+            throw GoTrueError(.badRequest, code: "validation_failed", message: "A protocol upgrade must be the first request on its connection")
         }
         return try await forward(request, route: route, claims: claims, context: context)
     }
 
     private func forward(_ request: Request, route: RouteTable.Route, claims: AccessTokenClaims?, context: Context) async throws -> Response {
-        let pool = pools[route.index]
-        let peerIsTrusted = configuration.server.trustedProxies.contains { $0.contains(context.remoteAddress?.ipAddress ?? "") }
-        let headers = ProxyHeaders.upstreamHeaders(
-            from: request.headers, claims: claims, route: route.configuration, identityPrefix: configuration.proxy.identityHeaderPrefix,
-            clientAddress: ClientAddress.resolve(request, peer: context.remoteAddress, trustedProxies: configuration.server.trustedProxies),
-            peerIsTrusted: peerIsTrusted, scheme: "http", authority: request.head.authority, requestID: context.requestID
+        let pool = proxy.pools[route.index]
+        let headers = proxy.upstreamHeaders(
+            request.headers, claims: claims, route: route.configuration, peer: context.remoteAddress, authority: request.head.authority, requestID: context.requestID
         )
         let method = HTTPMethod(rawValue: request.method.rawValue)
         let hasBody = request.headers[.contentLength].map { $0 != "0" } ?? (request.headers[.transferEncoding] != nil)
@@ -93,7 +57,7 @@ public struct EdgeProxyMiddleware: RouterMiddleware {
         var excluded: Int?
         for attempt in 0..<2 {
             guard let (index, upstream) = pool.next(excluding: excluded) else { break }
-            var upstreamRequest = HTTPClientRequest(url: Self.url(upstream, route: route.configuration, path: request.uri.path, query: request.uri.query))
+            var upstreamRequest = HTTPClientRequest(url: EdgeProxy.url(upstream, route: route.configuration, path: request.uri.path, query: request.uri.query))
             upstreamRequest.method = method
             upstreamRequest.headers = headers
             if hasBody {
@@ -102,7 +66,7 @@ public struct EdgeProxyMiddleware: RouterMiddleware {
                 upstreamRequest.body = .stream(request.body, length: bodyLength)
             }
             do {
-                let response = try await client.execute(upstreamRequest, deadline: .now() + .nanoseconds(route.configuration.timeout.nanoseconds))
+                let response = try await proxy.client.execute(upstreamRequest, deadline: .now() + .nanoseconds(route.configuration.timeout.nanoseconds))
                 pool.markHealthy(index)
                 return Response(
                     status: HTTPResponse.Status(code: Int(response.status.code), reasonPhrase: response.status.reasonPhrase),
@@ -139,18 +103,6 @@ public struct EdgeProxyMiddleware: RouterMiddleware {
             return "content-length is not a number"
         }
         return nil
-    }
-
-    static func url(_ upstream: RouteConfiguration.Upstream, route: RouteConfiguration, path: String, query: String?) -> String {
-        let host = upstream.host.contains(":") ? "[\(upstream.host)]" : upstream.host
-        var url = "\(upstream.scheme)://\(host):\(upstream.port)\(RouteTable.upstreamPath(for: path, route: route, upstream: upstream))"
-        if let query, !query.isEmpty { url += "?" + query }
-        return url
-    }
-
-    /// Paths AuthGate serves itself; never proxied.
-    static func isGatewayPath(_ path: String) -> Bool {
-        path == "/auth/v1" || path.hasPrefix("/auth/v1/") || path == "/health" || path == "/readyz" || path.hasPrefix("/.well-known/")
     }
 
     static func isTimeout(_ error: any Error) -> Bool {

@@ -1,0 +1,97 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+public import AsyncHTTPClient
+public import AuthGateCore
+public import HTTPTypes
+import Logging
+public import NIOCore
+public import NIOHTTP1
+
+/// The edge proxy's shared parts, built once at start: the route table, each route's upstream
+/// pool, the authenticator and the upstream HTTP client. The HTTP middleware
+/// (``EdgeProxyMiddleware``) and the WebSocket upgrader (``WebSocketProxy``) both use it.
+public final class EdgeProxy: Sendable {
+    public let configuration: AuthGateConfiguration
+    public let authenticator: EdgeAuthenticator
+    /// Forwards plain HTTP requests to upstreams.
+    public let client: HTTPClient
+    let table: RouteTable
+    let pools: [UpstreamPool]
+
+    public init(configuration: AuthGateConfiguration, authenticator: EdgeAuthenticator, client: HTTPClient) {
+        self.configuration = configuration
+        self.authenticator = authenticator
+        self.client = client
+        self.table = RouteTable(configuration.routes)
+        self.pools = configuration.routes.map { UpstreamPool($0.upstreams) }
+    }
+
+    /// A client for upstreams: no redirects followed, no decompression, pooled keep-alive.
+    public static func makeUpstreamClient(_ configuration: AuthGateConfiguration) -> HTTPClient {
+        let connectTimeout = configuration.routes.map(\.connectTimeout).max() ?? .seconds(5)
+        var settings = HTTPClient.Configuration(
+            redirectConfiguration: .disallow,
+            timeout: .init(connect: .nanoseconds(connectTimeout.nanoseconds), read: .seconds(60)),
+            decompression: .disabled
+        )
+        settings.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: configuration.proxy.maxConnectionsPerUpstream)
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: settings)
+    }
+
+    /// The route serving a request, or nil when AuthGate answers it itself or no route matches.
+    func route(host: String?, path: String, method: String) -> RouteTable.Route? {
+        guard !table.isEmpty, !Self.isGatewayPath(path) else { return nil }
+        return table.match(host: host, path: path, method: method)
+    }
+
+    /// Applies the route's policy to the request's bearer token.
+    /// - Returns: the caller's claims (nil on an `optional` or `public` route without a token).
+    /// - Throws: ``GoTrueError`` 401 (with `WWW-Authenticate`), 403 or 503.
+    func authorize(bearer: String?, route: RouteConfiguration, logger: Logger) async throws -> AccessTokenClaims? {
+        switch await authenticator.authorize(bearer: bearer, route: route, now: Date()) {
+        case .allow(let claims):
+            return claims
+        case .unauthorized(let reason):
+            logger.info("proxy refused", metadata: ["gw.outcome": "unauthorized", "gw.reason": "\(reason)"])
+            throw GoTrueError(
+                .unauthorized, code: "no_authorization", message: "A valid access token is required",
+                headers: [.wwwAuthenticate: "Bearer error=\"invalid_token\""]
+            )
+        case .forbidden(let reason):
+            logger.info("proxy refused", metadata: ["gw.outcome": "forbidden", "gw.reason": "\(reason)"])
+            throw GoTrueError(.forbidden, code: "not_admin", message: "This route does not allow this user")
+        case .unavailable(let reason):
+            logger.error("proxy refused", metadata: ["gw.outcome": "unavailable", "gw.reason": "\(reason)"])
+            throw GoTrueError(.serviceUnavailable, code: "unexpected_failure", message: "Authentication is temporarily unavailable")
+        }
+    }
+
+    /// The headers an upstream receives for a request with `fields` from `peer` (see
+    /// ``ProxyHeaders/upstreamHeaders(from:claims:route:identityPrefix:clientAddress:peerIsTrusted:scheme:authority:requestID:)``).
+    func upstreamHeaders(
+        _ fields: HTTPFields, claims: AccessTokenClaims?, route: RouteConfiguration, peer: SocketAddress?, authority: String?, requestID: String
+    ) -> HTTPHeaders {
+        let client = ClientAddress.resolve(fields, peer: peer, trustedProxies: configuration.server.trustedProxies)
+        return ProxyHeaders.upstreamHeaders(
+            from: fields, claims: claims, route: route, identityPrefix: configuration.proxy.identityHeaderPrefix,
+            clientAddress: client.address, peerIsTrusted: client.peerIsTrusted, scheme: "http", authority: authority, requestID: requestID
+        )
+    }
+
+    /// The upstream URL for `path` and `query` on `route`; `scheme` replaces the upstream's
+    /// (`ws`/`wss` for WebSocket).
+    static func url(_ upstream: RouteConfiguration.Upstream, route: RouteConfiguration, path: String, query: String?, scheme: String? = nil) -> String {
+        let host = upstream.host.contains(":") ? "[\(upstream.host)]" : upstream.host
+        var url = "\(scheme ?? upstream.scheme)://\(host):\(upstream.port)\(RouteTable.upstreamPath(for: path, route: route, upstream: upstream))"
+        if let query, !query.isEmpty { url += "?" + query }
+        return url
+    }
+
+    /// Paths AuthGate serves itself; never proxied.
+    static func isGatewayPath(_ path: String) -> Bool {
+        path == "/auth/v1" || path.hasPrefix("/auth/v1/") || path == "/health" || path == "/readyz" || path.hasPrefix("/.well-known/")
+    }
+}
