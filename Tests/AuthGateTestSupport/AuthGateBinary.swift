@@ -110,6 +110,18 @@ public final class AuthGateServer: Sendable {
     /// `http://127.0.0.1:<port>`.
     public var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
 
+    /// The server's process id.
+    public var processIdentifier: Int32 { process.processIdentifier }
+
+    /// The server's peak resident memory so far (`VmHWM` of `/proc/<pid>/status`), in bytes.
+    public func peakResidentBytes() throws -> Int {
+        let status = try String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)
+        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+            let kilobytes = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+        else { throw TestSupportError("no VmHWM in /proc/\(process.processIdentifier)/status") }
+        return kilobytes * 1024
+    }
+
     /// Everything the server has logged so far.
     public var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
 

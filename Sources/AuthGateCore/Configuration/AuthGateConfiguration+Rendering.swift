@@ -120,6 +120,7 @@ extension AuthGateConfiguration {
             (Node("forward_authorization"), Node(String(route.forwardAuthorization))),
             (Node("timeout"), Node(format(route.timeout))),
             (Node("connect_timeout"), Node(format(route.connectTimeout))),
+            (Node("idle_timeout"), Node(format(route.idleTimeout))),
             (Node("max_body"), Node(ConfigurationValueParsers.format(bytes: route.maxBody))),
         ]
         return Node(pairs)

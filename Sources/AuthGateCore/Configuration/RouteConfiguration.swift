@@ -76,9 +76,13 @@ public struct RouteConfiguration: Sendable, Hashable {
     public var requireClaims: [String: String]
     /// Pass the client's `Authorization` header to the upstream.
     public var forwardAuthorization: Bool
-    /// Longest time for the whole upstream exchange.
+    /// Longest wait for the upstream's response head (504 after it).
     public var timeout: Duration
+    /// Longest wait for a connection to an upstream (then 502, or the next upstream).
     public var connectTimeout: Duration
+    /// Longest silence while reading from the upstream, head or body: 504 before the head, the
+    /// connection cut after it.
+    public var idleTimeout: Duration
     /// Largest request body accepted.
     public var maxBody: Int
 
@@ -118,6 +122,7 @@ public struct RouteConfiguration: Sendable, Hashable {
         forwardAuthorization = section.bool("forward_authorization", default: false)
         timeout = section.duration("timeout", default: .seconds(30), minimum: .milliseconds(1))
         connectTimeout = section.duration("connect_timeout", default: .seconds(5), minimum: .milliseconds(1))
+        idleTimeout = section.duration("idle_timeout", default: .seconds(60), minimum: .milliseconds(1))
         maxBody = section.byteSize("max_body", default: 10 << 20)
         section.finish()
     }

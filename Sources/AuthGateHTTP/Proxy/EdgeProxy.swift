@@ -3,7 +3,6 @@ public import FoundationEssentials
 #else
 public import Foundation
 #endif
-public import AsyncHTTPClient
 public import AuthGateCore
 public import HTTPTypes
 import Logging
@@ -11,34 +10,22 @@ public import NIOCore
 public import NIOHTTP1
 
 /// The edge proxy's shared parts, built once at start: the route table, each route's upstream
-/// pool, the authenticator and the upstream HTTP client. The HTTP middleware
+/// pool, the authenticator and the upstream HTTP clients. The HTTP middleware
 /// (``EdgeProxyMiddleware``) and the WebSocket upgrader (``WebSocketProxy``) both use it.
 public final class EdgeProxy: Sendable {
     public let configuration: AuthGateConfiguration
     public let authenticator: EdgeAuthenticator
-    /// Forwards plain HTTP requests to upstreams.
-    public let client: HTTPClient
+    /// Forward plain HTTP requests to upstreams.
+    public let clients: UpstreamClients
     let table: RouteTable
     let pools: [UpstreamPool]
 
-    public init(configuration: AuthGateConfiguration, authenticator: EdgeAuthenticator, client: HTTPClient) {
+    public init(configuration: AuthGateConfiguration, authenticator: EdgeAuthenticator, clients: UpstreamClients) {
         self.configuration = configuration
         self.authenticator = authenticator
-        self.client = client
+        self.clients = clients
         self.table = RouteTable(configuration.routes)
         self.pools = configuration.routes.map { UpstreamPool($0.upstreams) }
-    }
-
-    /// A client for upstreams: no redirects followed, no decompression, pooled keep-alive.
-    public static func makeUpstreamClient(_ configuration: AuthGateConfiguration) -> HTTPClient {
-        let connectTimeout = configuration.routes.map(\.connectTimeout).max() ?? .seconds(5)
-        var settings = HTTPClient.Configuration(
-            redirectConfiguration: .disallow,
-            timeout: .init(connect: .nanoseconds(connectTimeout.nanoseconds), read: .seconds(60)),
-            decompression: .disabled
-        )
-        settings.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: configuration.proxy.maxConnectionsPerUpstream)
-        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: settings)
     }
 
     /// The route serving a request, or nil when AuthGate answers it itself or no route matches.

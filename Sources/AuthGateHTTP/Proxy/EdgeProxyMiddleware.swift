@@ -63,10 +63,10 @@ public struct EdgeProxyMiddleware: RouterMiddleware {
             if hasBody {
                 let length = request.headers[.contentLength].flatMap(Int64.init)
                 let bodyLength: HTTPClientRequest.Body.Length = length.map { .known($0) } ?? .unknown
-                upstreamRequest.body = .stream(request.body, length: bodyLength)
+                upstreamRequest.body = .stream(LimitedBody(base: request.body, limit: route.configuration.maxBody), length: bodyLength)
             }
             do {
-                let response = try await proxy.client.execute(upstreamRequest, deadline: .now() + .nanoseconds(route.configuration.timeout.nanoseconds))
+                let response = try await proxy.clients.client(forRoute: route.index).execute(upstreamRequest, deadline: .now() + .nanoseconds(route.configuration.timeout.nanoseconds))
                 pool.markHealthy(index)
                 return Response(
                     status: HTTPResponse.Status(code: Int(response.status.code), reasonPhrase: response.status.reasonPhrase),
@@ -74,6 +74,10 @@ public struct EdgeProxyMiddleware: RouterMiddleware {
                     body: ResponseBody(asyncSequence: response.body)
                 )
             } catch {
+                if error is LimitedBody<RequestBody>.TooLarge {
+                    context.logger.notice("request body over max_body", metadata: ["gw.upstream": "\(upstream)"])
+                    throw GoTrueError(.contentTooLarge, code: "request_entity_too_large", message: "Request body too large")
+                }
                 if Self.isTimeout(error) {
                     context.logger.warning("upstream timed out", metadata: ["gw.upstream": "\(upstream)"])
                     throw GoTrueError(.gatewayTimeout, code: "request_timeout", message: "The upstream did not answer in time")

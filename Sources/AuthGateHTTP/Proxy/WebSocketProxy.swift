@@ -14,8 +14,9 @@ import NIOWebSocket
 
 /// Proxies WebSocket upgrades on proxy routes.
 ///
-/// The upgrade request is authenticated like any proxied request (a refused one is not upgraded:
-/// it goes on to ``EdgeProxyMiddleware``, which answers 401, 403 or 503). Once upgraded, the
+/// The upgrade request is authenticated like any proxied request. A refused one is not upgraded
+/// and is logged with its reason; Hummingbird's upgrade handler then answers it 400 with
+/// `Connection: close` (browsers cannot read a failed handshake's status anyway). Once upgraded, the
 /// connection to an upstream is opened with the same identity headers, and data frames are relayed
 /// both ways as they come. While it is open, the caller's session is checked against the
 /// revocation view every ``recheckInterval``: when the session is revoked, the user signed out
@@ -51,9 +52,13 @@ public struct WebSocketProxy: Sendable {
             let route = proxy.route(host: head.authority, path: String(path[0]), method: head.method.rawValue)
         else { return .dontUpgrade }
         let bearer = head.headerFields[.authorization].flatMap(RequestSupport.bearerToken(authorization:))
-        guard let claims = try? await proxy.authorize(bearer: bearer, route: route.configuration, logger: logger),
-            let (_, upstream) = proxy.pools[route.index].next()
-        else { return .dontUpgrade }
+        let claims: AccessTokenClaims?
+        do {
+            claims = try await proxy.authorize(bearer: bearer, route: route.configuration, logger: logger)
+        } catch {
+            return .dontUpgrade
+        }
+        guard let (_, upstream) = proxy.pools[route.index].next() else { return .dontUpgrade }
         let requestID = RequestLogMiddleware.acceptableRequestID(head.headerFields[RequestLogMiddleware.requestIDHeader]) ?? RequestLogMiddleware.newRequestID()
         var logger = logger
         logger[metadataKey: "gw.request_id"] = .string(requestID)

@@ -1,0 +1,81 @@
+import AsyncHTTPClient
+import AuthGateCore
+import AuthGateTestSupport
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Testing
+
+/// Two `authgate serve` processes on one Redis, as replicas run in production.
+@Suite("Revocation across replicas", .serialized)
+struct ReplicaRevocationTests {
+    static let trials = 100
+
+    @Test("a session logged out through one replica is refused by the other within 1 s, 100 times out of 100")
+    func revokedEverywhereWithinASecond() async throws {
+        let upstream = try await EchoUpstream.start()
+        let redisURL = try await SharedRedis.url()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("replicas-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try TestKeys.es256PEM().write(to: directory.appendingPathComponent("k1.pem"), atomically: true, encoding: .utf8)
+        let config = directory.appendingPathComponent("authgate.yaml")
+        try """
+            server: { host: 127.0.0.1, public_url: "https://api.example.com" }
+            store: { kind: redis, redis: { url: "\(redisURL)", key_prefix: "replicas-\(UInt32.random(in: 0...UInt32.max)):" } }
+            tokens: { signing_keys: [ { kid: k1, file: k1.pem } ] }
+            providers: { anonymous: { enabled: true } }
+            rate_limits: { token: off, signup: off, nonce: off }
+            routes:
+              - { name: api, path_prefix: /api/, upstreams: [\(upstream.url)], auth: required, allow_anonymous: true }
+            logging: { level: warning }
+            """.write(to: config, atomically: true, encoding: .utf8)
+        let first = try await AuthGateServer.start(arguments: ["--config", config.path])
+        let second = try await AuthGateServer.start(arguments: ["--config", config.path])
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+
+        func call(_ server: AuthGateServer, _ method: HTTPMethod, _ path: String, token: String? = nil) async throws -> (HTTPResponseStatus, ByteBuffer) {
+            var request = HTTPClientRequest(url: "http://127.0.0.1:\(server.port)\(path)")
+            request.method = method
+            if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+            let response = try await client.execute(request, timeout: .seconds(10))
+            return (response.status, try await response.body.collect(upTo: 1 << 20))
+        }
+
+        var slowest = Duration.zero
+        do {
+            for trial in 1...Self.trials {
+                let (status, body) = try await call(first, .POST, "/auth/v1/signup")
+                #expect(status == .ok)
+                let token = try #require(try JSONValue.parse(Array(body.readableBytesView)).objectValue?["access_token"]?.stringValue)
+                let (before, answer) = try await call(second, .GET, "/api/x", token: token)
+                #expect(before == .ok, "trial \(trial): \(String(buffer: answer))")
+                #expect(try await call(first, .POST, "/auth/v1/logout?scope=local", token: token).0 == .noContent)
+                let clock = ContinuousClock()
+                let start = clock.now
+                var refusedAfter: Duration?
+                while clock.now - start < .seconds(3) {
+                    if try await call(second, .GET, "/api/x", token: token).0 == .unauthorized {
+                        refusedAfter = clock.now - start
+                        break
+                    }
+                    try await Task.sleep(for: .milliseconds(5))
+                }
+                let elapsed = try #require(refusedAfter, "trial \(trial): the other replica never refused the token")
+                #expect(elapsed < .seconds(1), "trial \(trial): refused after \(elapsed)")
+                slowest = max(slowest, elapsed)
+            }
+        } catch {
+            try? await client.shutdown()
+            _ = await first.stop()
+            _ = await second.stop()
+            await upstream.stop()
+            throw error
+        }
+        print("revocation across replicas: slowest of \(Self.trials) trials \(slowest)")
+        try await client.shutdown()
+        #expect(await first.stop() == 0)
+        #expect(await second.stop() == 0)
+        await upstream.stop()
+    }
+}
