@@ -37,13 +37,13 @@ struct EdgeProxyTests {
     }()
 
     private func gateway(yaml: String, store: any AuthStore = MemoryAuthStore(), services: (GatewayApplication.Dependencies) -> [any Service] = { _ in [] })
-        throws -> (some ApplicationProtocol, GatewayApplication.Dependencies, UpstreamClients)
+        throws -> (some ApplicationProtocol, GatewayApplication.Dependencies, UpstreamConnectionPool)
     {
         let keyed = yaml + "\ntokens: { signing_keys: [ { kid: k1, file: k1.pem } ] }"
         let configuration = try AuthGateConfiguration.parse(yaml: keyed, baseDirectory: Self.sharedKeyDirectory, environment: [:])
-        let client = UpstreamClients(configuration)
+        let client = UpstreamConnectionPool(maxConnectionsPerUpstream: configuration.proxy.maxConnectionsPerUpstream)
         let dependencies = GatewayApplication.Dependencies(
-            configuration: configuration, store: store, keyRing: try SigningKeyRing.load(configuration.tokens, allowGenerated: false), upstreamClients: client
+            configuration: configuration, store: store, keyRing: try SigningKeyRing.load(configuration.tokens, allowGenerated: false), upstreamConnections: client
         )
         let app = Application(
             router: GatewayApplication.buildRouter(dependencies), server: GatewayApplication.serverBuilder(dependencies), services: services(dependencies)
@@ -96,7 +96,7 @@ struct EdgeProxyTests {
                 #expect(echo.headers["forwarded"]?.hasPrefix("for=127.0.0.1;proto=http") == true)
             }
         }
-        try await client.shutdown()
+        await client.shutdown()
         await upstream.stop()
     }
 
@@ -131,7 +131,7 @@ struct EdgeProxyTests {
             }
             try await client.execute(uri: "/apix", method: .get, headers: [.authorization: "Bearer \(token)"]) { #expect($0.status == .notFound, "/api does not match /apix") }
         }
-        try await client.shutdown()
+        await client.shutdown()
         await upstream.stop()
     }
 
@@ -145,7 +145,7 @@ struct EdgeProxyTests {
             try await client.execute(uri: "/auth/v1/logout?scope=local", method: .post, headers: [.authorization: "Bearer \(token)"]) { #expect($0.status == .noContent) }
             try await client.execute(uri: "/api/x", method: .get, headers: [.authorization: "Bearer \(token)"]) { #expect($0.status == .unauthorized) }
         }
-        try await client.shutdown()
+        await client.shutdown()
         await upstream.stop()
     }
 
@@ -183,7 +183,7 @@ struct EdgeProxyTests {
             let elapsed = try #require(closedAfter.withLock { $0 })
             #expect(elapsed < .seconds(1), "closed \(elapsed) after the revocation")
         }
-        try await client.shutdown()
+        await client.shutdown()
         await upstream.stop()
     }
 
@@ -202,7 +202,7 @@ struct EdgeProxyTests {
         } catch {
             Issue.record(error)
         }
-        try await client.shutdown()
+        await client.shutdown()
     }
 
     @Test("an upstream that refuses connections: 502; an idempotent request retries on the next upstream")
@@ -224,7 +224,7 @@ struct EdgeProxyTests {
                 try await client.execute(uri: "/mixed/x", method: .get) { #expect($0.status == .ok) }
             }
         }
-        try await client.shutdown()
+        await client.shutdown()
         await upstream.stop()
     }
 
@@ -278,9 +278,9 @@ struct EdgeProxyTests {
             yaml: "routes: [ { name: open, path_prefix: /public/, upstreams: [\(upstream.url)], auth: public } ]",
             baseDirectory: "", environment: [:]
         )
-        let client = UpstreamClients(configuration)
+        let client = UpstreamConnectionPool(maxConnectionsPerUpstream: configuration.proxy.maxConnectionsPerUpstream)
         let dependencies = GatewayApplication.Dependencies(
-            configuration: configuration, store: MemoryAuthStore(), keyRing: try SigningKeyRing.load(configuration.tokens, allowGenerated: true), upstreamClients: client
+            configuration: configuration, store: MemoryAuthStore(), keyRing: try SigningKeyRing.load(configuration.tokens, allowGenerated: true), upstreamConnections: client
         )
         let app = Application(router: GatewayApplication.buildRouter(dependencies))
         do {
@@ -290,12 +290,12 @@ struct EdgeProxyTests {
                 #expect(status.hasPrefix("HTTP/1.1 400") || status.hasPrefix("HTTP/1.1 501") || status.isEmpty, "got \(status)")
             }
         } catch {
-            try await client.shutdown()
+            await client.shutdown()
             await upstream.stop()
             throw error
         }
         #expect(upstream.requestCount == 0, "nothing may reach the upstream")
-        try await client.shutdown()
+        await client.shutdown()
         await upstream.stop()
     }
 
@@ -332,7 +332,7 @@ struct EdgeProxyTests {
                 #expect(clock.now - start < .seconds(3), "the feed's staleness bound (500 ms) decides when")
                 try await client.execute(uri: "/public/x", method: .get) { #expect($0.status == .ok) }
             }
-            try await client.shutdown()
+            await client.shutdown()
             await redis.shutdown()
         }
         await upstream.stop()

@@ -35,7 +35,7 @@ public enum GatewayApplication {
             store: any AuthStore,
             keyRing: SigningKeyRing?,
             verifiers: IdentityVerifierRegistry? = nil,
-            upstreamClients: UpstreamClients? = nil,
+            upstreamConnections: UpstreamConnectionPool? = nil,
             logger: Logger = Logger(label: "authgate")
         ) {
             self.configuration = configuration
@@ -61,7 +61,7 @@ public enum GatewayApplication {
             let revocations = RevocationView(retention: configuration.tokens.accessTokenTTL + .seconds(60))
             self.revocations = revocations
             if let memory = store as? MemoryAuthStore { memory.onRevocation { revocations.apply($0) } }
-            if let accounts = self.accounts, let upstreamClients, !configuration.routes.isEmpty {
+            if let accounts = self.accounts, let upstreamConnections, !configuration.routes.isEmpty {
                 let authenticator = EdgeAuthenticator(
                     verifier: accounts.accessTokens,
                     view: revocations,
@@ -69,7 +69,7 @@ public enum GatewayApplication {
                     maximumStaleness: store is MemoryAuthStore ? nil : configuration.proxy.revocationMaxStaleness.inSeconds,
                     cacheCapacity: configuration.proxy.tokenCacheSize
                 )
-                self.edge = EdgeProxy(configuration: configuration, authenticator: authenticator, clients: upstreamClients)
+                self.edge = EdgeProxy(configuration: configuration, authenticator: authenticator, connections: upstreamConnections)
             } else {
                 self.edge = nil
             }
@@ -96,11 +96,11 @@ public enum GatewayApplication {
             fetcher: HTTPJWKSFetcher(client: httpClient.client),
             logger: logger
         )
-        let upstreamClients = UpstreamClients(configuration)
+        let upstreamConnections = UpstreamConnectionPool(maxConnectionsPerUpstream: configuration.proxy.maxConnectionsPerUpstream)
         let dependencies = Dependencies(
-            configuration: configuration, store: store.store, keyRing: keyRing, verifiers: verifiers, upstreamClients: upstreamClients, logger: logger
+            configuration: configuration, store: store.store, keyRing: keyRing, verifiers: verifiers, upstreamConnections: upstreamConnections, logger: logger
         )
-        var services: [any Service] = store.services + [httpClient, upstreamClients] + verifiers.keySets.map { $0 as any Service }
+        var services: [any Service] = store.services + [httpClient, upstreamConnections] + verifiers.keySets.map { $0 as any Service }
         if let redisStore = store.store as? RedisAuthStore {
             services.append(
                 RevocationFeed(configuration: redisStore.redis.configuration, keyPrefix: redisStore.keyPrefix, view: dependencies.revocations, logger: logger)

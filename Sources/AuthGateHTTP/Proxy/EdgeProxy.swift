@@ -10,20 +10,20 @@ public import NIOCore
 public import NIOHTTP1
 
 /// The edge proxy's shared parts, built once at start: the route table, each route's upstream
-/// pool, the authenticator and the upstream HTTP clients. The HTTP middleware
+/// pool, the authenticator and the upstream connections. The HTTP middleware
 /// (``EdgeProxyMiddleware``) and the WebSocket upgrader (``WebSocketProxy``) both use it.
 public final class EdgeProxy: Sendable {
     public let configuration: AuthGateConfiguration
     public let authenticator: EdgeAuthenticator
-    /// Forward plain HTTP requests to upstreams.
-    public let clients: UpstreamClients
+    /// Kept-alive connections plain HTTP requests are forwarded on.
+    public let connections: UpstreamConnectionPool
     let table: RouteTable
     let pools: [UpstreamPool]
 
-    public init(configuration: AuthGateConfiguration, authenticator: EdgeAuthenticator, clients: UpstreamClients) {
+    public init(configuration: AuthGateConfiguration, authenticator: EdgeAuthenticator, connections: UpstreamConnectionPool) {
         self.configuration = configuration
         self.authenticator = authenticator
-        self.clients = clients
+        self.connections = connections
         self.table = RouteTable(configuration.routes)
         self.pools = configuration.routes.map { UpstreamPool($0.upstreams) }
     }

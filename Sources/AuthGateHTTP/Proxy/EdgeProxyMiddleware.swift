@@ -3,7 +3,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-public import AsyncHTTPClient
 public import AuthGateCore
 import HTTPTypes
 public import Hummingbird
@@ -47,48 +46,77 @@ public struct EdgeProxyMiddleware: RouterMiddleware {
     }
 
     private func forward(_ request: Request, route: RouteTable.Route, claims: AccessTokenClaims?, context: Context) async throws -> Response {
+        let configuration = route.configuration
         let pool = proxy.pools[route.index]
-        let headers = proxy.upstreamHeaders(
-            request.headers, claims: claims, route: route.configuration, peer: context.remoteAddress, authority: request.head.authority, requestID: context.requestID
+        var headers = proxy.upstreamHeaders(
+            request.headers, claims: claims, route: configuration, peer: context.remoteAddress, authority: request.head.authority, requestID: context.requestID
         )
         let method = HTTPMethod(rawValue: request.method.rawValue)
         let hasBody = request.headers[.contentLength].map { $0 != "0" } ?? (request.headers[.transferEncoding] != nil)
+        if hasBody, request.headers[.contentLength] == nil { headers.add(name: "Transfer-Encoding", value: "chunked") }
         let isIdempotent = [.GET, .HEAD, .OPTIONS, .PUT, .DELETE, .TRACE].contains(method)
+        let timeouts = UpstreamConnection.Timeouts(head: .nanoseconds(configuration.timeout.nanoseconds), idle: .nanoseconds(configuration.idleTimeout.nanoseconds))
+        let connections = proxy.connections
         var excluded: Int?
-        for attempt in 0..<2 {
-            guard let (index, upstream) = pool.next(excluding: excluded) else { break }
-            var upstreamRequest = HTTPClientRequest(url: EdgeProxy.url(upstream, route: route.configuration, path: request.uri.path, query: request.uri.query))
-            upstreamRequest.method = method
-            upstreamRequest.headers = headers
-            if hasBody {
-                let length = request.headers[.contentLength].flatMap(Int64.init)
-                let bodyLength: HTTPClientRequest.Body.Length = length.map { .known($0) } ?? .unknown
-                upstreamRequest.body = .stream(LimitedBody(base: request.body, limit: route.configuration.maxBody), length: bodyLength)
-            }
+        var attempts = 0
+        var retriedStaleConnection = false
+        while attempts < 2, let (index, upstream) = pool.next(excluding: excluded) {
+            attempts += 1
+            let path = RouteTable.upstreamPath(for: request.uri.path, route: configuration, upstream: upstream)
+            var head = HTTPRequestHead(version: .http1_1, method: method, uri: request.uri.query.map { path + "?" + $0 } ?? path, headers: headers)
+            head.headers.replaceOrAdd(name: "Host", value: Self.hostHeader(upstream))
+            let body: LimitedBody<RequestBody>? = hasBody ? LimitedBody(base: request.body, limit: configuration.maxBody) : nil
+            let key = UpstreamConnectionPool.Key(host: upstream.host, port: upstream.port, tls: upstream.scheme == "https")
             do {
-                let response = try await proxy.clients.client(forRoute: route.index).execute(upstreamRequest, deadline: .now() + .nanoseconds(route.configuration.timeout.nanoseconds))
+                let (connection, reused) = try await connections.acquire(key, connectTimeout: .nanoseconds(configuration.connectTimeout.nanoseconds))
+                let start: UpstreamResponseHandler.Start
+                do {
+                    start = try await connection.exchange(head: head, body: body, timeouts: timeouts) { reusable in
+                        connections.release(connection, reusable: reusable)
+                    }
+                } catch UpstreamError.connectionLost(beforeResponse: true) where reused && isIdempotent && !hasBody && !retriedStaleConnection {
+                    // A kept-alive connection the upstream had closed meanwhile: once more on a fresh one.
+                    retriedStaleConnection = true
+                    attempts -= 1
+                    continue
+                }
                 pool.markHealthy(index)
                 return Response(
-                    status: HTTPResponse.Status(code: Int(response.status.code), reasonPhrase: response.status.reasonPhrase),
-                    headers: ProxyHeaders.clientHeaders(from: response.headers, requestID: context.requestID),
-                    body: ResponseBody(asyncSequence: response.body)
+                    status: HTTPResponse.Status(code: Int(start.head.status.code), reasonPhrase: start.head.status.reasonPhrase),
+                    headers: ProxyHeaders.clientHeaders(from: start.head.headers, requestID: context.requestID),
+                    body: Self.responseBody(start.body)
                 )
-            } catch {
-                if error is LimitedBody<RequestBody>.TooLarge {
-                    context.logger.notice("request body over max_body", metadata: ["gw.upstream": "\(upstream)"])
-                    throw GoTrueError(.contentTooLarge, code: "request_entity_too_large", message: "Request body too large")
-                }
-                if Self.isTimeout(error) {
-                    context.logger.warning("upstream timed out", metadata: ["gw.upstream": "\(upstream)"])
-                    throw GoTrueError(.gatewayTimeout, code: "request_timeout", message: "The upstream did not answer in time")
-                }
+            } catch is LimitedBody<RequestBody>.TooLarge {
+                context.logger.notice("request body over max_body", metadata: ["gw.upstream": "\(upstream)"])
+                throw GoTrueError(.contentTooLarge, code: "request_entity_too_large", message: "Request body too large")
+            } catch let error as UpstreamError where error.isTimeout {
+                context.logger.warning("upstream timed out", metadata: ["gw.upstream": "\(upstream)", "gw.error": "\(error)"])
+                throw GoTrueError(.gatewayTimeout, code: "request_timeout", message: "The upstream did not answer in time")
+            } catch let error as UpstreamError where error == .connectFailed || error == .connectTimeout {
                 pool.markFailed(index)
-                context.logger.warning("upstream failed", metadata: ["gw.upstream": "\(upstream)", "gw.error": "\(type(of: error))", "gw.attempt": "\(attempt + 1)"])
-                guard Self.isConnectFailure(error), isIdempotent, !hasBody else { break }
+                context.logger.warning("upstream failed", metadata: ["gw.upstream": "\(upstream)", "gw.error": "\(error)", "gw.attempt": "\(attempts)"])
+                guard isIdempotent, !hasBody else { break }
                 excluded = index
+            } catch {
+                context.logger.warning("upstream failed", metadata: ["gw.upstream": "\(upstream)", "gw.error": "\(error)", "gw.attempt": "\(attempts)"])
+                break
             }
         }
         throw GoTrueError(.badGateway, code: "bad_gateway", message: "The upstream could not be reached")
+    }
+
+    private static func responseBody(_ body: UpstreamResponseHandler.StartBody) -> ResponseBody {
+        switch body {
+        case .complete(let buffer): ResponseBody(byteBuffer: buffer)
+        case .streaming(let sequence): ResponseBody(asyncSequence: sequence)
+        }
+    }
+
+    /// The `Host` an upstream receives: its own name, with the port unless it is the scheme's default.
+    static func hostHeader(_ upstream: RouteConfiguration.Upstream) -> String {
+        let host = upstream.host.contains(":") ? "[\(upstream.host)]" : upstream.host
+        let defaultPort = upstream.scheme == "https" ? 443 : 80
+        return upstream.port == defaultPort ? host : "\(host):\(upstream.port)"
     }
 
     /// Why a request's body length is ambiguous, or nil. NIO's parser already refuses `Content-Length`
@@ -107,20 +135,5 @@ public struct EdgeProxyMiddleware: RouterMiddleware {
             return "content-length is not a number"
         }
         return nil
-    }
-
-    static func isTimeout(_ error: any Error) -> Bool {
-        if let error = error as? HTTPClientError { return error == .deadlineExceeded || error == .readTimeout }
-        return false
-    }
-
-    static func isConnectFailure(_ error: any Error) -> Bool {
-        if let error = error as? HTTPClientError, error == .connectTimeout { return true }
-        if error is NIOConnectionError { return true }
-        if let error = error as? ChannelError, case .connectTimeout = error { return true }
-        if let error = error as? IOError, error.errnoCode == ECONNREFUSED || error.errnoCode == EHOSTUNREACH || error.errnoCode == ENETUNREACH {
-            return true
-        }
-        return false
     }
 }
