@@ -149,6 +149,67 @@ struct EdgeProxyTests {
         await upstream.stop()
     }
 
+    @Test("pipelined requests are answered in order when the fast path and Hummingbird take turns")
+    func pipelining() async throws {
+        let upstream = try await EchoUpstream.start()
+        let (app, dependencies, client) = try gateway(yaml: routes(upstream))
+        let proxy = try #require(dependencies.edge)
+        try await app.test(.live) { client in
+            let port = try #require(client.port)
+            let connection = try RawConnection(port: port)
+            // The first proxied request opens a kept-alive upstream connection on this connection's
+            // event loop, which the fast path can then use.
+            connection.send("GET /public/warm HTTP/1.1\r\nHost: gateway\r\n\r\n")
+            var warm: [UInt8] = []
+            while Self.completeResponse(warm) == nil {
+                let more = connection.receive()
+                try #require(!more.isEmpty, "no answer to the first request")
+                warm += more
+            }
+            let requests = [
+                ("/public/a?n=1", ""), ("/auth/v1/health", ""), ("/public/b?n=2", ""), ("/nowhere", ""),
+                ("/public/c?n=3", "X-AuthGate-User-Id: admin\r\nX-Forwarded-For: 6.6.6.6\r\n"),
+                ("/api/x", "Authorization: Bearer forged.token.here\r\n"),
+            ]
+            connection.send(requests.map { "GET \($0.0) HTTP/1.1\r\nHost: gateway\r\n\($0.1)\r\n" }.joined())
+            var bytes: [UInt8] = []
+            var bodies: [String] = []
+            while bodies.count < requests.count {
+                let more = connection.receive()
+                try #require(!more.isEmpty, "the gateway stopped answering after \(bodies.count) responses")
+                bytes += more
+                while let (body, used) = Self.completeResponse(bytes) {
+                    bodies.append(body)
+                    bytes.removeFirst(used)
+                }
+            }
+            #expect(bodies[0].contains("\"query\":\"n=1\""))
+            #expect(bodies[1].contains("GoTrue"))
+            #expect(bodies[2].contains("\"query\":\"n=2\""))
+            #expect(bodies[3].contains("not_found"))
+            #expect(bodies[4].contains("\"query\":\"n=3\""))
+            #expect(!bodies[4].lowercased().contains("x-authgate") && !bodies[4].contains("6.6.6.6"), "spoofed headers reached the upstream: \(bodies[4])")
+            #expect(bodies[5].contains("no_authorization"), "a forged token must be refused")
+            #expect(proxy.fastPathServed.load(ordering: .relaxed) >= 1, "the fast path served none of them")
+        }
+        await client.shutdown()
+        await upstream.stop()
+    }
+
+    /// The body of the first complete response in `bytes` (which must carry Content-Length) and
+    /// how many bytes it took, or nil when it is not all there yet.
+    private static func completeResponse(_ bytes: [UInt8]) -> (String, Int)? {
+        let separator = Array("\r\n\r\n".utf8)
+        guard let end = (0...max(0, bytes.count - 4)).first(where: { bytes.count >= $0 + 4 && Array(bytes[$0..<$0 + 4]) == separator }) else { return nil }
+        let head = String(decoding: bytes[..<end], as: UTF8.self).lowercased()
+        guard let line = head.split(separator: "\r\n").first(where: { $0.hasPrefix("content-length:") }),
+            let length = Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces))
+        else { return nil }
+        let total = end + 4 + length
+        guard bytes.count >= total else { return nil }
+        return (String(decoding: bytes[(end + 4)..<total], as: UTF8.self), total)
+    }
+
     @Test("WebSocket: upgraded with identity headers, frames relayed both ways, closed with 1008 within 1 s of revoking the session")
     func webSocket() async throws {
         let upstream = try await EchoUpstream.start()

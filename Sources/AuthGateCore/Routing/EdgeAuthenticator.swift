@@ -40,11 +40,31 @@ public final class EdgeAuthenticator: Sendable {
     /// Tokens currently cached.
     public var cachedTokens: Int { cache.count }
 
+    /// What memory alone can decide about a request.
+    public enum MemoryDecision: Sendable {
+        case decided(Decision)
+        /// The token is good but the revocation feed is stale: its session must be checked in the store.
+        case needsStore(AccessTokenClaims)
+    }
+
     /// Applies `route`'s policy to a request carrying `bearer` (nil when it has none).
     public func authorize(bearer: String?, route: RouteConfiguration, now: Date) async -> Decision {
-        if route.auth == .public { return .allow(nil) }
+        switch authorizeFromMemory(bearer: bearer, route: route, now: now) {
+        case .decided(let decision):
+            return decision
+        case .needsStore(let claims):
+            if let revoked = await storeRevocation(claims) { return revoked }
+            return policy(route, claims)
+        }
+    }
+
+    /// ``authorize(bearer:route:now:)`` without waiting for anything: signature checks (cached),
+    /// the revocation view and the route's policy; `needsStore` when the view is too stale to
+    /// trust. Safe to call on an event loop.
+    public func authorizeFromMemory(bearer: String?, route: RouteConfiguration, now: Date) -> MemoryDecision {
+        if route.auth == .public { return .decided(.allow(nil)) }
         guard let bearer else {
-            return route.auth == .optional ? .allow(nil) : .unauthorized(reason: "no bearer token")
+            return .decided(route.auth == .optional ? .allow(nil) : .unauthorized(reason: "no bearer token"))
         }
         let seconds = Int64(now.timeIntervalSince1970)
         let claims: AccessTokenClaims
@@ -54,14 +74,17 @@ public final class EdgeAuthenticator: Sendable {
             do {
                 claims = try verifier.verify(bearer, now: now)
             } catch let error as AuthGateError {
-                return .unauthorized(reason: error.code.description)
+                return .decided(.unauthorized(reason: error.code.description))
             } catch {
-                return .unauthorized(reason: "malformed")
+                return .decided(.unauthorized(reason: "malformed"))
             }
             cache.insert(bearer, claims: claims, now: seconds)
         }
-        if let revoked = await revocation(claims, now: now) { return revoked }
-        return policy(route, claims)
+        switch memoryRevocation(claims, now: now) {
+        case .revoked: return .decided(.unauthorized(reason: "session_revoked"))
+        case .stale: return .needsStore(claims)
+        case .current: return .decided(policy(route, claims))
+        }
     }
 
     /// Checks again claims that were allowed earlier (a long-lived connection): refused once the
@@ -69,16 +92,24 @@ public final class EdgeAuthenticator: Sendable {
     /// unavailable when the revocation state cannot be known.
     public func recheck(_ claims: AccessTokenClaims, now: Date) async -> Decision {
         if Int64(now.timeIntervalSince1970) >= claims.exp { return .unauthorized(reason: "token_expired") }
-        return await revocation(claims, now: now) ?? .allow(claims)
+        switch memoryRevocation(claims, now: now) {
+        case .revoked: return .unauthorized(reason: "session_revoked")
+        case .stale: return await storeRevocation(claims) ?? .allow(claims)
+        case .current: return .allow(claims)
+        }
     }
 
-    private func revocation(_ claims: AccessTokenClaims, now: Date) async -> Decision? {
-        if view.isRevoked(sessionID: claims.sessionID, userID: claims.sub, issuedAt: claims.iat) {
-            return .unauthorized(reason: "session_revoked")
-        }
-        guard let maximumStaleness else { return nil }
-        if let staleness = view.staleness(now: now), staleness <= maximumStaleness { return nil }
-        // The feed is behind: ask the store, and refuse when it cannot answer.
+    private enum MemoryRevocation { case revoked, stale, current }
+
+    private func memoryRevocation(_ claims: AccessTokenClaims, now: Date) -> MemoryRevocation {
+        if view.isRevoked(sessionID: claims.sessionID, userID: claims.sub, issuedAt: claims.iat) { return .revoked }
+        guard let maximumStaleness else { return .current }
+        if let staleness = view.staleness(now: now), staleness <= maximumStaleness { return .current }
+        return .stale
+    }
+
+    /// The feed is behind: asks the store, and refuses when it cannot answer.
+    private func storeRevocation(_ claims: AccessTokenClaims) async -> Decision? {
         do {
             guard let sessionID = claims.sessionID else { return nil }
             guard try await store.session(userID: claims.sub, sessionID: sessionID) != nil else {

@@ -10,10 +10,13 @@ public struct AuthGateRequestContext: RequestContext, RemoteAddressRequestContex
     public let remoteAddress: SocketAddress?
     /// The request id echoed in `X-Request-Id` and logged on every line.
     public var requestID: String = ""
+    /// The client connection's event loop (new upstream connections are made on it).
+    public let eventLoop: any EventLoop
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
         self.remoteAddress = source.channel.remoteAddress
+        self.eventLoop = source.channel.eventLoop
     }
 
     /// The API's bodies are small JSON documents: GoTrue's 1 MiB limit.

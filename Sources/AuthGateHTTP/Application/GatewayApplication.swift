@@ -150,7 +150,7 @@ public enum GatewayApplication {
         let server = dependencies.configuration.server
         return Application(
             router: buildRouter(dependencies),
-            server: serverBuilder(dependencies),
+            server: serverBuilder(dependencies, logger: logger),
             configuration: .init(address: .hostname(server.host, port: server.port), serverName: nil),
             services: services,
             onServerRunning: onServerRunning,
@@ -158,12 +158,17 @@ public enum GatewayApplication {
         )
     }
 
-    /// HTTP/1.1, plus WebSocket upgrades on proxy routes when there are any.
-    public static func serverBuilder(_ dependencies: Dependencies) -> HTTPServerBuilder {
+    /// HTTP/1.1, plus, when there are proxy routes, WebSocket upgrades and the proxy's fast path
+    /// (``ProxyFastPathHandler``) in every connection's pipeline.
+    /// - Parameter logger: the logger of requests the proxy's fast path serves (the application's).
+    public static func serverBuilder(_ dependencies: Dependencies, logger: Logger = Logger(label: "authgate")) -> HTTPServerBuilder {
         guard let edge = dependencies.edge else { return .http1() }
         let webSockets = WebSocketProxy(proxy: edge)
         return .http1WebSocketUpgrade(
-            configuration: .init(ws: .init(maxFrameSize: dependencies.configuration.proxy.maxWebSocketFrame))
+            configuration: .init(
+                http1: .init(additionalChannelHandlers: [ProxyFastPathHandler(proxy: edge, logger: logger)]),
+                ws: .init(maxFrameSize: dependencies.configuration.proxy.maxWebSocketFrame)
+            )
         ) { head, channel, logger in
             await webSockets.shouldUpgrade(head, channel: channel, logger: logger)
         }

@@ -33,19 +33,26 @@ public struct GoTrueError: Error, HTTPResponseError, Sendable {
     static let errorCodeHeader = HTTPField.Name("x-sb-error-code")!
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
+        let (headers, body) = try encoded(requestHeaders: request.headers, requestID: (context as? AuthGateRequestContext)?.requestID)
+        return Response(status: status, headers: headers, body: .init(byteBuffer: body))
+    }
+
+    /// The response headers and body for a request with `requestHeaders`; `requestID` goes into
+    /// legacy 5xx bodies as `error_id`.
+    func encoded(requestHeaders: HTTPFields, requestID: String?) throws -> (HTTPFields, ByteBuffer) {
         var headers = self.headers
         headers[.contentType] = "application/json"
         headers[Self.errorCodeHeader] = code
         let body: Data
-        if let version = request.headers[Self.apiVersionHeader], Self.isDate(version), version >= Self.newErrorShapeVersion {
+        if let version = requestHeaders[Self.apiVersionHeader], Self.isDate(version), version >= Self.newErrorShapeVersion {
             headers[Self.apiVersionHeader] = version
             body = try JSONEncoder().encode(NewShape(code: code, message: message))
         } else {
             var errorID: String?
-            if status.code >= 500, let id = (context as? AuthGateRequestContext)?.requestID, !id.isEmpty { errorID = id }
+            if status.code >= 500, let requestID, !requestID.isEmpty { errorID = requestID }
             body = try JSONEncoder().encode(LegacyShape(code: Int(status.code), errorCode: code, msg: message, errorID: errorID))
         }
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+        return (headers, ByteBuffer(bytes: body))
     }
 
     private struct NewShape: Encodable {

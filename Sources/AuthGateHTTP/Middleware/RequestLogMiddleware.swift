@@ -38,17 +38,23 @@ public struct RequestLogMiddleware: RouterMiddleware {
                 .response(from: request, context: context)
         }
         response.headers[Self.requestIDHeader] = requestID
+        Self.logAccess(context.logger, method: request.method.rawValue, path: request.uri.path, status: response.status.code, since: start)
+        return response
+    }
+
+    /// The access line: method, path (never the query), status and duration.
+    static func logAccess(_ logger: Logger, method: String, path: String, status: Int, since start: ContinuousClock.Instant) {
+        guard logger.logLevel <= .info else { return }
         let elapsed = ContinuousClock.now - start
-        context.logger.info(
+        logger.info(
             "request",
             metadata: [
-                "gw.method": "\(request.method.rawValue)",
-                "gw.path": "\(request.uri.path)",
-                "gw.status": "\(response.status.code)",
+                "gw.method": "\(method)",
+                "gw.path": "\(path)",
+                "gw.status": "\(status)",
                 "gw.duration_ms": "\(Double(elapsed.components.attoseconds / 1_000_000_000_000 + elapsed.components.seconds * 1_000_000) / 1000)",
             ]
         )
-        return response
     }
 
     /// A client-sent id is kept when it is 1-128 characters of letters, digits, `-`, `_`, `.`.

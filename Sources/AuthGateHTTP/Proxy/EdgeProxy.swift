@@ -6,6 +6,7 @@ public import Foundation
 public import AuthGateCore
 public import HTTPTypes
 import Logging
+import Synchronization
 public import NIOCore
 public import NIOHTTP1
 
@@ -19,6 +20,8 @@ public final class EdgeProxy: Sendable {
     public let connections: UpstreamConnectionPool
     let table: RouteTable
     let pools: [UpstreamPool]
+    /// Requests ``ProxyFastPathHandler`` served itself.
+    let fastPathServed = Atomic<Int>(0)
 
     public init(configuration: AuthGateConfiguration, authenticator: EdgeAuthenticator, connections: UpstreamConnectionPool) {
         self.configuration = configuration

@@ -68,7 +68,7 @@ public struct EdgeProxyMiddleware: RouterMiddleware {
             let body: LimitedBody<RequestBody>? = hasBody ? LimitedBody(base: request.body, limit: configuration.maxBody) : nil
             let key = UpstreamConnectionPool.Key(host: upstream.host, port: upstream.port, tls: upstream.scheme == "https")
             do {
-                let (connection, reused) = try await connections.acquire(key, connectTimeout: .nanoseconds(configuration.connectTimeout.nanoseconds))
+                let (connection, reused) = try await connections.acquire(key, on: context.eventLoop, connectTimeout: .nanoseconds(configuration.connectTimeout.nanoseconds))
                 let start: UpstreamResponseHandler.Start
                 do {
                     start = try await connection.exchange(head: head, body: body, timeouts: timeouts) { reusable in

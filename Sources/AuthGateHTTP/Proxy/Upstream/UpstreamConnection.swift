@@ -23,6 +23,17 @@ final class UpstreamConnection: Sendable {
         let idle: TimeAmount
     }
 
+    /// Sends a bodiless request on the connection's event loop (the caller is on it) and returns
+    /// the future response start.
+    func start(head: HTTPRequestHead, timeouts: Timeouts, onEnd: @escaping @Sendable (Bool) -> Void) -> EventLoopFuture<UpstreamResponseHandler.Start> {
+        channel.eventLoop.preconditionInEventLoop()
+        let promise = channel.eventLoop.makePromise(of: UpstreamResponseHandler.Start.self)
+        handler.value.begin(head: promise, headTimeout: timeouts.head, idleTimeout: timeouts.idle, keepAlive: head.isKeepAlive, onEnd: onEnd)
+        channel.write(HTTPClientRequestPart.head(head), promise: nil)
+        channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
+        return promise.futureResult
+    }
+
     /// Sends `head` and `body` (streamed with back-pressure, while the response may already be
     /// coming) and returns once the response head is in. `onEnd` is called on the connection's
     /// event loop when the exchange is over, with whether the connection can serve another.

@@ -10,8 +10,8 @@ import Synchronization
 /// Kept-alive HTTP/1.1 connections to upstreams, at most `maxConnectionsPerUpstream` per upstream
 /// (later callers wait for one to come free).
 ///
-/// New connections are made on the caller's event loop when it runs on one, so the client's and
-/// the upstream's sockets share a thread. No redirects are followed and nothing is decompressed:
+/// New connections are made on the client connection's event loop, so the client's and the
+/// upstream's sockets share a thread (and ``ProxyFastPathHandler`` can use them). No redirects are followed and nothing is decompressed:
 /// bytes are relayed as they are. Runs as a service that closes every connection after the server
 /// stops.
 public final class UpstreamConnectionPool: Service, Sendable {
@@ -39,22 +39,25 @@ public final class UpstreamConnectionPool: Service, Sendable {
         self.tlsContext = try? NIOSSLContext(configuration: .makeClientConfiguration())
     }
 
-    /// A connection to `key`: an idle one if there is one, else a new one when under the limit,
-    /// else the next to come free. `reused` tells whether it served an exchange before (and so
-    /// may have been closed by the upstream meanwhile).
-    func acquire(_ key: Key, connectTimeout: TimeAmount) async throws -> (connection: UpstreamConnection, reused: Bool) {
+    /// A connection to `key`: an idle one on `eventLoop`, else a new one on it when under the
+    /// limit, else an idle one elsewhere, else the next to come free. `reused` tells whether
+    /// it served an exchange before (and so may have been closed by the upstream meanwhile).
+    func acquire(_ key: Key, on eventLoop: any EventLoop, connectTimeout: TimeAmount) async throws -> (connection: UpstreamConnection, reused: Bool) {
         while true {
             enum Next { case reuse(UpstreamConnection), connect, wait }
             let next: Next = state.withLock { state in
                 var connections = state[key, default: Connections()]
                 defer { state[key] = connections }
-                while let idle = connections.idle.popLast() {
-                    if idle.channel.isActive { return .reuse(idle) }
+                connections.idle.removeAll { !$0.channel.isActive }
+                // An idle connection on this loop, else a new one on it, else any idle one.
+                if let index = connections.idle.lastIndex(where: { $0.channel.eventLoop === eventLoop }) {
+                    return .reuse(connections.idle.remove(at: index))
                 }
                 if connections.open < maxConnectionsPerUpstream {
                     connections.open += 1
                     return .connect
                 }
+                if let idle = connections.idle.popLast() { return .reuse(idle) }
                 return .wait
             }
             switch next {
@@ -62,7 +65,7 @@ public final class UpstreamConnectionPool: Service, Sendable {
                 return (connection, true)
             case .connect:
                 do {
-                    return (try await connect(key, timeout: connectTimeout), false)
+                    return (try await connect(key, on: eventLoop, timeout: connectTimeout), false)
                 } catch {
                     closed(key)
                     throw error
@@ -72,6 +75,16 @@ public final class UpstreamConnectionPool: Service, Sendable {
                     state.withLock { $0[key, default: Connections()].waiters.append(continuation) }
                 }
             }
+        }
+    }
+
+    /// An idle connection to `key` made on `eventLoop`, or nil: for callers that must not wait.
+    func takeIdle(_ key: Key, on eventLoop: any EventLoop) -> UpstreamConnection? {
+        state.withLock { state in
+            guard var connections = state[key] else { return nil }
+            defer { state[key] = connections }
+            guard let index = connections.idle.lastIndex(where: { $0.channel.eventLoop === eventLoop && $0.channel.isActive }) else { return nil }
+            return connections.idle.remove(at: index)
         }
     }
 
@@ -98,8 +111,7 @@ public final class UpstreamConnectionPool: Service, Sendable {
         waiter?.resume()
     }
 
-    private func connect(_ key: Key, timeout: TimeAmount) async throws -> UpstreamConnection {
-        let eventLoop = MultiThreadedEventLoopGroup.currentEventLoop ?? group.next()
+    private func connect(_ key: Key, on eventLoop: any EventLoop, timeout: TimeAmount) async throws -> UpstreamConnection {
         let tlsContext = self.tlsContext
         if key.tls, tlsContext == nil { throw UpstreamError.connectFailed }
         let bootstrap = ClientBootstrap(group: eventLoop)
