@@ -20,7 +20,7 @@ import Synchronization
 ///
 /// It sits in each client connection's pipeline after the HTTP codec, and keeps requests in
 /// order: while a request is served here or by Hummingbird, later (pipelined) requests wait, and
-/// reading from the client pauses.
+/// reading from the client pauses while one waits.
 final class ProxyFastPathHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
@@ -32,8 +32,8 @@ final class ProxyFastPathHandler: ChannelDuplexHandler, RemovableChannelHandler 
         let head: HTTPRequest
         let path: String
         let requestID: String
+        let route: String
         let started: ContinuousClock.Instant
-        let logger: Logger
         var requestEnded = false
         var responseEnded = false
         var upstream: UpstreamConnection?
@@ -98,7 +98,7 @@ final class ProxyFastPathHandler: ChannelDuplexHandler, RemovableChannelHandler 
             pending.removeFirst()
         }
         flushPassedParts(context)
-        if readHeld, pending.isEmpty, !isWaitingForResponse {
+        if readHeld, pending.isEmpty {
             readHeld = false
             context.read()
         }
@@ -150,22 +150,16 @@ final class ProxyFastPathHandler: ChannelDuplexHandler, RemovableChannelHandler 
         context.fireChannelReadComplete()
     }
 
-    /// True while a request has fully arrived and its response has not.
-    private var isWaitingForResponse: Bool {
-        switch mode {
-        case .idle: false
-        case .passing(let requestEnded, _): requestEnded
-        case .serving(let exchange): exchange.requestEnded
-        }
-    }
-
     // MARK: Outbound
 
     func read(context: ChannelHandlerContext) {
-        if isWaitingForResponse || !pending.isEmpty {
-            readHeld = true
-        } else {
+        // Reading goes on while a response is awaited (a read only completes when the client
+        // sends, and holding it would cost two epoll changes per request); it pauses once a
+        // pipelined part is waiting.
+        if pending.isEmpty {
             context.read()
+        } else {
+            readHeld = true
         }
     }
 
@@ -212,9 +206,6 @@ final class ProxyFastPathHandler: ChannelDuplexHandler, RemovableChannelHandler 
         guard let connection = proxy.connections.takeIdle(key, on: context.eventLoop) else { return false }
 
         let requestID = RequestLogMiddleware.acceptableRequestID(fields[RequestLogMiddleware.requestIDHeader]) ?? RequestLogMiddleware.newRequestID()
-        var logger = self.logger
-        logger[metadataKey: "gw.request_id"] = .string(requestID)
-        logger[metadataKey: "gw.route"] = .string(route.configuration.name)
         var headers = proxy.upstreamHeaders(
             fields, claims: claims, route: route.configuration, peer: context.channel.remoteAddress, authority: head.authority, requestID: requestID
         )
@@ -226,7 +217,7 @@ final class ProxyFastPathHandler: ChannelDuplexHandler, RemovableChannelHandler 
         )
         let connections = proxy.connections
         let pool = proxy.pools[route.index]
-        mode = .serving(Exchange(head: head, path: path, requestID: requestID, started: .now, logger: logger, upstream: connection))
+        mode = .serving(Exchange(head: head, path: path, requestID: requestID, route: route.configuration.name, started: .now, upstream: connection))
         proxy.fastPathServed.add(1, ordering: .relaxed)
         let response = connection.start(
             head: HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: head.method.rawValue), uri: uri, headers: headers), timeouts: timeouts
@@ -262,7 +253,7 @@ final class ProxyFastPathHandler: ChannelDuplexHandler, RemovableChannelHandler 
                 relay(body, status: head.status.code, context)
             }
         case .failure(let error as UpstreamError) where error.isTimeout:
-            exchange.logger.warning("upstream timed out", metadata: ["gw.error": "\(error)"])
+            logger(for: exchange).warning("upstream timed out", metadata: ["gw.error": "\(error)"])
             let timeout = GoTrueError(.gatewayTimeout, code: "request_timeout", message: "The upstream did not answer in time")
             guard let (fields, body) = try? timeout.encoded(requestHeaders: exchange.head.headerFields, requestID: exchange.requestID) else {
                 context.close(promise: nil)
@@ -308,12 +299,22 @@ final class ProxyFastPathHandler: ChannelDuplexHandler, RemovableChannelHandler 
         }
     }
 
+    /// The logger of a request: its id and route on every line (made only when a line is written).
+    private func logger(for exchange: Exchange) -> Logger {
+        var logger = self.logger
+        logger[metadataKey: "gw.request_id"] = .string(exchange.requestID)
+        logger[metadataKey: "gw.route"] = .string(exchange.route)
+        return logger
+    }
+
     private func responseEnded(status: Int) {
         guard let context, case .serving(var exchange) = mode else { return }
         exchange.responseEnded = true
         exchange.upstream = nil
         mode = .serving(exchange)
-        RequestLogMiddleware.logAccess(exchange.logger, method: exchange.head.method.rawValue, path: exchange.path, status: status, since: exchange.started)
+        if logger.logLevel <= .info {
+            RequestLogMiddleware.logAccess(logger(for: exchange), method: exchange.head.method.rawValue, path: exchange.path, status: status, since: exchange.started)
+        }
         finishIfDone(context)
     }
 }

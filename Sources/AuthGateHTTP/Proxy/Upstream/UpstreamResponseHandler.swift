@@ -4,9 +4,9 @@ import NIOHTTP1
 /// The last handler of an upstream connection: turns one exchange's response parts into a head
 /// and a back-pressured body sequence, and enforces the head and idle timeouts.
 ///
-/// Reads are let through only while the head is awaited and while the body's consumer wants more
-/// (the `read` event is held otherwise), so a slow client holds the upstream back instead of
-/// filling memory. Lives on the connection's event loop; the connection drives it through
+/// Reads are held while the body's consumer does not want more, so a slow client holds the
+/// upstream back instead of filling memory; between exchanges they go on, so a closed kept-alive
+/// connection is noticed at once. Lives on the connection's event loop; the connection drives it through
 /// `begin(...)` on that loop.
 final class UpstreamResponseHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPClientResponsePart
@@ -77,11 +77,17 @@ final class UpstreamResponseHandler: ChannelDuplexHandler, RemovableChannelHandl
     }
 
     func read(context: ChannelHandlerContext) {
-        if wantsData {
+        switch state {
+        case .streamingBody where !wantsData:
+            // The body's consumer is behind: the upstream waits (back-pressure).
+            readHeld = true
+        case .idle, .closed:
+            // Between exchanges reading goes on, so an upstream closing a kept-alive connection is
+            // noticed at once (and no epoll change is paid per exchange).
+            context.read()
+        default:
             armIdleTimer()
             context.read()
-        } else {
-            readHeld = true
         }
     }
 
