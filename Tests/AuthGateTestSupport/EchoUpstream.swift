@@ -11,8 +11,7 @@ import Synchronization
 /// to `/ws/...` are accepted: the first message is `user=<X-AuthGate-User-Id received>`, then
 /// every message is echoed.
 public final class EchoUpstream: Sendable {
-    public let port: Int
-    private let task: Mutex<Task<Void, any Error>?> = Mutex(nil)
+    private let server: LocalServer
     private let counter: Counter
 
     /// Counts requests; shared between the router's closures and the upstream.
@@ -39,26 +38,23 @@ public final class EchoUpstream: Sendable {
                 }
             }
         }
-        let (port, task) = try await startLocalServer(router, server: webSocket)
-        let upstream = EchoUpstream(port: port, counter: counter)
-        upstream.task.withLock { $0 = task }
-        return upstream
+        return EchoUpstream(server: try await LocalServer.start(router, server: webSocket), counter: counter)
     }
 
-    private init(port: Int, counter: Counter) {
-        self.port = port
+    private init(server: LocalServer, counter: Counter) {
+        self.server = server
         self.counter = counter
     }
 
+    /// The loopback port it listens on.
+    public var port: Int { server.port }
     /// `http://127.0.0.1:<port>`.
-    public var url: String { "http://127.0.0.1:\(port)" }
+    public var url: String { server.url }
     /// Requests answered so far.
     public var requestCount: Int { counter.value.withLock { $0 } }
 
     public func stop() async {
-        let task = self.task.withLock { $0 }
-        task?.cancel()
-        _ = try? await task?.value
+        await server.stop()
     }
 
     private static func echo(_ request: Request, counter: Counter) async throws -> Response {

@@ -28,9 +28,9 @@ public final class FakeProvider: Sendable {
     }
 
     private let state = Mutex(State())
-    private let task: Mutex<Task<Void, any Error>?> = Mutex(nil)
+    private let server: LocalServer
     /// The loopback port it listens on.
-    public let port: Int
+    public var port: Int { server.port }
 
     /// Three RSA-2048 keys made once per test process (key generation is slow in debug builds).
     public static let sharedKeys: [Key] = (1...3).compactMap { index in
@@ -55,21 +55,17 @@ public final class FakeProvider: Sendable {
             let body = "{\"issuer\":\"\(provider.issuer)\",\"jwks_uri\":\"\(provider.jwksURL)\"}"
             return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: body)))
         }
-        let (port, task) = try await startLocalServer(router)
-        let provider = FakeProvider(port: port)
-        provider.task.withLock { $0 = task }
+        let provider = FakeProvider(server: try await LocalServer.start(router))
         provider.state.withLock { $0.keys = keys }
         box.withLock { $0 = provider }
         return provider
     }
 
-    private init(port: Int) { self.port = port }
+    private init(server: LocalServer) { self.server = server }
 
     /// Stops serving.
     public func stop() async {
-        let task = self.task.withLock { $0 }
-        task?.cancel()
-        _ = try? await task?.value
+        await server.stop()
     }
 
     /// Publishes exactly these keys.

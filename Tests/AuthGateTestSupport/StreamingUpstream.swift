@@ -11,8 +11,7 @@ import Synchronization
 /// - `GET /endless`: chunks until the connection goes away (recorded in ``endlessStopped``);
 /// - `GET /stall-head`: never answers; `GET /stall-body`: a head and one chunk, then silence.
 public final class StreamingUpstream: Sendable {
-    public let port: Int
-    private let task: Mutex<Task<Void, any Error>?> = Mutex(nil)
+    private let server: LocalServer
     private let state: State
 
     final class State: Sendable {
@@ -83,19 +82,18 @@ public final class StreamingUpstream: Sendable {
                 try await writer.finish(nil)
             })
         }
-        let (port, task) = try await startLocalServer(router)
-        let upstream = StreamingUpstream(port: port, state: state)
-        upstream.task.withLock { $0 = task }
-        return upstream
+        return StreamingUpstream(server: try await LocalServer.start(router), state: state)
     }
 
-    private init(port: Int, state: State) {
-        self.port = port
+    private init(server: LocalServer, state: State) {
+        self.server = server
         self.state = state
     }
 
+    /// The loopback port it listens on.
+    public var port: Int { server.port }
     /// `http://127.0.0.1:<port>`.
-    public var url: String { "http://127.0.0.1:\(port)" }
+    public var url: String { server.url }
 
     /// Lets the event stream send its next event.
     public func releaseEvent() {
@@ -108,8 +106,6 @@ public final class StreamingUpstream: Sendable {
     public var endlessBytes: Int { state.endlessBytes.withLock { $0 } }
 
     public func stop() async {
-        let task = self.task.withLock { $0 }
-        task?.cancel()
-        _ = try? await task?.value
+        await server.stop()
     }
 }
