@@ -10,10 +10,7 @@ import Testing
 /// the same rules.
 @Suite("Accounts and sessions on the memory and Redis stores", .serialized)
 struct AccountServiceTests {
-    enum StoreKind: String, CaseIterable, Sendable, CustomStringConvertible {
-        case memory, redis
-        var description: String { rawValue }
-    }
+    typealias StoreKind = TestStoreKind
 
     private static let logger = Logger(label: "accounts-test")
 
@@ -44,21 +41,7 @@ struct AccountServiceTests {
                 logger: Self.logger
             )
         }
-        switch kind {
-        case .memory:
-            let store = MemoryAuthStore()
-            try await body(make(store), store)
-        case .redis:
-            let client = RedisClient(configuration: .init(url: try await SharedRedis.url(), poolSize: 2), logger: Self.logger)
-            let store = RedisAuthStore(redis: client, keyPrefix: "test:\(UInt32.random(in: 0...UInt32.max)):")
-            do {
-                try await body(make(store), store)
-            } catch {
-                await client.shutdown()
-                throw error
-            }
-            await client.shutdown()
-        }
+        try await withTestStore(kind) { store in try await body(make(store), store) }
     }
 
     private func idToken(subject: String, email: String? = nil, verified: Bool = true, now: Date = Date()) -> String {

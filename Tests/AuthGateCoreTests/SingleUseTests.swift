@@ -9,28 +9,12 @@ import Testing
 /// Single use of ID tokens and server-issued nonces, on both stores.
 @Suite("Single use: replay guard and server nonces, memory and Redis stores", .serialized)
 struct SingleUseTests {
-    enum StoreKind: String, CaseIterable, Sendable, CustomStringConvertible {
-        case memory, redis
-        var description: String { rawValue }
-    }
+    typealias StoreKind = TestStoreKind
 
     private static let logger = Logger(label: "single-use-test")
 
     private func withStore(_ kind: StoreKind, _ body: (any AuthStore) async throws -> Void) async throws {
-        switch kind {
-        case .memory:
-            try await body(MemoryAuthStore())
-        case .redis:
-            let client = RedisClient(configuration: .init(url: try await SharedRedis.url(), poolSize: 2), logger: Self.logger)
-            let prefix = "test:\(UInt32.random(in: 0...UInt32.max)):"
-            do {
-                try await body(RedisAuthStore(redis: client, keyPrefix: prefix))
-            } catch {
-                await client.shutdown()
-                throw error
-            }
-            await client.shutdown()
-        }
+        try await withTestStore(kind, body)
     }
 
     /// A sign-in verifier for a fake provider, with server nonces required or not.

@@ -7,8 +7,36 @@ struct KeysCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keys",
         abstract: "Manage AuthGate's signing keys.",
-        subcommands: [GenerateKeyCommand.self]
+        subcommands: [ListKeysCommand.self, GenerateKeyCommand.self]
     )
+}
+
+/// `authgate keys list`: each configured key with its algorithm, state and whether `/jwks`
+/// publishes it (active and published keys, and retired ones until their tokens expire).
+struct ListKeysCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "List the configured signing keys.")
+
+    @OptionGroup var options: ConfigurationOptions
+    @OptionGroup var output: OutputOptions
+
+    func run() async throws {
+        let configuration = try options.loadOrExit()
+        let keyRing: SigningKeyRing
+        do {
+            keyRing = try SigningKeyRing.load(configuration.tokens, allowGenerated: false)
+        } catch {
+            printError("cannot load the signing keys: \(error)")
+            throw ExitStatus.configurationError
+        }
+        let published = Set(keyRing.publishedKeys.map(\.kid))
+        if output.json {
+            Output.json(.object(["keys": .array(keyRing.keys.map { key in
+                .object(["kid": .string(key.kid), "alg": .string(key.algorithm.rawValue), "state": .string(key.state.rawValue), "in_jwks": .bool(published.contains(key.kid))])
+            })]))
+            return
+        }
+        Output.table(["KID", "ALG", "STATE", "IN JWKS"], keyRing.keys.map { [$0.kid, $0.algorithm.rawValue, $0.state.rawValue, published.contains($0.kid) ? "yes" : "no"] })
+    }
 }
 
 /// `authgate keys generate --alg ES256 --out F`: writes a new private key as PKCS#8 PEM (mode
@@ -31,14 +59,12 @@ struct GenerateKeyCommand: AsyncParsableCommand {
             throw ExitStatus.configurationError
         }
         guard !FileManager.default.fileExists(atPath: out) else {
-            printError("\(out) exists; refusing to overwrite a key")
-            throw ExitStatus.refused
+            throw refusal("\(out) exists; refusing to overwrite a key")
         }
         let keyID = kid ?? Self.defaultKeyID()
         let key = try SigningKey.generate(kid: keyID, algorithm: parsed)
         guard FileManager.default.createFile(atPath: out, contents: Data(key.pemRepresentation.utf8), attributes: [.posixPermissions: 0o600]) else {
-            printError("cannot write \(out)")
-            throw ExitStatus.refused
+            throw refusal("cannot write \(out)")
         }
         print("wrote \(parsed.rawValue) key to \(out)")
         print("add to tokens.signing_keys (as published first when rotating):")

@@ -13,13 +13,7 @@ struct ServeCommand: AsyncParsableCommand {
     @OptionGroup var options: ConfigurationOptions
 
     func run() async throws {
-        let configuration: AuthGateConfiguration
-        do {
-            configuration = try options.load()
-        } catch {
-            printError(error.description)
-            throw ExitStatus.configurationError
-        }
+        let configuration = try options.loadOrExit()
         LoggingBootstrap.bootstrap(configuration.logging)
         let logger = Logger(label: "authgate")
         if configuration.isDevelopmentMode {

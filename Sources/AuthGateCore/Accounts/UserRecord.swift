@@ -21,11 +21,13 @@ public struct UserRecord: Sendable, Codable, Hashable {
     public var updatedAt: Date
     public var lastSignInAt: Date?
     public var bannedUntil: Date?
+    /// Set by a soft delete: the record stays (its id can still be found) but cannot sign in.
+    public var deletedAt: Date?
 
     public init(
         id: String, aud: String, role: String, email: String?, phone: String?, emailConfirmedAt: Date?,
         appMetadata: [String: JSONValue], userMetadata: [String: JSONValue], isAnonymous: Bool,
-        createdAt: Date, updatedAt: Date, lastSignInAt: Date?, bannedUntil: Date?
+        createdAt: Date, updatedAt: Date, lastSignInAt: Date?, bannedUntil: Date?, deletedAt: Date? = nil
     ) {
         self.id = id
         self.aud = aud
@@ -40,8 +42,9 @@ public struct UserRecord: Sendable, Codable, Hashable {
         self.updatedAt = updatedAt
         self.lastSignInAt = lastSignInAt
         self.bannedUntil = bannedUntil
+        self.deletedAt = deletedAt
     }
 
-    /// True while a ban is in force.
-    public func isBanned(at now: Date) -> Bool { bannedUntil.map { $0 > now } ?? false }
+    /// True while a ban is in force (a soft-deleted user is banned for good).
+    public func isBanned(at now: Date) -> Bool { deletedAt != nil || (bannedUntil.map { $0 > now } ?? false) }
 }

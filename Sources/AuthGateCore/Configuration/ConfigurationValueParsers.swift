@@ -1,7 +1,7 @@
 /// Parsers for the value syntaxes the configuration accepts: durations, byte sizes, rates and CIDRs.
-enum ConfigurationValueParsers {
+public enum ConfigurationValueParsers {
     /// Parses `3600s`, `10m`, `1h30m`, `250ms`, `2d`, or `0`; nil for anything else.
-    static func duration(_ text: String) -> Duration? {
+    public static func duration(_ text: String) -> Duration? {
         let trimmed = text.trimmed
         if trimmed == "0" { return .zero }
         var total: Duration = .zero
@@ -40,7 +40,8 @@ enum ConfigurationValueParsers {
     }
 
     /// Formats a duration the way ``duration(_:)`` reads it, using the largest exact unit.
-    static func format(_ duration: Duration) -> String {
+    /// The shortest configuration spelling of a duration.
+    public static func format(_ duration: Duration) -> String {
         let milliseconds = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
         if milliseconds == 0 { return "0s" }
         if milliseconds % 1000 != 0 { return "\(milliseconds)ms" }

@@ -66,6 +66,12 @@ public enum JSONValue: Sendable, Hashable, Codable {
         }
     }
 
+    /// The elements of an array.
+    public var arrayValue: [JSONValue]? {
+        if case .array(let elements) = self { return elements }
+        return nil
+    }
+
     /// The members of an object value.
     public var objectValue: [String: JSONValue]? {
         if case .object(let members) = self { return members }

@@ -19,6 +19,10 @@ public struct SigningKeyRing: Sendable {
         return key
     }
 
+    /// The keys `/jwks` publishes: all of them. Active signs, published is learned by clients and
+    /// proxies ahead of activation, retired still verifies tokens it signed until they expire.
+    public var publishedKeys: [SigningKey] { keys }
+
     private init(keys: [SigningKey], isGenerated: Bool) {
         self.keys = keys
         self.isGenerated = isGenerated

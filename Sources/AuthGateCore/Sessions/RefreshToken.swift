@@ -87,6 +87,12 @@ enum UUIDBytes {
         return String(decoding: output, as: UTF8.self)
     }
 
+    /// The lower-case form of a UUID, or nil when `text` is not one.
+    static func canonical(_ text: String) -> String? {
+        guard text.utf8.count == 36 else { return nil }
+        return bytes(of: text).map(string(of:))
+    }
+
     /// A new random (version 4) UUID in lower case.
     static func random() -> String {
         var bytes = Base64URL.randomBytes(16)

@@ -61,4 +61,16 @@ public protocol AuthStore: Sendable {
     func deleteSessions(userID: String, sessionIDs: [String]) async throws -> [String]
     /// Appends to the revocation stream the proxies tail.
     func appendRevocation(_ event: RevocationEvent) async throws
+
+    // MARK: administration
+
+    /// Users in creation order: `limit` of them from `offset`, and how many there are.
+    func listUsers(offset: Int, limit: Int) async throws -> (users: [UserRecord], total: Int)
+    /// The user a session belongs to, if the session was created and not deleted since.
+    func owner(ofSession sessionID: String) async throws -> String?
+    /// Removes one identity of `userID` (and its index entry when it points at that user).
+    func deleteIdentity(provider: String, subject: String, userID: String) async throws
+    /// Removes a user with its identities, email and identity indexes and sessions; returns the
+    /// ids of the sessions that were alive.
+    func deleteUser(_ userID: String) async throws -> [String]
 }

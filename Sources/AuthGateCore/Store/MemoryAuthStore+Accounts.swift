@@ -38,4 +38,25 @@ extension MemoryAuthStore {
         emailOwners[email] = userID
         return userID
     }
+
+    public func listUsers(offset: Int, limit: Int) async throws -> (users: [UserRecord], total: Int) {
+        let ordered = users.values.sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
+        return (Array(ordered.dropFirst(offset).prefix(max(0, limit))), ordered.count)
+    }
+
+    public func deleteIdentity(provider: String, subject: String, userID: String) async throws {
+        identitiesByUser[userID]?.removeAll { $0.provider == provider && $0.subject == subject }
+        if identityOwners["\(provider):\(subject)"] == userID { identityOwners.removeValue(forKey: "\(provider):\(subject)") }
+    }
+
+    public func deleteUser(_ userID: String) async throws -> [String] {
+        for identity in identitiesByUser[userID] ?? [] {
+            try await deleteIdentity(provider: identity.provider, subject: identity.subject, userID: userID)
+        }
+        if let email = users[userID]?.email, emailOwners[email] == userID { emailOwners.removeValue(forKey: email) }
+        let ended = Array((sessionsByUser.removeValue(forKey: userID) ?? [:]).keys).sorted()
+        identitiesByUser.removeValue(forKey: userID)
+        users.removeValue(forKey: userID)
+        return ended
+    }
 }

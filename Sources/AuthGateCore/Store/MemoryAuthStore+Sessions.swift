@@ -13,6 +13,10 @@ extension MemoryAuthStore {
         sessionsByUser[userID]?[sessionID]?.record
     }
 
+    public func owner(ofSession sessionID: String) async throws -> String? {
+        sessionsByUser.first { $0.value[sessionID] != nil }?.key
+    }
+
     public func sessions(ofUser userID: String) async throws -> [SessionRecord] {
         (sessionsByUser[userID] ?? [:]).values.map(\.record).sorted { $0.createdAt < $1.createdAt }
     }

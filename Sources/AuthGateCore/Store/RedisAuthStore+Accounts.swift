@@ -14,6 +14,7 @@ extension RedisAuthStore {
 
     public func saveUser(_ user: UserRecord) async throws {
         try await run(RedisCommand("SET", .string(keys.user(user.id)), .string(try Self.encode(user))))
+        try await run(RedisCommand("ZADD", .string(keys.users), "NX", .integer(Self.milliseconds(user.createdAt)), .string(user.id)))
     }
 
     public func identities(ofUser userID: String) async throws -> [IdentityRecord] {
@@ -45,6 +46,44 @@ extension RedisAuthStore {
     public func claimEmail(_ email: String, userID: String) async throws -> String {
         try await claim(keys.emailIndex(email), for: userID)
     }
+
+    public func listUsers(offset: Int, limit: Int) async throws -> (users: [UserRecord], total: Int) {
+        let total = Int(try await run(RedisCommand("ZCARD", .string(keys.users))).int ?? 0)
+        guard limit > 0, offset < total else { return ([], total) }
+        let ids = try await run(RedisCommand("ZRANGE", .string(keys.users), .integer(Int64(offset)), .integer(Int64(offset + limit - 1)))).array?.compactMap(\.string) ?? []
+        var users: [UserRecord] = []
+        for id in ids {
+            if let user = try await user(id: id) { users.append(user) }
+        }
+        return (users, total)
+    }
+
+    public func deleteIdentity(provider: String, subject: String, userID: String) async throws {
+        try await run(RedisCommand("HDEL", .string(keys.identities(userID)), .string("\(provider):\(subject)")))
+        try await run(Self.deleteIfOwnedScript, keys: [keys.identityIndex(provider, subject)], arguments: [.string(userID)])
+    }
+
+    public func deleteUser(_ userID: String) async throws -> [String] {
+        for identity in try await identities(ofUser: userID) {
+            try await deleteIdentity(provider: identity.provider, subject: identity.subject, userID: userID)
+        }
+        if let email = try await user(id: userID)?.email {
+            try await run(Self.deleteIfOwnedScript, keys: [keys.emailIndex(email)], arguments: [.string(userID)])
+        }
+        let sessionIDs = try await sessions(ofUser: userID).map(\.id)
+        let ended = try await deleteSessions(userID: userID, sessionIDs: sessionIDs)
+        try await run(RedisCommand("DEL", .string(keys.user(userID)), .string(keys.identities(userID)), .string(keys.sessions(userID))))
+        try await run(RedisCommand("ZREM", .string(keys.users), .string(userID)))
+        return ended
+    }
+
+    /// Deletes KEYS[1] only while it holds ARGV[1] (an index entry pointing at the user removed).
+    static let deleteIfOwnedScript = RedisScript(
+        """
+        if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+        return 0
+        """
+    )
 
     /// `SET key userID NX GET`: one round trip that either claims the key or reads its owner.
     private func claim(_ key: String, for userID: String) async throws -> String {

@@ -57,6 +57,11 @@ extension RedisAuthStore {
             )
         )
         try await run(RedisCommand("ZADD", .string(keys.sessions(session.userID)), .integer(created), .string(session.id)))
+        try await run(RedisCommand("SET", .string(keys.sessionOwner(session.id)), .string(session.userID)))
+    }
+
+    public func owner(ofSession sessionID: String) async throws -> String? {
+        try await run(RedisCommand("GET", .string(keys.sessionOwner(sessionID)))).string
     }
 
     public func session(userID: String, sessionID: String) async throws -> SessionRecord? {
@@ -85,6 +90,7 @@ extension RedisAuthStore {
         for id in sessionIDs {
             let removed = try await run(RedisCommand("DEL", .string(keys.session(userID, id)))).int ?? 0
             try await run(RedisCommand("ZREM", .string(keys.sessions(userID)), .string(id)))
+            try await run(RedisCommand("DEL", .string(keys.sessionOwner(id))))
             if removed > 0 { deleted.append(id) }
         }
         return deleted

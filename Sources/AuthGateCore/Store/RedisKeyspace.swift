@@ -9,6 +9,10 @@ struct RedisKeyspace: Sendable {
     func session(_ userID: String, _ sessionID: String) -> String { "\(prefix){u:\(userID)}:s:\(sessionID)" }
     func identityIndex(_ provider: String, _ subject: String) -> String { "\(prefix)idn:\(provider):\(subject)" }
     func emailIndex(_ email: String) -> String { "\(prefix)email:\(email)" }
+    /// Session id → user id, for operators who name a session alone.
+    func sessionOwner(_ sessionID: String) -> String { "\(prefix)sid:\(sessionID)" }
+    /// Every user id, scored by creation time in milliseconds (listing and paging).
+    var users: String { "\(prefix)users" }
     var revocations: String { "\(prefix)revocations" }
     func expiring(_ key: String) -> String { prefix + key }
 }

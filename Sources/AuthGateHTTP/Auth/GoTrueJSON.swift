@@ -1,19 +1,22 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+public import FoundationEssentials
 #else
-import Foundation
+public import Foundation
 #endif
-import AuthGateCore
+public import AuthGateCore
 
 /// GoTrue's JSON shapes for users, identities and token responses (`internal/models/user.go`,
 /// `identity.go`, `internal/tokens/service.go`): `email`/`phone` always strings, dates RFC 3339
-/// with fractional seconds in UTC, identities with GoTrue's inverted `identity_id` / `id`.
-enum GoTrueJSON {
-    static func timestamp(_ date: Date) -> JSONValue {
+/// with fractional seconds in UTC, identities with GoTrue's inverted `identity_id` / `id`. The
+/// admin API and the admin commands' `--json` use the same shapes.
+public enum GoTrueJSON {
+    /// RFC 3339 with fractional seconds, UTC.
+    public static func timestamp(_ date: Date) -> JSONValue {
         .string(Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(date))
     }
 
-    static func user(_ user: UserRecord, identities: [IdentityRecord]) -> [String: JSONValue] {
+    /// A user with its identities.
+    public static func user(_ user: UserRecord, identities: [IdentityRecord]) -> [String: JSONValue] {
         var object: [String: JSONValue] = [
             "id": .string(user.id),
             "aud": .string(user.aud),
@@ -33,10 +36,12 @@ enum GoTrueJSON {
         }
         if let lastSignIn = user.lastSignInAt { object["last_sign_in_at"] = timestamp(lastSignIn) }
         if let banned = user.bannedUntil { object["banned_until"] = timestamp(banned) }
+        if let deleted = user.deletedAt { object["deleted_at"] = timestamp(deleted) }
         return object
     }
 
-    static func identity(_ identity: IdentityRecord) -> [String: JSONValue] {
+    /// One identity.
+    public static func identity(_ identity: IdentityRecord) -> [String: JSONValue] {
         var object: [String: JSONValue] = [
             "identity_id": .string(identity.identityID),
             "id": .string(identity.subject),
@@ -49,6 +54,19 @@ enum GoTrueJSON {
         if let lastSignIn = identity.lastSignInAt { object["last_sign_in_at"] = timestamp(lastSignIn) }
         if let email = identity.email { object["email"] = .string(email) }
         return object
+    }
+
+    /// A session as operators see it (GoTrue's `sessions` row): never a token.
+    public static func sessionRecord(_ session: SessionRecord) -> [String: JSONValue] {
+        [
+            "id": .string(session.id),
+            "user_id": .string(session.userID),
+            "created_at": timestamp(session.createdAt),
+            "updated_at": timestamp(session.refreshedAt),
+            "refreshed_at": timestamp(session.refreshedAt),
+            "aal": .string(session.aal),
+            "amr": .array(session.amr.map { .object(["method": .string($0.method), "timestamp": .integer($0.timestamp)]) }),
+        ]
     }
 
     static func session(_ issued: IssuedSession) -> [String: JSONValue] {

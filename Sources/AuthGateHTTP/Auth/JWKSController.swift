@@ -16,7 +16,7 @@ public struct JWKSController: Sendable {
     public init(keyRing: SigningKeyRing, issuer: String) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let keys = JSONValue.array(keyRing.keys.map { .object($0.publicJWK) })
+        let keys = JSONValue.array(keyRing.publishedKeys.map { .object($0.publicJWK) })
         self.body = ByteBuffer(bytes: (try? encoder.encode(["keys": keys])) ?? Data("{\"keys\":[]}".utf8))
         let metadata: [String: JSONValue] = [
             "issuer": .string(issuer),

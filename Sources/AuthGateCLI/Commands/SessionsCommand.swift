@@ -1,0 +1,75 @@
+import ArgumentParser
+import AuthGateCore
+import AuthGateHTTP
+import Foundation
+
+/// `authgate sessions …`: list and end sessions. Every ending goes on the revocation stream, so
+/// every running gateway refuses the tokens within a second.
+struct SessionsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sessions",
+        abstract: "List and revoke sessions.",
+        subcommands: [ListSessionsCommand.self, RevokeSessionCommand.self, RevokeUserSessionsCommand.self]
+    )
+}
+
+/// `authgate sessions list --user <id>`.
+struct ListSessionsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "List a user's live sessions.")
+
+    @OptionGroup var options: ConfigurationOptions
+    @OptionGroup var output: OutputOptions
+    @Option(help: "The user id.")
+    var user: String
+
+    func run() async throws {
+        try await AdminStore.run(options) { opened in
+            let sessions = try await opened.admin.sessions(of: user)
+            if output.json {
+                Output.json(.object(["sessions": .array(sessions.map { .object(GoTrueJSON.sessionRecord($0)) })]))
+                return
+            }
+            Output.table(
+                ["SESSION", "CREATED", "REFRESHED", "AAL", "METHODS"],
+                sessions.map { [$0.id, Output.date($0.createdAt), Output.date($0.refreshedAt), $0.aal, $0.amr.map(\.method).joined(separator: ",")] }
+            )
+        }
+    }
+}
+
+/// `authgate sessions revoke <session-id>`.
+struct RevokeSessionCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "revoke", abstract: "End one session.")
+
+    @OptionGroup var options: ConfigurationOptions
+    @Argument(help: "The session id.")
+    var session: String
+
+    func run() async throws {
+        try await AdminStore.run(options) { opened in
+            guard let user = try await opened.admin.revokeSession(session, now: Date()) else {
+                throw refusal("no live session \(session)")
+            }
+            print("revoked session \(session) of user \(user)")
+        }
+    }
+}
+
+/// `authgate sessions revoke-user <user-id>`: sign out everywhere.
+struct RevokeUserSessionsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "revoke-user", abstract: "End every session of a user (sign out everywhere).")
+
+    @OptionGroup var options: ConfigurationOptions
+    @Argument(help: "The user id.")
+    var user: String
+
+    func run() async throws {
+        try await AdminStore.run(options) { opened in
+            guard try await opened.store.user(id: user) != nil else {
+                throw refusal("no user \(user)")
+            }
+            let ended = try await opened.admin.signOutEverywhere(user, now: Date())
+            print("signed \(user) out everywhere: \(ended.count) session(s) ended")
+        }
+    }
+}

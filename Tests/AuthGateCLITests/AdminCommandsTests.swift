@@ -1,0 +1,222 @@
+import AuthGateCore
+import AuthGateTestSupport
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+
+/// The admin commands as operators run them: the real binary against a real Redis, beside a
+/// running gateway whose proxy must refuse revoked tokens within a second.
+@Suite("Admin commands", .serialized)
+struct AdminCommandsTests {
+    /// A gateway on Redis with a fake OIDC provider (so one user can hold several sessions) and an
+    /// authenticated proxy route; the admin commands read the same configuration file.
+    final class Setup: Sendable {
+        let directory: URL
+        let config: URL
+        let provider: FakeProvider
+        let upstream: EchoUpstream
+        let server: AuthGateServer
+
+        init() async throws {
+            directory = FileManager.default.temporaryDirectory.appendingPathComponent("admin-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            try TestKeys.es256PEM().write(to: directory.appendingPathComponent("k1.pem"), atomically: true, encoding: .utf8)
+            provider = try await FakeProvider.start(keys: [FakeProvider.sharedKeys[0]])
+            upstream = try await EchoUpstream.start()
+            config = directory.appendingPathComponent("authgate.yaml")
+            try """
+                server: { host: 127.0.0.1, public_url: "https://auth.example.com" }
+                store: { kind: redis, redis: { url: "\(try await SharedRedis.url())", key_prefix: "admin-\(UInt32.random(in: 0...UInt32.max)):" } }
+                tokens: { signing_keys: [ { kid: k1, file: k1.pem } ] }
+                providers:
+                  anonymous: { enabled: true }
+                  oidc: [ { name: fake, issuer: "\(provider.issuer)", audiences: [app], jwks_url: "\(provider.jwksURL)" } ]
+                rate_limits: { token: off, signup: off, nonce: off }
+                routes:
+                  - { name: api, path_prefix: /api/, upstreams: [\(upstream.url)], auth: required, allow_anonymous: true }
+                logging: { level: warning }
+                """.write(to: config, atomically: true, encoding: .utf8)
+            server = try await AuthGateServer.start(arguments: ["--config", config.path])
+        }
+
+        func tearDown() async {
+            _ = await server.stop()
+            await upstream.stop()
+            await provider.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
+
+        /// Runs `authgate <arguments> --config <file>`.
+        func admin(_ arguments: [String]) async throws -> AuthGateBinary.Result {
+            try await AuthGateBinary.run(arguments + ["--config", config.path])
+        }
+
+        /// Signs `subject` in with a fresh ID token: a new session each time.
+        func signIn(_ subject: String) async throws -> (access: String, userID: String, sessionID: String) {
+            let (data, response) = try await postIDToken(subject)
+            try #require(response.statusCode == 200, "sign-in answered \(response.statusCode): \(String(decoding: data, as: UTF8.self))")
+            let body = try #require(try JSONValue.parse(Array(data)).objectValue)
+            let access = try #require(body["access_token"]?.stringValue)
+            let claims = try #require(Base64URL.decode(access.split(separator: ".")[1]).flatMap { try? JSONValue.parse($0) }?.objectValue)
+            return (access, try #require(claims["sub"]?.stringValue), try #require(claims["session_id"]?.stringValue))
+        }
+
+        /// The status of a sign-in attempt.
+        func signInStatus(_ subject: String) async throws -> Int {
+            try await postIDToken(subject).1.statusCode
+        }
+
+        private func postIDToken(_ subject: String) async throws -> (Data, HTTPURLResponse) {
+            let now = Int64(Date().timeIntervalSince1970)
+            let idToken = FakeProvider.token(
+                claims: ["iss": .string(provider.issuer), "aud": "app", "sub": .string(subject), "iat": .integer(now), "exp": .integer(now + 600), "jti": .string(UUID().uuidString)],
+                key: FakeProvider.sharedKeys[0]
+            )
+            return try await HTTP.send(
+                server.baseURL.appendingPathComponent("auth/v1/token").appending(queryItems: [URLQueryItem(name: "grant_type", value: "id_token")]),
+                method: "POST", json: "{\"provider\":\"fake\",\"id_token\":\"\(idToken)\"}"
+            )
+        }
+
+        /// The proxy's answer to `token` on the authenticated route.
+        func proxyStatus(_ token: String) async throws -> Int {
+            try await HTTP.get(server.baseURL.appendingPathComponent("api/x"), headers: ["Authorization": "Bearer \(token)"]).1.statusCode
+        }
+
+        /// Waits up to 3 s for the proxy to refuse `token`; how long it took.
+        func refusedAfter(_ token: String) async throws -> Duration? {
+            let clock = ContinuousClock()
+            let start = clock.now
+            while clock.now - start < .seconds(3) {
+                if try await proxyStatus(token) == 401 { return clock.now - start }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            return nil
+        }
+    }
+
+    private func withSetup(_ body: (Setup) async throws -> Void) async throws {
+        let setup = try await Setup()
+        do {
+            try await body(setup)
+        } catch {
+            await setup.tearDown()
+            throw error
+        }
+        await setup.tearDown()
+    }
+
+    @Test("sessions revoke: the gateway refuses the token within 1 s and sessions list no longer shows it")
+    func revokeSession() async throws {
+        try await withSetup { setup in
+            let first = try await setup.signIn("alice")
+            let second = try await setup.signIn("alice")
+            #expect(first.userID == second.userID)
+            #expect(try await setup.proxyStatus(first.access) == 200)
+            let listed = try await setup.admin(["sessions", "list", "--user", first.userID])
+            #expect(listed.status == 0)
+            #expect(listed.standardOutput.contains(first.sessionID) && listed.standardOutput.contains(second.sessionID))
+
+            let revoked = try await setup.admin(["sessions", "revoke", first.sessionID])
+            #expect(revoked.status == 0, "\(revoked.standardError)")
+            let elapsed = try #require(try await setup.refusedAfter(first.access), "the gateway kept accepting a revoked session's token")
+            #expect(elapsed < .seconds(1))
+            #expect(try await setup.proxyStatus(second.access) == 200, "the user's other session is untouched")
+            let after = try await setup.admin(["sessions", "list", "--user", first.userID, "--json"])
+            let sessions = try #require(try JSONValue.parse(Array(after.standardOutput.utf8)).objectValue?["sessions"]?.arrayValue)
+            #expect(sessions.compactMap { $0.objectValue?["id"]?.stringValue } == [second.sessionID])
+
+            let inspected = try await setup.admin(["tokens", "inspect", first.access])
+            #expect(inspected.standardOutput.contains("verdict: valid") && inspected.standardOutput.contains("session: revoked or ended"), "\(inspected.standardOutput)")
+            let again = try await setup.admin(["sessions", "revoke", first.sessionID])
+            #expect(again.status == 1, "revoking a session that is gone is refused")
+        }
+    }
+
+    @Test("sessions revoke-user ends every session of the user and none of another user's")
+    func revokeUser() async throws {
+        try await withSetup { setup in
+            let alice = [try await setup.signIn("alice"), try await setup.signIn("alice")]
+            let bob = try await setup.signIn("bob")
+            let result = try await setup.admin(["sessions", "revoke-user", alice[0].userID])
+            #expect(result.status == 0, "\(result.standardError)")
+            #expect(result.standardOutput.contains("2 session(s) ended"))
+            for session in alice {
+                let elapsed = try #require(try await setup.refusedAfter(session.access))
+                #expect(elapsed < .seconds(1))
+            }
+            #expect(try await setup.proxyStatus(bob.access) == 200)
+            let listed = try await setup.admin(["sessions", "list", "--user", alice[0].userID, "--json"])
+            #expect(try JSONValue.parse(Array(listed.standardOutput.utf8)).objectValue?["sessions"]?.arrayValue?.isEmpty == true)
+        }
+    }
+
+    @Test("users ban refuses the user's tokens at once and new sign-ins; --lift lets it sign in again; show and list find it")
+    func banAndLift() async throws {
+        try await withSetup { setup in
+            let carol = try await setup.signIn("carol")
+            let show = try await setup.admin(["users", "show", "fake:carol", "--json"])
+            #expect(show.status == 0, "\(show.standardError)")
+            #expect(try JSONValue.parse(Array(show.standardOutput.utf8)).objectValue?["id"]?.stringValue == carol.userID)
+
+            let banned = try await setup.admin(["users", "ban", carol.userID, "--for", "24h"])
+            #expect(banned.status == 0, "\(banned.standardError)")
+            let elapsed = try #require(try await setup.refusedAfter(carol.access))
+            #expect(elapsed < .seconds(1))
+            #expect(try await setup.signInStatus("carol") == 403, "a banned user cannot sign in")
+
+            let lifted = try await setup.admin(["users", "ban", carol.userID, "--lift"])
+            #expect(lifted.status == 0)
+            // The ban voids tokens issued up to its second (token times are whole seconds), so the
+            // proxy takes a new token once it is issued in a later second.
+            let clock = ContinuousClock()
+            let start = clock.now
+            var accepted = false
+            while !accepted, clock.now - start < .seconds(3) {
+                accepted = try await setup.proxyStatus(try await setup.signIn("carol").access) == 200
+            }
+            #expect(accepted, "after --lift the user's new tokens must be accepted")
+
+            let list = try await setup.admin(["users", "list", "--provider", "fake", "--json"])
+            let ids = try JSONValue.parse(Array(list.standardOutput.utf8)).objectValue?["users"]?.arrayValue?.compactMap { $0.objectValue?["id"]?.stringValue }
+            #expect(ids == [carol.userID])
+        }
+    }
+
+    @Test("keys list shows the active key in the JWKS; tokens service-role mints a token that tokens inspect finds valid")
+    func keysAndTokens() async throws {
+        try await withSetup { setup in
+            let keys = try await setup.admin(["keys", "list", "--json"])
+            #expect(keys.status == 0, "\(keys.standardError)")
+            let first = try JSONValue.parse(Array(keys.standardOutput.utf8)).objectValue?["keys"]?.arrayValue?.first?.objectValue
+            #expect(first?["kid"] == "k1" && first?["state"] == "active" && first?["in_jwks"] == .bool(true))
+            let minted = try await setup.admin(["tokens", "service-role", "--ttl", "10m"])
+            #expect(minted.status == 0, "\(minted.standardError)")
+            let token = minted.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
+            let inspected = try await setup.admin(["tokens", "inspect", token, "--json"])
+            let document = try JSONValue.parse(Array(inspected.standardOutput.utf8)).objectValue
+            #expect(document?["verdict"] == "valid")
+            #expect(document?["claims"]?.objectValue?["role"] == "service_role")
+            let tampered = try await setup.admin(["tokens", "inspect", String(token.dropLast(2)) + "AA"])
+            #expect(tampered.status == 1 && tampered.standardOutput.contains("verdict: invalid"))
+        }
+    }
+
+    @Test("usage and store errors have their exit codes: 2 for a bad argument or configuration, 1 for an unknown user or Redis down")
+    func exitCodes() async throws {
+        try await withSetup { setup in
+            #expect(try await setup.admin(["users", "ban", "x", "--for", "soon"]).status == 2)
+            #expect(try await setup.admin(["users", "show", "nobody@example.com"]).status == 1)
+            #expect(try await setup.admin(["users", "delete", UUID().uuidString.lowercased()]).status == 1)
+            let memory = try await AuthGateBinary.run(["sessions", "list", "--user", "x"])
+            #expect(memory.status == 2, "the memory store cannot be administered from outside")
+            let down = try await AuthGateBinary.run(
+                ["sessions", "list", "--user", "x", "--config", setup.config.path], environment: ["AUTHGATE_STORE_REDIS_URL": "redis://127.0.0.1:\(try freeLoopbackPort())/0"]
+            )
+            #expect(down.status == 1)
+            #expect(down.standardError.contains("Redis unreachable"))
+        }
+    }
+}
