@@ -42,6 +42,14 @@ public struct AdminService: Sendable {
         try await store.identities(ofUser: userID)
     }
 
+    /// Stores a user whose metadata an operator changed.
+    public func saveMetadata(of user: UserRecord, now: Date) async throws -> UserRecord {
+        var user = user
+        user.updatedAt = now
+        try await store.saveUser(user)
+        return user
+    }
+
     /// Bans a user until `until`: its sessions end and every token it holds is refused at once.
     /// - Returns: the updated user, or nil when there is none.
     public func ban(_ userID: String, until: Date, now: Date) async throws -> UserRecord? {

@@ -29,6 +29,8 @@ public enum GatewayApplication {
         public let revocations: RevocationView
         /// The edge proxy; nil without routes or keys.
         public let edge: EdgeProxy?
+        /// The application's logger (services and operator actions log through it).
+        public let logger: Logger
 
         public init(
             configuration: AuthGateConfiguration,
@@ -41,6 +43,7 @@ public enum GatewayApplication {
             self.configuration = configuration
             self.store = store
             self.keyRing = keyRing
+            self.logger = logger
             let verifiers = verifiers ?? IdentityVerifierRegistry(verifiers: [], anonymous: AnonymousProvider(configuration: configuration.providers.anonymous))
             let nonces = ServerNonceIssuer(store: store, lifetime: configuration.replay.serverNonceTTL)
             self.verifiers = verifiers
@@ -132,6 +135,10 @@ public enum GatewayApplication {
         if let accounts = dependencies.accounts {
             TokenController(accounts: accounts).register(on: router)
             UserController(accounts: accounts, providers: dependencies.configuration.providers).register(on: router)
+            AdminController(
+                admin: AdminService(store: dependencies.store, logger: dependencies.logger), verifier: accounts.accessTokens,
+                adminRoles: dependencies.configuration.tokens.adminRoles
+            ).register(on: router)
         }
         return router
     }

@@ -1,0 +1,156 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+public import AuthGateCore
+import HTTPTypes
+public import Hummingbird
+
+/// GoTrue's admin API where GoTrue has one (`GET /admin/users` with `page`/`per_page`,
+/// `GET`/`PUT`/`DELETE /admin/users/{id}` with `ban_duration` and `should_soft_delete`), plus
+/// `GET /admin/users/{id}/sessions` and `DELETE /admin/sessions/{id}`.
+///
+/// Callers present an access token signed by our keys whose `role` is one of
+/// `tokens.admin_roles` (GoTrue's rule; `authgate tokens service-role` mints one): 401 without a
+/// valid token, 403 `not_admin` for any other role. Bans and deletions end the user's sessions and
+/// go on the revocation stream, so the proxy refuses the user's tokens at once, not at expiry.
+public struct AdminController: Sendable {
+    let admin: AdminService
+    let verifier: AccessTokenVerifier
+    let adminRoles: Set<String>
+
+    public init(admin: AdminService, verifier: AccessTokenVerifier, adminRoles: [String]) {
+        self.admin = admin
+        self.verifier = verifier
+        self.adminRoles = Set(adminRoles)
+    }
+
+    public func register(on router: Router<AuthGateRequestContext>) {
+        router.get("/auth/v1/admin/users") { request, _ in try await authorized(request) { try await listUsers(request) } }
+        router.get("/auth/v1/admin/users/:id") { request, context in try await authorized(request) { try await showUser(context) } }
+        router.put("/auth/v1/admin/users/:id") { request, context in try await authorized(request) { try await updateUser(request, context) } }
+        router.delete("/auth/v1/admin/users/:id") { request, context in try await authorized(request) { try await deleteUser(request, context) } }
+        router.get("/auth/v1/admin/users/:id/sessions") { request, context in try await authorized(request) { try await listSessions(context) } }
+        router.delete("/auth/v1/admin/sessions/:id") { request, context in try await authorized(request) { try await revokeSession(context) } }
+    }
+
+    /// Runs `body` when the bearer is an admin token.
+    private func authorized(_ request: Request, _ body: () async throws -> Response) async throws -> Response {
+        guard let bearer = RequestSupport.bearerToken(request) else { throw RequestSupport.missingBearer }
+        let claims: AccessTokenClaims
+        do {
+            claims = try verifier.verify(bearer, now: Date())
+        } catch let error as AuthGateError {
+            throw GoTrueError(.unauthorized, code: "bad_jwt", message: "invalid JWT: unable to parse or verify signature, \(error.code)")
+        }
+        guard adminRoles.contains(claims.role) else {
+            throw GoTrueError(.forbidden, code: "not_admin", message: "User not allowed")
+        }
+        return try await body()
+    }
+
+    private func listUsers(_ request: Request) async throws -> Response {
+        let page = try Self.positive(request.uri.queryParameters["page"], name: "page", default: 1)
+        let perPage = min(try Self.positive(request.uri.queryParameters["per_page"], name: "per_page", default: 50), 1000)
+        let (users, total) = try await admin.users(offset: (page - 1) * perPage, limit: perPage)
+        var objects: [JSONValue] = []
+        for user in users { objects.append(.object(GoTrueJSON.user(user, identities: try await admin.identities(of: user.id)))) }
+        var response = try RequestSupport.json(["users": .array(objects), "aud": .string(users.first?.aud ?? "authenticated")])
+        response.headers[HTTPField.Name("X-Total-Count")!] = String(total)
+        let lastPage = max(1, (total + perPage - 1) / perPage)
+        var links: [String] = []
+        if page < lastPage { links.append("</admin/users?page=\(page + 1)&per_page=\(perPage)>; rel=\"next\"") }
+        links.append("</admin/users?page=\(lastPage)&per_page=\(perPage)>; rel=\"last\"")
+        response.headers[HTTPField.Name("Link")!] = links.joined(separator: ", ")
+        return response
+    }
+
+    private func showUser(_ context: AuthGateRequestContext) async throws -> Response {
+        let user = try await existingUser(context)
+        return try RequestSupport.json(GoTrueJSON.user(user, identities: try await admin.identities(of: user.id)))
+    }
+
+    struct UpdateBody: Decodable {
+        let banDuration: String?
+        let userMetadata: [String: JSONValue]?
+        let appMetadata: [String: JSONValue]?
+
+        enum CodingKeys: String, CodingKey {
+            case banDuration = "ban_duration"
+            case userMetadata = "user_metadata"
+            case appMetadata = "app_metadata"
+        }
+    }
+
+    private func updateUser(_ request: Request, _ context: AuthGateRequestContext) async throws -> Response {
+        var user = try await existingUser(context)
+        let body = try await RequestSupport.decode(UpdateBody.self, from: request)
+        let now = Date()
+        if body.userMetadata != nil || body.appMetadata != nil {
+            for (key, value) in body.userMetadata ?? [:] {
+                if value == .null { user.userMetadata.removeValue(forKey: key) } else { user.userMetadata[key] = value }
+            }
+            for (key, value) in body.appMetadata ?? [:] {
+                if value == .null { user.appMetadata.removeValue(forKey: key) } else { user.appMetadata[key] = value }
+            }
+            user = try await admin.saveMetadata(of: user, now: now)
+        }
+        if let banDuration = body.banDuration {
+            if banDuration == "none" {
+                user = try await admin.liftBan(user.id, now: now) ?? user
+            } else {
+                guard let duration = ConfigurationValueParsers.duration(banDuration), duration > .zero else {
+                    throw GoTrueError(.badRequest, code: "validation_failed", message: "invalid format for ban duration: \(banDuration)")
+                }
+                user = try await admin.ban(user.id, until: now.addingTimeInterval(duration.inSeconds), now: now) ?? user
+            }
+        }
+        return try RequestSupport.json(GoTrueJSON.user(user, identities: try await admin.identities(of: user.id)))
+    }
+
+    struct DeleteBody: Decodable {
+        let shouldSoftDelete: Bool?
+
+        enum CodingKeys: String, CodingKey {
+            case shouldSoftDelete = "should_soft_delete"
+        }
+    }
+
+    private func deleteUser(_ request: Request, _ context: AuthGateRequestContext) async throws -> Response {
+        let user = try await existingUser(context)
+        let body = try await RequestSupport.decode(DeleteBody.self, from: request)
+        _ = try await admin.deleteUser(user.id, soft: body.shouldSoftDelete ?? false, now: Date())
+        return try RequestSupport.json([:])
+    }
+
+    private func listSessions(_ context: AuthGateRequestContext) async throws -> Response {
+        let user = try await existingUser(context)
+        let sessions = try await admin.sessions(of: user.id)
+        return try RequestSupport.json(["sessions": .array(sessions.map { .object(GoTrueJSON.sessionRecord($0)) })])
+    }
+
+    private func revokeSession(_ context: AuthGateRequestContext) async throws -> Response {
+        let sessionID = try context.parameters.require("id")
+        guard try await admin.revokeSession(sessionID.lowercased(), now: Date()) != nil else {
+            throw GoTrueError(.notFound, code: "session_not_found", message: "Session not found")
+        }
+        return try RequestSupport.json([:])
+    }
+
+    private func existingUser(_ context: AuthGateRequestContext) async throws -> UserRecord {
+        let id = try context.parameters.require("id")
+        guard let user = try await admin.findUser(id), user.id == id.lowercased() else {
+            throw GoTrueError(.notFound, code: "user_not_found", message: "User not found")
+        }
+        return user
+    }
+
+    private static func positive(_ text: Substring?, name: String, default value: Int) throws -> Int {
+        guard let text else { return value }
+        guard let number = Int(text), number > 0 else {
+            throw GoTrueError(.badRequest, code: "validation_failed", message: "\(name) must be a positive number")
+        }
+        return number
+    }
+}
