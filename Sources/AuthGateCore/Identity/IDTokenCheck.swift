@@ -8,8 +8,15 @@ import Crypto
 /// The checks every ID-token provider shares, in GoTrue's order: signature (by `kid`, with the
 /// configured algorithm), issuer, expiry, `nbf`/`iat`, `sub`, audience, nonce.
 struct IDTokenCheck: Sendable {
+    /// What the token is for: a sign-in's ID token, or a provider's signed server-to-server
+    /// notification (no `sub` of its own: the subject is inside its events; no nonce).
+    enum Purpose: Sendable {
+        case signIn, serverNotification
+    }
+
     let configuration: ProvidersConfiguration.IDTokenProvider
     let keySet: ProviderKeySet
+    var purpose = Purpose.signIn
 
     /// The verified token's claims.
     struct Verified: Sendable {
@@ -54,7 +61,8 @@ struct IDTokenCheck: Sendable {
             guard Double(value) <= current + leeway else { throw AuthGateError(.issuedInFuture, "the token was issued in the future (\(value))") }
             issuedAt = Date(timeIntervalSince1970: Double(value))
         }
-        guard let subject = claims["sub"]?.stringValue, !subject.isEmpty else {
+        let subject = claims["sub"]?.stringValue ?? ""
+        if purpose == .signIn, subject.isEmpty {
             throw AuthGateError(.missingSubject, "Missing sub claim in id_token")
         }
         let audiences: [String]
@@ -66,7 +74,7 @@ struct IDTokenCheck: Sendable {
         guard audiences.contains(where: { configuration.audiences.contains($0) }) else {
             throw AuthGateError(.audience, "Unacceptable audience in id_token: [\(audiences.joined(separator: " "))]")
         }
-        if !configuration.skipNonceCheck {
+        if purpose == .signIn, !configuration.skipNonceCheck {
             try NonceRule.check(rawNonce: rawNonce, claim: claims["nonce"]?.stringValue)
         }
         return Verified(

@@ -135,6 +135,11 @@ public enum GatewayApplication {
         if let accounts = dependencies.accounts {
             TokenController(accounts: accounts).register(on: router)
             UserController(accounts: accounts, providers: dependencies.configuration.providers).register(on: router)
+            if let apple = (try? dependencies.verifiers.verifier(for: "apple")) as? AppleVerifier {
+                AppleNotificationController(
+                    service: AppleNotificationService(verifier: apple, store: dependencies.store, logger: dependencies.logger)
+                ).register(on: router)
+            }
             AdminController(
                 admin: AdminService(store: dependencies.store, logger: dependencies.logger), verifier: accounts.accessTokens,
                 adminRoles: dependencies.configuration.tokens.adminRoles

@@ -1,0 +1,90 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+public import Logging
+
+/// Acts on Apple's server-to-server notifications, each once (by `jti`):
+/// - `consent-revoked`: the user owning that Apple identity is signed out everywhere;
+/// - `account-delete`: the same, the identity is removed, and the user too if it has no other;
+/// - `email-disabled` / `email-enabled`: the identity's email data records it;
+/// - anything else is logged and acknowledged.
+public struct AppleNotificationService: Sendable {
+    /// What was done.
+    public enum Outcome: String, Sendable {
+        case signedOut = "signed_out"
+        case identityRemoved = "identity_removed"
+        case userDeleted = "user_deleted"
+        case emailUpdated = "email_updated"
+        case unknownUser = "unknown_user"
+        case ignored
+    }
+
+    private let verifier: AppleNotificationVerifier
+    private let store: any AuthStore
+    private let admin: AdminService
+    private let logger: Logger
+
+    public init(verifier: AppleVerifier, store: any AuthStore, logger: Logger) {
+        self.verifier = AppleNotificationVerifier(verifier: verifier)
+        self.store = store
+        self.admin = AdminService(store: store, logger: logger)
+        self.logger = logger
+    }
+
+    /// Verifies `payload` and acts on it.
+    /// - Throws: ``AuthGateError``: the verification reason, or `replayed` for a notification
+    ///   already acted on. Nothing changes when it throws.
+    public func handle(_ payload: String, now: Date) async throws -> (AppleNotification, Outcome) {
+        let notification = try await verifier.verify(payload, now: now)
+        let key = "apple-notification:\(NonceRule.hashed(notification.id))"
+        // Kept until the notification can no longer verify (its exp plus leeway), and at least ten
+        // minutes of the store's own clock (which `now`, pinned in tests, may not be).
+        let forgetAt = max(notification.expiresAt, Date()).addingTimeInterval(600)
+        guard try await store.insertIfAbsent(key, expiresAt: forgetAt) else {
+            throw AuthGateError(.replayed, "notification \(notification.id) was already handled")
+        }
+        let outcome: Outcome
+        do {
+            outcome = try await act(on: notification, now: now)
+        } catch {
+            // Not acted on: Apple's retry must be able to succeed.
+            _ = try? await store.consume(key)
+            throw error
+        }
+        logger.notice(
+            "apple notification", metadata: ["gw.event": "\(notification.type)", "gw.outcome": "\(outcome.rawValue)", "gw.apple_sub": "\(notification.subject)"]
+        )
+        return (notification, outcome)
+    }
+
+    private func act(on notification: AppleNotification, now: Date) async throws -> Outcome {
+        let known = [AppleNotification.consentRevoked, AppleNotification.accountDelete, AppleNotification.emailDisabled, AppleNotification.emailEnabled]
+        guard known.contains(notification.type) else { return .ignored }
+        guard let userID = try await store.owner(ofIdentity: "apple", subject: notification.subject) else { return .unknownUser }
+        switch notification.type {
+        case AppleNotification.consentRevoked:
+            _ = try await admin.signOutEverywhere(userID, reason: "apple_consent_revoked", now: now)
+            return .signedOut
+        case AppleNotification.accountDelete:
+            _ = try await admin.signOutEverywhere(userID, reason: "apple_account_deleted", now: now)
+            try await store.deleteIdentity(provider: "apple", subject: notification.subject, userID: userID)
+            if try await store.identities(ofUser: userID).isEmpty {
+                _ = try await admin.deleteUser(userID, soft: false, now: now)
+                return .userDeleted
+            }
+            return .identityRemoved
+        default:
+            guard var identity = try await store.identities(ofUser: userID).first(where: { $0.provider == "apple" && $0.subject == notification.subject }) else {
+                return .unknownUser
+            }
+            identity.identityData["email_disabled"] = .bool(notification.type == AppleNotification.emailDisabled)
+            if let email = notification.email { identity.identityData["email"] = .string(email) }
+            if let isPrivate = notification.isPrivateEmail { identity.identityData["is_private_email"] = .bool(isPrivate) }
+            identity.updatedAt = now
+            try await store.saveIdentity(identity)
+            return .emailUpdated
+        }
+    }
+}
