@@ -1,6 +1,7 @@
 import ArgumentParser
 import AuthGateCore
 import AuthGateHTTP
+import Foundation
 import Logging
 import ServiceLifecycle
 import UnixSignals
@@ -27,7 +28,11 @@ struct ServeCommand: AsyncParsableCommand {
             logger.critical("cannot start", metadata: ["gw.error": "\(error)"])
             throw ExitStatus.configurationError
         }
-        let application = GatewayApplication.build(assembly.dependencies, services: assembly.services, logger: logger)
+        var services = assembly.services
+        if let path = configuration.sourcePath, let keys = assembly.dependencies.signingKeys, !keys.current.isGenerated {
+            services.append(SigningKeyReloader(keys: keys, configurationPath: path, environment: ProcessInfo.processInfo.environment, logger: logger))
+        }
+        let application = GatewayApplication.build(assembly.dependencies, services: services, logger: logger)
         var groupConfiguration = ServiceGroupConfiguration(services: [application], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         groupConfiguration.maximumGracefulShutdownDuration = configuration.server.shutdownTimeout
         logger.info(

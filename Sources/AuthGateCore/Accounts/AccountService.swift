@@ -25,10 +25,21 @@ public struct AccountService: Sendable {
         idTokens: IDTokenSignInVerifier,
         logger: Logger
     ) {
+        self.init(store: store, tokens: tokens, keys: SigningKeys(keyRing), idTokens: idTokens, logger: logger)
+    }
+
+    /// With keys that may be replaced while running (rotation).
+    public init(
+        store: any AuthStore,
+        tokens: TokensConfiguration,
+        keys: SigningKeys,
+        idTokens: IDTokenSignInVerifier,
+        logger: Logger
+    ) {
         self.store = store
         self.tokens = tokens
-        self.issuer = AccessTokenIssuer(keyRing: keyRing)
-        self.accessTokens = AccessTokenVerifier(keyRing: keyRing, issuer: tokens.issuer, audience: tokens.audience)
+        self.issuer = AccessTokenIssuer(keys: keys)
+        self.accessTokens = AccessTokenVerifier(keys: keys, issuer: tokens.issuer, audience: tokens.audience)
         self.idTokens = idTokens
         self.anonymous = idTokens.registry.anonymous
         self.logger = logger

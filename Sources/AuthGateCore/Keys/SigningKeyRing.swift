@@ -10,6 +10,7 @@ public struct SigningKeyRing: Sendable {
     public let keys: [SigningKey]
     /// True when the ring holds a throwaway key generated at start (development mode).
     public let isGenerated: Bool
+    private let keysByID: [String: SigningKey]
 
     /// The key that signs new tokens.
     public var activeKey: SigningKey {
@@ -26,6 +27,12 @@ public struct SigningKeyRing: Sendable {
     private init(keys: [SigningKey], isGenerated: Bool) {
         self.keys = keys
         self.isGenerated = isGenerated
+        self.keysByID = Dictionary(keys.map { ($0.kid, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// The key with this id, whatever its state.
+    public func key(kid: String) -> SigningKey? {
+        keysByID[kid]
     }
 
     /// Loads the configured keys, or generates a throwaway ES256 key when none is configured and

@@ -37,6 +37,11 @@ public final class EdgeAuthenticator: Sendable {
         self.cache = VerifiedTokenCache(capacity: cacheCapacity)
     }
 
+    /// Forgets the verified tokens; called when the signing keys are replaced.
+    public func forgetVerifiedTokens() {
+        cache.removeAll()
+    }
+
     /// Tokens currently cached.
     public var cachedTokens: Int { cache.count }
 

@@ -47,6 +47,11 @@ final class VerifiedTokenCache: Sendable {
 
     var count: Int { entries.withLock { $0.count } }
 
+    /// Forgets every token (the signing keys changed: a removed key's tokens must verify again, and fail).
+    func removeAll() {
+        entries.withLock { $0.removeAll() }
+    }
+
     private static func key(_ token: String) -> Substring? {
         guard let dot = token.lastIndex(of: ".") else { return nil }
         return token[token.index(after: dot)...]

@@ -7,15 +7,21 @@ import Foundation
 /// Mints AuthGate access tokens with the active signing key: header
 /// `{"alg":…,"kid":…,"typ":"JWT"}`, GoTrue's claims, compact JWS.
 public struct AccessTokenIssuer: Sendable {
-    private let keyRing: SigningKeyRing
+    private let keys: SigningKeys
 
+    /// Signs with the active key of whatever ring is in force.
+    public init(keys: SigningKeys) {
+        self.keys = keys
+    }
+
+    /// Signs with the active key of a fixed ring.
     public init(keyRing: SigningKeyRing) {
-        self.keyRing = keyRing
+        self.init(keys: SigningKeys(keyRing))
     }
 
     /// Signs `claims` with the active key.
     public func mint(_ claims: AccessTokenClaims) throws -> String {
-        let key = keyRing.activeKey
+        let key = keys.current.activeKey
         let header = "{\"alg\":\"\(key.algorithm.rawValue)\",\"kid\":\"\(key.kid)\",\"typ\":\"JWT\"}"
         let payload = claims.jsonValue.serialized()
         let signingInput = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(payload))

@@ -8,14 +8,20 @@ public import Foundation
 /// retired), `alg` must be that key's algorithm, the signature must verify, and `iss`, `aud` and
 /// `exp` must match. It says nothing about the session: callers check that it is alive.
 public struct AccessTokenVerifier: Sendable {
-    private let keysByID: [String: SigningKey]
+    private let keys: SigningKeys
     private let issuer: String
     private let audience: String
 
-    public init(keyRing: SigningKeyRing, issuer: String, audience: String) {
-        self.keysByID = Dictionary(keyRing.keys.map { ($0.kid, $0) }, uniquingKeysWith: { first, _ in first })
+    /// Verifies against whatever ring is in force (a key removed by a reload stops verifying).
+    public init(keys: SigningKeys, issuer: String, audience: String) {
+        self.keys = keys
         self.issuer = issuer
         self.audience = audience
+    }
+
+    /// Verifies against a fixed ring.
+    public init(keyRing: SigningKeyRing, issuer: String, audience: String) {
+        self.init(keys: SigningKeys(keyRing), issuer: issuer, audience: audience)
     }
 
     /// The claims of a valid token.
@@ -24,7 +30,7 @@ public struct AccessTokenVerifier: Sendable {
     public func verify(_ token: String, now: Date) throws -> AccessTokenClaims {
         let jwt = try CompactJWT(parsing: token)
         guard let kid = jwt.keyID, !kid.isEmpty else { throw AuthGateError(.missingKeyID, "the token header has no kid") }
-        guard let key = keysByID[kid] else { throw AuthGateError(.unknownKeyID, "no signing key has kid \"\(ProviderKeySet.printable(kid))\"") }
+        guard let key = keys.current.key(kid: kid) else { throw AuthGateError(.unknownKeyID, "no signing key has kid \"\(ProviderKeySet.printable(kid))\"") }
         guard jwt.algorithm == key.algorithm.rawValue else {
             throw AuthGateError(.algorithmNotAllowed, "alg \(ProviderKeySet.printable(jwt.algorithm)) is not the \(key.algorithm.rawValue) of key \(kid)")
         }

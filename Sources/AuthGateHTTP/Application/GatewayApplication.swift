@@ -18,7 +18,9 @@ public enum GatewayApplication {
     public struct Dependencies: Sendable {
         public let configuration: AuthGateConfiguration
         public let store: any AuthStore
-        public let keyRing: SigningKeyRing?
+        /// The signing keys in force (replaced by ``SigningKeyReloader`` on SIGHUP or a key-file
+        /// change); nil without keys.
+        public let signingKeys: SigningKeys?
         /// The identity verifiers of the enabled providers.
         public let verifiers: IdentityVerifierRegistry
         /// Server-issued nonces.
@@ -42,17 +44,18 @@ public enum GatewayApplication {
         ) {
             self.configuration = configuration
             self.store = store
-            self.keyRing = keyRing
+            let signingKeys = keyRing.map(SigningKeys.init)
+            self.signingKeys = signingKeys
             self.logger = logger
             let verifiers = verifiers ?? IdentityVerifierRegistry(verifiers: [], anonymous: AnonymousProvider(configuration: configuration.providers.anonymous))
             let nonces = ServerNonceIssuer(store: store, lifetime: configuration.replay.serverNonceTTL)
             self.verifiers = verifiers
             self.nonces = nonces
-            self.accounts = keyRing.map { keyRing in
+            self.accounts = signingKeys.map { keys in
                 AccountService(
                     store: store,
                     tokens: configuration.tokens,
-                    keyRing: keyRing,
+                    keys: keys,
                     idTokens: IDTokenSignInVerifier(
                         registry: verifiers,
                         replayGuard: ReplayGuard(store: store, configuration: configuration.replay),
@@ -73,6 +76,7 @@ public enum GatewayApplication {
                     cacheCapacity: configuration.proxy.tokenCacheSize
                 )
                 self.edge = EdgeProxy(configuration: configuration, authenticator: authenticator, connections: upstreamConnections)
+                signingKeys?.onReplace { _ in authenticator.forgetVerifiedTokens() }
             } else {
                 self.edge = nil
             }
@@ -126,11 +130,11 @@ public enum GatewayApplication {
                 trustedProxies: dependencies.configuration.server.trustedProxies
             )
         )
-        let probe = ReadinessProbe(store: dependencies.store, keyRing: dependencies.keyRing, keySets: dependencies.verifiers.keySets)
+        let probe = ReadinessProbe(store: dependencies.store, keys: dependencies.signingKeys, keySets: dependencies.verifiers.keySets)
         HealthController(version: version, probe: probe).register(on: router)
         NonceController(issuer: dependencies.nonces).register(on: router)
-        if let keyRing = dependencies.keyRing {
-            JWKSController(keyRing: keyRing, issuer: dependencies.configuration.tokens.issuer).register(on: router)
+        if let keys = dependencies.signingKeys {
+            JWKSController(keys: keys, issuer: dependencies.configuration.tokens.issuer).register(on: router)
         }
         if let accounts = dependencies.accounts {
             TokenController(accounts: accounts).register(on: router)

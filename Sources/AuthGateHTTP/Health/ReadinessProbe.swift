@@ -16,12 +16,12 @@ public struct ReadinessProbe: Sendable {
     }
 
     private let store: any AuthStore
-    private let keyRing: SigningKeyRing?
+    private let keys: SigningKeys?
     private let keySets: [ProviderKeySet]
 
-    public init(store: any AuthStore, keyRing: SigningKeyRing?, keySets: [ProviderKeySet] = []) {
+    public init(store: any AuthStore, keys: SigningKeys?, keySets: [ProviderKeySet] = []) {
         self.store = store
-        self.keyRing = keyRing
+        self.keys = keys
         self.keySets = keySets
     }
 
@@ -36,7 +36,7 @@ public struct ReadinessProbe: Sendable {
         } catch {
             checks.append(Check(name: "store", isReady: false, isCritical: true, detail: "\(store.kind) unavailable"))
         }
-        if let keyRing {
+        if let keyRing = keys?.current {
             let detail = "ok (active kid \(keyRing.activeKey.kid), \(keyRing.keys.count) key\(keyRing.keys.count == 1 ? "" : "s")\(keyRing.isGenerated ? ", generated for development" : ""))"
             checks.append(Check(name: "signing_keys", isReady: true, isCritical: true, detail: detail))
         } else {

@@ -1,0 +1,81 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+public import Logging
+public import ServiceLifecycle
+import UnixSignals
+
+/// Reloads the signing keys while the gateway runs: on SIGHUP, and when the configuration file
+/// or a key file changes (checked every `pollInterval`). The new `tokens.signing_keys` (files and
+/// states) replaces the ring in force at once, without dropping a connection; a set that does not
+/// load (a missing file, no active key) is refused and the keys in force stay. Only the keys are
+/// reloaded: other configuration changes need a restart.
+public struct SigningKeyReloader: Service {
+    private let keys: SigningKeys
+    private let configurationPath: String
+    private let environment: [String: String]
+    private let pollInterval: Duration
+    private let logger: Logger
+
+    public init(keys: SigningKeys, configurationPath: String, environment: [String: String], pollInterval: Duration = .seconds(2), logger: Logger) {
+        self.keys = keys
+        self.configurationPath = configurationPath
+        self.environment = environment
+        self.pollInterval = pollInterval
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        let hangups = await UnixSignalsSequence(trapping: .sighup)
+        try await cancelWhenGracefulShutdown {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for await _ in hangups { reload(because: "SIGHUP") }
+                }
+                group.addTask {
+                    var seen = fingerprint()
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: pollInterval)
+                        let now = fingerprint()
+                        if now != seen {
+                            seen = now
+                            reload(because: "key files changed")
+                        }
+                    }
+                }
+                await group.waitForAll()
+            }
+        }
+    }
+
+    /// Loads the configured keys and puts them in force; keeps the current ones when that fails.
+    func reload(because reason: String) {
+        do {
+            let configuration = try AuthGateConfiguration.load(path: configurationPath, environment: environment)
+            let ring = try SigningKeyRing.load(configuration.tokens, allowGenerated: false)
+            keys.replace(with: ring)
+            logger.notice(
+                "signing keys reloaded",
+                metadata: ["gw.reason": "\(reason)", "gw.keys": "\(ring.keys.map { "\($0.kid):\($0.state.rawValue)" }.joined(separator: ","))"]
+            )
+        } catch {
+            logger.error("signing keys not reloaded; the keys in force stay", metadata: ["gw.reason": "\(reason)", "gw.error": "\(error)"])
+        }
+    }
+
+    /// Modification times and sizes of the configuration file and the key files it names.
+    private func fingerprint() -> [String] {
+        var paths = [configurationPath]
+        if let configuration = try? AuthGateConfiguration.load(path: configurationPath, environment: environment) {
+            paths += configuration.tokens.signingKeys.map(\.file)
+        }
+        return paths.map { path in
+            let attributes = try? FileManager.default.attributesOfItem(atPath: path)
+            let modified = (attributes?[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0
+            let size = (attributes?[.size] as? Int) ?? -1
+            return "\(path):\(modified):\(size)"
+        }
+    }
+}
