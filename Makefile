@@ -4,9 +4,11 @@
 SWIFT ?= swift
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CONFIG ?= config/authgate.yaml
-APT_PACKAGES := libhiredis-dev redis-server pkg-config python3 python3-venv
+APT_PACKAGES := libhiredis-dev redis-server pkg-config python3 python3-venv python3-yaml
+# Extra flags for the release binary (deploy/Dockerfile passes --static-swift-stdlib).
+RELEASE_FLAGS ?=
 
-.PHONY: deps build release run test test-e2e check-config bench-redis clean
+.PHONY: deps build release run test test-e2e check-config deploy-check bench-redis clean
 
 deps:
 	@scripts/install-deps.sh $(APT_PACKAGES)
@@ -15,7 +17,7 @@ build: deps
 	$(SWIFT) build -j $(JOBS)
 
 release: deps
-	$(SWIFT) build -c release -j $(JOBS)
+	$(SWIFT) build -c release --product authgate $(RELEASE_FLAGS) -j $(JOBS)
 
 run: build
 	.build/debug/authgate serve --config $(CONFIG)
@@ -27,11 +29,17 @@ check-config: build
 # both beside one throwaway redis-server.
 test: deps
 	$(SWIFT) build --build-tests -j $(JOBS)
+	python3 deploy/check.py
 	scripts/with-redis.sh sh -c '$(SWIFT) test --skip-build && Tests/EndToEnd/run.sh'
 
 test-e2e: deps
 	$(SWIFT) build -j $(JOBS)
 	scripts/with-redis.sh Tests/EndToEnd/run.sh
+
+# What can be checked here of deploy/: YAML parses, manifests carry probes and limits, the
+# Dockerfile builds with `make release`, the systemd unit is hardened.
+deploy-check: build
+	python3 deploy/check.py
 
 bench-redis: deps
 	bench/redis/run.sh
