@@ -3,6 +3,8 @@ import AuthGateCore
 import AuthGateHTTP
 import Foundation
 import Logging
+import Metrics
+import Prometheus
 import ServiceLifecycle
 import UnixSignals
 
@@ -21,9 +23,12 @@ struct ServeCommand: AsyncParsableCommand {
             printError(Self.developmentBanner)
             logger.warning("development mode: memory store (nothing persists across restarts) and a signing key generated at start")
         }
+        // Every metric goes to one Prometheus registry, rendered at /metrics.
+        let metrics = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: metrics))
         let assembly: GatewayApplication.Assembly
         do {
-            assembly = try GatewayApplication.assemble(configuration, logger: logger)
+            assembly = try GatewayApplication.assemble(configuration, metrics: metrics, logger: logger)
         } catch {
             logger.critical("cannot start", metadata: ["gw.error": "\(error)"])
             throw ExitStatus.configurationError

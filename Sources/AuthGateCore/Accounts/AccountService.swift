@@ -84,7 +84,10 @@ public struct AccountService: Sendable {
         guard var user = try await store.user(id: token.userID) else {
             throw AuthGateError(.refreshTokenNotFound, "Invalid Refresh Token: Refresh Token Not Found")
         }
-        guard !user.isBanned(at: now) else { throw AuthGateError(.userBanned, "Invalid Refresh Token: User Banned") }
+        guard !user.isBanned(at: now) else {
+            GatewayMetrics.refresh(outcome: "banned")
+            throw AuthGateError(.userBanned, "Invalid Refresh Token: User Banned")
+        }
         guard let child = RefreshToken.generate(userID: token.userID, sessionID: token.sessionID) else {
             throw AuthGateError(.validationFailed, "Refresh token is not valid")
         }
@@ -95,6 +98,7 @@ public struct AccountService: Sendable {
                 sessionTimebox: tokens.refresh.sessionTimebox, inactivityTimeout: tokens.refresh.inactivityTimeout
             )
         )
+        GatewayMetrics.refresh(outcome: outcome.metricName)
         let issued: RefreshToken
         switch outcome {
         case .rotated:

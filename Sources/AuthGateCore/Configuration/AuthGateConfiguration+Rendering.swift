@@ -12,6 +12,7 @@ extension AuthGateConfiguration {
                 "public_url": Node(server.publicURL),
                 "trusted_proxies": Node(server.trustedProxies.map { Node($0.description) }),
                 "shutdown_timeout": Node(format(server.shutdownTimeout)),
+                "metrics_port": Node(String(server.metricsPort)),
             ],
             "store": renderedStore(),
             "tokens": [

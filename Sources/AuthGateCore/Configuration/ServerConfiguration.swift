@@ -10,6 +10,8 @@ public struct ServerConfiguration: Sendable {
     public var trustedProxies: [IPNetwork]
     /// How long graceful shutdown waits for in-flight requests.
     public var shutdownTimeout: Duration
+    /// The port of a separate listener for `/metrics` (same host); 0 serves it on `port`.
+    public var metricsPort: Int
 
     init(reading section: ConfigurationSection) {
         host = section.string("host", default: "127.0.0.1")
@@ -27,6 +29,7 @@ public struct ServerConfiguration: Sendable {
             return network
         }
         shutdownTimeout = section.duration("shutdown_timeout", default: .seconds(30), maximum: .seconds(3600))
+        metricsPort = section.int("metrics_port", default: 0, in: 0...65535)
         section.finish()
     }
 }

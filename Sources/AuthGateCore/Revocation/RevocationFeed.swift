@@ -37,11 +37,16 @@ public struct RevocationFeed: Service {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await reader.run() }
             group.addTask {
+                let started = NIODeadline.now()
                 await cancelWhenGracefulShutdown {
                     while !Task.isCancelled {
                         if let contact = reader.lastContact {
                             let age = NIODeadline.now() - contact
                             view.markCurrent(at: Date().addingTimeInterval(-Double(age.nanoseconds) / 1e9))
+                            GatewayMetrics.revocationFeedLag(seconds: Double(age.nanoseconds) / 1e9)
+                        } else {
+                            // Not heard from Redis yet: the view is as old as the feed.
+                            GatewayMetrics.revocationFeedLag(seconds: Double((NIODeadline.now() - started).nanoseconds) / 1e9)
                         }
                         try? await Task.sleep(for: .milliseconds(100))
                     }

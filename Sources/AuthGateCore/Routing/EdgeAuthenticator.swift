@@ -74,8 +74,10 @@ public final class EdgeAuthenticator: Sendable {
         let seconds = Int64(now.timeIntervalSince1970)
         let claims: AccessTokenClaims
         if let cached = cache.claims(for: bearer, now: seconds) {
+            GatewayMetrics.tokenCache(hit: true)
             claims = cached
         } else {
+            GatewayMetrics.tokenCache(hit: false)
             do {
                 claims = try verifier.verify(bearer, now: now)
             } catch let error as AuthGateError {

@@ -35,3 +35,16 @@ public enum RefreshRotationOutcome: Sendable, Hashable {
     /// No such session, or a token this session never issued.
     case notFound
 }
+
+extension RefreshRotationOutcome {
+    /// The outcome's label in `authgate_refresh_total`.
+    var metricName: String {
+        switch self {
+        case .rotated: "rotated"
+        case .reusedWithinInterval: "reused_in_window"
+        case .reuseDetected: "reuse_revoked"
+        case .expiredTimebox, .expiredInactivity: "expired"
+        case .notFound: "not_found"
+        }
+    }
+}

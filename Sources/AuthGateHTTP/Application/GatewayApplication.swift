@@ -7,6 +7,7 @@ public import Logging
 public import NIOCore
 import RedisBridge
 public import ServiceLifecycle
+public import Prometheus
 
 /// Builds the Hummingbird application that serves AuthGate: health and readiness now; the GoTrue
 /// API, the admin API and the edge proxy as they land.
@@ -33,6 +34,9 @@ public enum GatewayApplication {
         public let edge: EdgeProxy?
         /// The application's logger (services and operator actions log through it).
         public let logger: Logger
+        /// Where the metrics are collected when `authgate serve` bootstrapped swift-metrics with
+        /// Prometheus; `/metrics` renders it.
+        public let metrics: PrometheusCollectorRegistry?
 
         public init(
             configuration: AuthGateConfiguration,
@@ -40,8 +44,10 @@ public enum GatewayApplication {
             keyRing: SigningKeyRing?,
             verifiers: IdentityVerifierRegistry? = nil,
             upstreamConnections: UpstreamConnectionPool? = nil,
+            metrics: PrometheusCollectorRegistry? = nil,
             logger: Logger = Logger(label: "authgate")
         ) {
+            self.metrics = metrics
             self.configuration = configuration
             self.store = store
             let signingKeys = keyRing.map(SigningKeys.init)
@@ -94,7 +100,7 @@ public enum GatewayApplication {
     /// Redis client), the signing keys, the HTTP client for provider keys, and one key set per
     /// enabled provider.
     /// - Throws: ``AuthGateError`` when the signing keys cannot be loaded.
-    public static func assemble(_ configuration: AuthGateConfiguration, logger: Logger) throws -> Assembly {
+    public static func assemble(_ configuration: AuthGateConfiguration, metrics: PrometheusCollectorRegistry? = nil, logger: Logger) throws -> Assembly {
         let keyRing = try SigningKeyRing.load(configuration.tokens, allowGenerated: configuration.isDevelopmentMode)
         let store = AuthStoreFactory.make(configuration.store, logger: logger)
         let httpClient = HTTPClientService(client: HTTPClientService.makeKeyFetchingClient())
@@ -105,9 +111,16 @@ public enum GatewayApplication {
         )
         let upstreamConnections = UpstreamConnectionPool(maxConnectionsPerUpstream: configuration.proxy.maxConnectionsPerUpstream)
         let dependencies = Dependencies(
-            configuration: configuration, store: store.store, keyRing: keyRing, verifiers: verifiers, upstreamConnections: upstreamConnections, logger: logger
+            configuration: configuration, store: store.store, keyRing: keyRing, verifiers: verifiers, upstreamConnections: upstreamConnections, metrics: metrics, logger: logger
         )
         var services: [any Service] = store.services + [httpClient, upstreamConnections] + verifiers.keySets.map { $0 as any Service }
+        if let metrics, configuration.server.metricsPort > 0 {
+            let router = Router()
+            MetricsController(registry: metrics).register(on: router)
+            services.append(
+                Application(router: router, configuration: .init(address: .hostname(configuration.server.host, port: configuration.server.metricsPort), serverName: nil), logger: logger)
+            )
+        }
         if let redisStore = store.store as? RedisAuthStore {
             services.append(
                 RevocationFeed(configuration: redisStore.redis.configuration, keyPrefix: redisStore.keyPrefix, view: dependencies.revocations, logger: logger)
@@ -130,6 +143,9 @@ public enum GatewayApplication {
                 trustedProxies: dependencies.configuration.server.trustedProxies
             )
         )
+        if let metrics = dependencies.metrics, dependencies.configuration.server.metricsPort == 0 {
+            MetricsController(registry: metrics).register(on: router)
+        }
         let probe = ReadinessProbe(store: dependencies.store, keys: dependencies.signingKeys, keySets: dependencies.verifiers.keySets)
         HealthController(version: version, probe: probe).register(on: router)
         NonceController(issuer: dependencies.nonces).register(on: router)

@@ -1,3 +1,4 @@
+import AuthGateCore
 public import Hummingbird
 import HTTPTypes
 import Logging
@@ -39,9 +40,23 @@ public struct RequestLogMiddleware: RouterMiddleware {
                 .response(from: request, context: context)
         }
         response.headers[Self.requestIDHeader] = requestID
+        GatewayMetrics.request(route: context.outcome.routeName ?? Self.endpointLabel(request.uri.path), status: response.status.code, duration: ContinuousClock.now - start)
         Self.logAccess(context.logger, method: request.method.rawValue, path: request.uri.path, status: response.status.code, since: start)
         return response
     }
+
+    /// AuthGate's own endpoints as metric labels: the path for fixed ones, the family for those with
+    /// ids in them, `other` for anything else (404s), so the label's values stay few.
+    static func endpointLabel(_ path: String) -> String {
+        if path.hasPrefix("/auth/v1/admin/") { return "/auth/v1/admin" }
+        return knownEndpoints.contains(path) ? path : "other"
+    }
+
+    private static let knownEndpoints: Set<String> = [
+        "/auth/v1/token", "/auth/v1/signup", "/auth/v1/user", "/auth/v1/logout", "/auth/v1/settings", "/auth/v1/nonce",
+        "/auth/v1/health", "/health", "/readyz", "/metrics", "/.well-known/jwks.json", "/auth/v1/.well-known/jwks.json",
+        "/auth/v1/.well-known/openid-configuration", "/auth/v1/apple/notifications",
+    ]
 
     /// The access line: method, path (never the query), status and duration.
     static func logAccess(_ logger: Logger, method: String, path: String, status: Int, since start: ContinuousClock.Instant) {

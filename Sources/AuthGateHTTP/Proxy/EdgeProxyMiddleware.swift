@@ -29,6 +29,7 @@ public struct EdgeProxyMiddleware: RouterMiddleware {
         }
         var context = context
         context.logger[metadataKey: "gw.route"] = .string(route.configuration.name)
+        context.outcome.routeName = route.configuration.name
         if let problem = Self.framingProblem(request.headers) {
             context.logger.notice("ambiguous request framing refused", metadata: ["gw.reason": "\(problem)"])
             throw GoTrueError(.badRequest, code: "validation_failed", message: "Ambiguous request framing: \(problem)")
@@ -90,14 +91,17 @@ public struct EdgeProxyMiddleware: RouterMiddleware {
                 context.logger.notice("request body over max_body", metadata: ["gw.upstream": "\(upstream)"])
                 throw GoTrueError(.contentTooLarge, code: "request_entity_too_large", message: "Request body too large")
             } catch let error as UpstreamError where error.isTimeout {
+                GatewayMetrics.upstreamError(route: configuration.name, kind: "timeout")
                 context.logger.warning("upstream timed out", metadata: ["gw.upstream": "\(upstream)", "gw.error": "\(error)"])
                 throw GoTrueError(.gatewayTimeout, code: "request_timeout", message: "The upstream did not answer in time")
             } catch let error as UpstreamError where error == .connectFailed || error == .connectTimeout {
+                GatewayMetrics.upstreamError(route: configuration.name, kind: "connect")
                 pool.markFailed(index)
                 context.logger.warning("upstream failed", metadata: ["gw.upstream": "\(upstream)", "gw.error": "\(error)", "gw.attempt": "\(attempts)"])
                 guard isIdempotent, !hasBody else { break }
                 excluded = index
             } catch {
+                GatewayMetrics.upstreamError(route: configuration.name, kind: "connection_lost")
                 context.logger.warning("upstream failed", metadata: ["gw.upstream": "\(upstream)", "gw.error": "\(error)", "gw.attempt": "\(attempts)"])
                 break
             }

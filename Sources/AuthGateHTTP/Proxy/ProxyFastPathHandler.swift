@@ -253,6 +253,7 @@ final class ProxyFastPathHandler: ChannelDuplexHandler, RemovableChannelHandler 
                 relay(body, status: head.status.code, context)
             }
         case .failure(let error as UpstreamError) where error.isTimeout:
+            GatewayMetrics.upstreamError(route: exchange.route, kind: "timeout")
             logger(for: exchange).warning("upstream timed out", metadata: ["gw.error": "\(error)"])
             let timeout = GoTrueError(.gatewayTimeout, code: "request_timeout", message: "The upstream did not answer in time")
             guard let (fields, body) = try? timeout.encoded(requestHeaders: exchange.head.headerFields, requestID: exchange.requestID) else {
@@ -312,6 +313,7 @@ final class ProxyFastPathHandler: ChannelDuplexHandler, RemovableChannelHandler 
         exchange.responseEnded = true
         exchange.upstream = nil
         mode = .serving(exchange)
+        GatewayMetrics.request(route: exchange.route, status: status, duration: ContinuousClock.now - exchange.started)
         if logger.logLevel <= .info {
             RequestLogMiddleware.logAccess(logger(for: exchange), method: exchange.head.method.rawValue, path: exchange.path, status: status, since: exchange.started)
         }

@@ -54,12 +54,21 @@ public final class RedisConnection: Sendable {
             promise: promise,
             deadline: channel.eventLoop.now + (timeout ?? commandTimeout)
         )
+        let start = ContinuousClock.now
+        RedisMetrics.started()
         enqueue(request)
         do {
-            return try await promise.futureResult.get()
+            let reply = try await promise.futureResult.get()
+            RedisMetrics.finished(after: start, measured: timeout == nil)
+            if case .error = reply { RedisMetrics.failed(.serverError) }
+            return reply
         } catch let error as RedisError {
+            RedisMetrics.finished(after: start, measured: false)
+            RedisMetrics.failed(error.code)
             throw error
         } catch {
+            RedisMetrics.finished(after: start, measured: false)
+            RedisMetrics.failed(.connectionClosed)
             throw RedisError(.connectionClosed, "\(error)")
         }
     }

@@ -122,7 +122,9 @@ public actor ProviderKeySet {
         defer { inFlight = nil }
         do {
             _ = try await task.value
+            GatewayMetrics.keySetFetch(provider: provider, failed: false)
         } catch {
+            GatewayMetrics.keySetFetch(provider: provider, failed: true)
             consecutiveFailures += 1
             lastError = (error as? AuthGateError)?.message ?? "\(error)"
             logger.warning(
@@ -145,6 +147,7 @@ public actor ProviderKeySet {
     /// The set's state for `/readyz` and logs.
     public func status() -> Status {
         let now = clock.now
+        if let loaded { GatewayMetrics.keySetAge(provider: provider, seconds: (now - loaded.loadedAt).inSeconds) }
         return Status(
             provider: provider,
             keyCount: loaded?.keys.count ?? 0,

@@ -1,0 +1,54 @@
+import Metrics
+
+/// Every metric the gateway emits, in one place, through swift-metrics (Prometheus text at
+/// `/metrics` when `authgate serve` bootstraps it; no-ops otherwise). Label values are bounded:
+/// route names from the configuration, status classes, provider names, outcome codes. Never a
+/// user id, token or other unbounded value.
+public enum GatewayMetrics {
+    /// One answered request: `route` is a configured route's name, or the API path pattern.
+    public static func request(route: String, status: Int, duration: Duration) {
+        let dimensions = [("route", route), ("status_class", "\(status / 100)xx")]
+        Counter(label: "authgate_http_requests_total", dimensions: dimensions).increment()
+        Timer(label: "authgate_http_request_duration_seconds", dimensions: dimensions, preferredDisplayUnit: .seconds)
+            .recordNanoseconds(Int64(duration.components.seconds) * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
+    }
+
+    /// An ID-token sign-in: `outcome` is `ok` or the stable rejection code (`expired`, `nonce_mismatch`, `replayed`, …).
+    public static func signIn(provider: String, outcome: String) {
+        Counter(label: "authgate_sign_ins_total", dimensions: [("provider", provider), ("outcome", outcome)]).increment()
+    }
+
+    /// A refresh: `rotated`, `reused_in_window`, `reuse_revoked`, `expired`, `not_found`, `banned`.
+    public static func refresh(outcome: String) {
+        Counter(label: "authgate_refresh_total", dimensions: [("outcome", outcome)]).increment()
+    }
+
+    /// A provider key set was fetched (`failed` when the fetch did not give a usable set).
+    public static func keySetFetch(provider: String, failed: Bool) {
+        if failed {
+            Counter(label: "authgate_provider_keyset_fetch_failures_total", dimensions: [("provider", provider)]).increment()
+        } else {
+            Counter(label: "authgate_provider_keyset_fetches_total", dimensions: [("provider", provider)]).increment()
+        }
+    }
+
+    /// How old the provider key set in use is, in seconds.
+    public static func keySetAge(provider: String, seconds: Double) {
+        Gauge(label: "authgate_provider_keyset_age_seconds", dimensions: [("provider", provider)]).record(seconds)
+    }
+
+    /// How far behind the revocation feed is, in seconds.
+    public static func revocationFeedLag(seconds: Double) {
+        Gauge(label: "authgate_revocation_feed_lag_seconds").record(seconds)
+    }
+
+    /// A lookup in the proxy's verified-token cache.
+    public static func tokenCache(hit: Bool) {
+        Counter(label: "authgate_token_cache_lookups_total", dimensions: [("result", hit ? "hit" : "miss")]).increment()
+    }
+
+    /// A failed exchange with an upstream: `kind` is `connect`, `timeout`, `connection_lost`, `protocol`.
+    public static func upstreamError(route: String, kind: String) {
+        Counter(label: "authgate_upstream_errors_total", dimensions: [("route", route), ("kind", kind)]).increment()
+    }
+}
