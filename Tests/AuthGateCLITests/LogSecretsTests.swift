@@ -79,6 +79,9 @@ struct LogSecretsTests {
 
         let log = server.log
         #expect(log.contains("\"msg\":\"request\""), "the log must hold the request lines the check reads")
+        let requestLines = log.split(separator: "\n").filter { $0.contains("\"msg\":\"request\"") }
+        #expect(requestLines.contains { $0.contains("\"gw.user_id\"") && $0.contains("\"gw.route\":\"api\"") }, "a proxied request's line names its user and route")
+        #expect(requestLines.contains { $0.contains("\"gw.outcome\":\"bad_signature\"") }, "a refused request's line says why")
         for secret in secrets where !secret.isEmpty {
             // Any 24-character piece of a secret is enough to count as a leak.
             let pieces = stride(from: 0, to: max(1, secret.count - 24), by: 24).map { String(secret.dropFirst($0).prefix(24)) }

@@ -27,13 +27,32 @@ public struct AuthGateRequestContext: RequestContext, RemoteAddressRequestContex
     public var maxUploadSize: Int { 1 << 20 }
 }
 
-/// What a request's handling learned that the access line and the metrics need: the proxy route.
+/// What a request's handling learned that the access line and the metrics need: the proxy
+/// route, the user, and why it was refused. Shared by every copy of the request's context.
 public final class RequestOutcome: Sendable {
-    private let route = Mutex<String?>(nil)
+    private struct Facts {
+        var routeName: String?
+        var userID: String?
+        var reason: String?
+    }
+
+    private let facts = Mutex(Facts())
 
     /// The proxy route serving the request (nil for AuthGate's own endpoints).
     public var routeName: String? {
-        get { route.withLock { $0 } }
-        set { route.withLock { $0 = newValue } }
+        get { facts.withLock { $0.routeName } }
+        set { facts.withLock { $0.routeName = newValue } }
+    }
+
+    /// The user the request acted for, once known (a user id only; never a token).
+    public var userID: String? {
+        get { facts.withLock { $0.userID } }
+        set { facts.withLock { $0.userID = newValue } }
+    }
+
+    /// The stable reason of a refusal (`expired`, `nonce_mismatch`, `session_revoked`, …).
+    public var reason: String? {
+        get { facts.withLock { $0.reason } }
+        set { facts.withLock { $0.reason = newValue } }
     }
 }

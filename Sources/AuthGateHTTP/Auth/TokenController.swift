@@ -70,6 +70,7 @@ public struct TokenController: Sendable {
         do {
             let issued = try await accounts.signInWithIDToken(provider: provider, idToken: idToken, rawNonce: body.nonce, linkingTo: linkTarget, now: now)
             GatewayMetrics.signIn(provider: provider, outcome: "ok")
+            context.outcome.userID = issued.user.id
             context.logger.info(
                 "id_token sign-in",
                 metadata: ["gw.provider": "\(provider)", "gw.user_id": "\(issued.user.id)", "gw.linked": "\(linkTarget != nil)", "gw.outcome": "ok"]
@@ -78,6 +79,7 @@ public struct TokenController: Sendable {
         } catch let error as AuthGateError {
             // Only configured providers name a label; anything a client made up counts as "unknown".
             GatewayMetrics.signIn(provider: error.code == .unknownProvider ? "unknown" : provider, outcome: error.code.description)
+            context.outcome.reason = error.code.description
             context.logger.notice("id_token sign-in refused", metadata: ["gw.provider": "\(provider)", "gw.outcome": "\(error.code)", "gw.reason": "\(error.message)"])
             throw ErrorMapping.clientError(for: error, in: .idTokenGrant)
         }
@@ -90,8 +92,10 @@ public struct TokenController: Sendable {
         }
         do {
             let issued = try await accounts.refresh(refreshToken, now: Date())
+            context.outcome.userID = issued.user.id
             return try RequestSupport.json(GoTrueJSON.session(issued))
         } catch let error as AuthGateError {
+            context.outcome.reason = error.code.description
             context.logger.notice("refresh refused", metadata: ["gw.outcome": "\(error.code)"])
             throw ErrorMapping.clientError(for: error, in: .refreshGrant)
         }

@@ -40,8 +40,12 @@ public struct RequestLogMiddleware: RouterMiddleware {
                 .response(from: request, context: context)
         }
         response.headers[Self.requestIDHeader] = requestID
-        GatewayMetrics.request(route: context.outcome.routeName ?? Self.endpointLabel(request.uri.path), status: response.status.code, duration: ContinuousClock.now - start)
-        Self.logAccess(context.logger, method: request.method.rawValue, path: request.uri.path, status: response.status.code, since: start)
+        let route = context.outcome.routeName ?? Self.endpointLabel(request.uri.path)
+        GatewayMetrics.request(route: route, status: response.status.code, duration: ContinuousClock.now - start)
+        Self.logAccess(
+            context.logger, method: request.method.rawValue, path: request.uri.path, route: route, status: response.status.code, since: start,
+            userID: context.outcome.userID, reason: context.outcome.reason
+        )
         return response
     }
 
@@ -58,19 +62,23 @@ public struct RequestLogMiddleware: RouterMiddleware {
         "/auth/v1/.well-known/openid-configuration", "/auth/v1/apple/notifications",
     ]
 
-    /// The access line: method, path (never the query), status and duration.
-    static func logAccess(_ logger: Logger, method: String, path: String, status: Int, since start: ContinuousClock.Instant) {
+    /// The access line: method, path (never the query), route, status and duration, and the user
+    /// and refusal reason when known. Never headers, bodies or tokens.
+    static func logAccess(
+        _ logger: Logger, method: String, path: String, route: String, status: Int, since start: ContinuousClock.Instant, userID: String?, reason: String?
+    ) {
         guard logger.logLevel <= .info else { return }
         let elapsed = ContinuousClock.now - start
-        logger.info(
-            "request",
-            metadata: [
-                "gw.method": "\(method)",
-                "gw.path": "\(path)",
-                "gw.status": "\(status)",
-                "gw.duration_ms": "\(Double(elapsed.components.attoseconds / 1_000_000_000_000 + elapsed.components.seconds * 1_000_000) / 1000)",
-            ]
-        )
+        var metadata: Logger.Metadata = [
+            "gw.method": "\(method)",
+            "gw.path": "\(path)",
+            "gw.route": "\(route)",
+            "gw.status": "\(status)",
+            "gw.duration_ms": "\(Double(elapsed.components.attoseconds / 1_000_000_000_000 + elapsed.components.seconds * 1_000_000) / 1000)",
+        ]
+        if let userID { metadata["gw.user_id"] = "\(userID)" }
+        if let reason { metadata["gw.outcome"] = "\(reason)" }
+        logger.info("request", metadata: metadata)
     }
 
     /// A client-sent id is kept when it is 1-128 characters of letters, digits, `-`, `_`, `.`.

@@ -40,8 +40,13 @@ public final class EdgeProxy: Sendable {
     /// Applies the route's policy to the request's bearer token.
     /// - Returns: the caller's claims (nil on an `optional` or `public` route without a token).
     /// - Throws: ``GoTrueError`` 401 (with `WWW-Authenticate`), 403 or 503.
-    func authorize(bearer: String?, route: RouteConfiguration, logger: Logger) async throws -> AccessTokenClaims? {
-        switch await authenticator.authorize(bearer: bearer, route: route, now: Date()) {
+    func authorize(bearer: String?, route: RouteConfiguration, logger: Logger, outcome: RequestOutcome? = nil) async throws -> AccessTokenClaims? {
+        let decision = await authenticator.authorize(bearer: bearer, route: route, now: Date())
+        switch decision {
+        case .allow(let claims): outcome?.userID = claims?.sub
+        case .unauthorized(let reason), .forbidden(let reason), .unavailable(let reason): outcome?.reason = reason
+        }
+        switch decision {
         case .allow(let claims):
             return claims
         case .unauthorized(let reason):

@@ -37,7 +37,7 @@ public struct EdgeProxyMiddleware: RouterMiddleware {
         if let length = request.headers[.contentLength].flatMap(Int.init), length > route.configuration.maxBody {
             throw GoTrueError(.contentTooLarge, code: "request_entity_too_large", message: "Request body too large")
         }
-        let claims = try await proxy.authorize(bearer: RequestSupport.bearerToken(request), route: route.configuration, logger: context.logger)
+        let claims = try await proxy.authorize(bearer: RequestSupport.bearerToken(request), route: route.configuration, logger: context.logger, outcome: context.outcome)
         if WebSocketProxy.isWebSocketUpgrade(request.headers) {
             // Only a connection's first request can be upgraded (see WebSocketProxy); a later one
             // would reach the upstream stripped of its Upgrade header.

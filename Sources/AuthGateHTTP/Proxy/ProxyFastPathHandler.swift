@@ -33,6 +33,7 @@ final class ProxyFastPathHandler: ChannelDuplexHandler, RemovableChannelHandler 
         let path: String
         let requestID: String
         let route: String
+        let userID: String?
         let started: ContinuousClock.Instant
         var requestEnded = false
         var responseEnded = false
@@ -217,7 +218,7 @@ final class ProxyFastPathHandler: ChannelDuplexHandler, RemovableChannelHandler 
         )
         let connections = proxy.connections
         let pool = proxy.pools[route.index]
-        mode = .serving(Exchange(head: head, path: path, requestID: requestID, route: route.configuration.name, started: .now, upstream: connection))
+        mode = .serving(Exchange(head: head, path: path, requestID: requestID, route: route.configuration.name, userID: claims?.sub, started: .now, upstream: connection))
         proxy.fastPathServed.add(1, ordering: .relaxed)
         let response = connection.start(
             head: HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: head.method.rawValue), uri: uri, headers: headers), timeouts: timeouts
@@ -315,7 +316,10 @@ final class ProxyFastPathHandler: ChannelDuplexHandler, RemovableChannelHandler 
         mode = .serving(exchange)
         GatewayMetrics.request(route: exchange.route, status: status, duration: ContinuousClock.now - exchange.started)
         if logger.logLevel <= .info {
-            RequestLogMiddleware.logAccess(logger(for: exchange), method: exchange.head.method.rawValue, path: exchange.path, status: status, since: exchange.started)
+            RequestLogMiddleware.logAccess(
+                logger(for: exchange), method: exchange.head.method.rawValue, path: exchange.path, route: exchange.route, status: status,
+                since: exchange.started, userID: exchange.userID, reason: nil
+            )
         }
         finishIfDone(context)
     }
