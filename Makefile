@@ -30,6 +30,7 @@ check-config: build
 test: deps
 	$(SWIFT) build --build-tests -j $(JOBS)
 	python3 deploy/check.py
+	scripts/check-openapi.sh
 	scripts/with-redis.sh sh -c '$(SWIFT) test --skip-build && Tests/EndToEnd/run.sh'
 
 test-e2e: deps
