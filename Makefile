@@ -25,13 +25,14 @@ run: build
 check-config: build
 	.build/debug/authgate check-config --config $(CONFIG)
 
-# Swift tests, then the end-to-end suite (the official Python client against a running gateway),
-# both beside one throwaway redis-server.
+# Swift tests, the deploy and OpenAPI checks, then the end-to-end suite (the official Python
+# client against a running gateway) and schemathesis against a live gateway, beside one
+# throwaway redis-server.
 test: deps
 	$(SWIFT) build --build-tests -j $(JOBS)
 	python3 deploy/check.py
 	scripts/check-openapi.sh
-	scripts/with-redis.sh sh -c '$(SWIFT) test --skip-build && Tests/EndToEnd/run.sh'
+	scripts/with-redis.sh sh -c '$(SWIFT) test --skip-build && Tests/EndToEnd/run.sh && scripts/schemathesis.sh'
 
 test-e2e: deps
 	$(SWIFT) build -j $(JOBS)

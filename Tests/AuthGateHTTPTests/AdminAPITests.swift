@@ -100,6 +100,11 @@ struct AdminAPITests {
                 #expect(try json(response)["error_code"] == "user_not_found")
             }
             try await client.execute(uri: "/auth/v1/admin/users?page=0", method: .get, headers: admin) { #expect($0.status == .badRequest) }
+            // Found by schemathesis: (page - 1) * per_page overflowed and crashed the process.
+            try await client.execute(uri: "/auth/v1/admin/users?page=136325376877762752&per_page=969", method: .get, headers: admin) { (response: TestResponse) throws in
+                #expect(response.status == .ok)
+                #expect(try json(response)["users"]?.arrayValue?.isEmpty == true)
+            }
         }
         await gateway.connections.shutdown()
         await upstream.stop()

@@ -53,7 +53,9 @@ public struct AdminController: Sendable {
     private func listUsers(_ request: Request) async throws -> Response {
         let page = try Self.positive(request.uri.queryParameters["page"], name: "page", default: 1)
         let perPage = min(try Self.positive(request.uri.queryParameters["per_page"], name: "per_page", default: 50), 1000)
-        let (users, total) = try await admin.users(offset: (page - 1) * perPage, limit: perPage)
+        // A page past the end is empty, however far (and never an overflow).
+        let (offset, overflow) = (page - 1).multipliedReportingOverflow(by: perPage)
+        let (users, total) = try await admin.users(offset: overflow ? Int.max : offset, limit: perPage)
         var objects: [JSONValue] = []
         for user in users { objects.append(.object(GoTrueJSON.user(user, identities: try await admin.identities(of: user.id)))) }
         var response = try RequestSupport.json(["users": .array(objects), "aud": .string(users.first?.aud ?? "authenticated")])

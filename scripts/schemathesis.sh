@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Fuzzes a live gateway against docs/openapi.yaml with schemathesis (pinned in
+# docs/tools/requirements.txt): no 5xx, and every status, content type and body as documented.
+# Runs `authgate serve` (debug build) on the Redis of scripts/with-redis.sh (AUTHGATE_TEST_REDIS_URL),
+# once as a signed-in user and once with a service_role token for the admin API.
+# Reproduce: scripts/with-redis.sh scripts/schemathesis.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+: "${AUTHGATE_TEST_REDIS_URL:?run under scripts/with-redis.sh}"
+scripts/check-openapi.sh >/dev/null
+venv=.build/tools-venv
+work="$(mktemp -d -t authgate-schemathesis.XXXXXX)"
+gateway_pid=""
+cleanup() {
+    [ -z "$gateway_pid" ] || kill "$gateway_pid" 2>/dev/null || true
+    wait 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+free_port() { while :; do p=$((20000 + RANDOM % 40000)); ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && { echo "$p"; return; }; done; }
+
+port="$(free_port)"
+.build/debug/authgate keys generate --out "$work/k1.pem" --kid k1 >/dev/null
+cat >"$work/authgate.yaml" <<YAML
+server: { host: 127.0.0.1, port: $port }
+store: { kind: redis, redis: { url: "$AUTHGATE_TEST_REDIS_URL", key_prefix: "schemathesis-$RANDOM:" } }
+tokens: { signing_keys: [ { kid: k1, file: k1.pem } ] }
+providers:
+  anonymous: { enabled: true }
+  apple: { enabled: true, audiences: [com.example.app], jwks_file: "$PWD/Tests/AuthGateCoreTests/Fixtures/provider-tokens/jwks/apple-keys-collected.json" }
+rate_limits: { token: off, signup: off, nonce: off }
+logging: { level: warning }
+YAML
+.build/debug/authgate serve --config "$work/authgate.yaml" 2>"$work/authgate.log" &
+gateway_pid=$!
+for _ in $(seq 1 200); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.05; done
+base="http://127.0.0.1:$port"
+user_token="$(curl -fs -X POST "$base/auth/v1/signup" -H 'Content-Type: application/json' -d '{}' | python3 -c 'import json,sys;print(json.load(sys.stdin)["access_token"])')"
+admin_token="$(.build/debug/authgate tokens service-role --config "$work/authgate.yaml")"
+checks=not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance
+run() { # what token [options]
+    echo "schemathesis: $1"
+    "$venv/bin/st" run docs/openapi.yaml -u "$base" -H "Authorization: Bearer $2" -c "$checks" -n 25 --seed 1 --no-color "${@:3}" \
+        >"$work/st.out" 2>&1 || { cat "$work/st.out"; echo "--- gateway log"; tail -50 "$work/authgate.log"; exit 1; }
+    grep -E "passed|failed" "$work/st.out" | tail -1
+}
+run "public and user endpoints, as a signed-in user" "$user_token" --exclude-path-regex '^/auth/v1/admin'
+run "admin endpoints, with a service_role token" "$admin_token" --include-path-regex '^/auth/v1/admin'
