@@ -4,11 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=.build/tools-venv
-if [ ! -x "$venv/bin/python" ]; then
-    python3 -m venv "$venv"
-fi
-if ! cmp -s docs/tools/requirements.txt "$venv/requirements.installed"; then
-    "$venv/bin/pip" install --quiet --disable-pip-version-check -r docs/tools/requirements.txt
-    cp docs/tools/requirements.txt "$venv/requirements.installed"
-fi
+scripts/python-venv.sh "$venv" docs/tools/requirements.txt
 "$venv/bin/openapi-spec-validator" docs/openapi.yaml

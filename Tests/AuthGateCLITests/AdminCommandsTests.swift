@@ -13,20 +13,17 @@ struct AdminCommandsTests {
     /// A gateway on Redis with a fake OIDC provider (so one user can hold several sessions) and an
     /// authenticated proxy route; the admin commands read the same configuration file.
     final class Setup: Sendable {
-        let directory: URL
-        let config: URL
+        let files: GatewayFiles
+        var config: URL { files.config }
         let provider: FakeProvider
         let upstream: EchoUpstream
         let server: AuthGateServer
 
         init() async throws {
-            directory = FileManager.default.temporaryDirectory.appendingPathComponent("admin-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            try TestKeys.es256PEM().write(to: directory.appendingPathComponent("k1.pem"), atomically: true, encoding: .utf8)
+            files = try GatewayFiles("admin")
             provider = try await FakeProvider.start(keys: [FakeProvider.sharedKeys[0]])
             upstream = try await EchoUpstream.start()
-            config = directory.appendingPathComponent("authgate.yaml")
-            try """
+            try files.writeConfig("""
                 server: { host: 127.0.0.1, public_url: "https://auth.example.com" }
                 store: { kind: redis, redis: { url: "\(try await SharedRedis.url())", key_prefix: "admin-\(UInt32.random(in: 0...UInt32.max)):" } }
                 tokens: { signing_keys: [ { kid: k1, file: k1.pem } ] }
@@ -37,15 +34,15 @@ struct AdminCommandsTests {
                 routes:
                   - { name: api, path_prefix: /api/, upstreams: [\(upstream.url)], auth: required, allow_anonymous: true }
                 logging: { level: warning }
-                """.write(to: config, atomically: true, encoding: .utf8)
-            server = try await AuthGateServer.start(arguments: ["--config", config.path])
+                """)
+            server = try await AuthGateServer.start(arguments: ["--config", files.config.path])
         }
 
         func tearDown() async {
             _ = await server.stop()
             await upstream.stop()
             await provider.stop()
-            try? FileManager.default.removeItem(at: directory)
+            files.remove()
         }
 
         /// Runs `authgate <arguments> --config <file>`.

@@ -12,15 +12,13 @@ import Testing
 struct LogSecretsTests {
     @Test("at trace level, a gateway's log holds no token, refresh token, ID token, Authorization value or key material")
     func noSecretsInLogs() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("log-secrets-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let pem = TestKeys.es256PEM()
-        try pem.write(to: directory.appendingPathComponent("k1.pem"), atomically: true, encoding: .utf8)
+        let files = try GatewayFiles("log-secrets")
+        defer { files.remove() }
+        let pem = try files.keyPEM()
         let provider = try await FakeProvider.start(keys: [FakeProvider.sharedKeys[0]])
         let upstream = try await EchoUpstream.start()
-        let config = directory.appendingPathComponent("authgate.yaml")
-        try """
+        let config = files.config
+        try files.writeConfig("""
             server: { host: 127.0.0.1, public_url: "https://auth.example.com" }
             store: { kind: redis, redis: { url: "\(try await SharedRedis.url())", key_prefix: "logs-\(UInt32.random(in: 0...UInt32.max)):" } }
             tokens: { signing_keys: [ { kid: k1, file: k1.pem } ] }
@@ -30,7 +28,7 @@ struct LogSecretsTests {
             rate_limits: { token: off, signup: off, nonce: off }
             routes: [ { name: api, path_prefix: /api/, upstreams: [\(upstream.url)], auth: required, allow_anonymous: true, forward_authorization: true } ]
             logging: { level: trace }
-            """.write(to: config, atomically: true, encoding: .utf8)
+            """)
         let server = try await AuthGateServer.start(arguments: ["--config", config.path])
         var secrets: [String] = []
         func call(_ method: String, _ path: String, token: String? = nil, json: String? = nil) async throws -> [String: JSONValue] {

@@ -11,15 +11,13 @@ import Testing
 struct MetricsTests {
     @Test("every metric family is there with non-zero counts after traffic, on the separate metrics port; no label holds a user id or token")
     func families() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("metrics-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        try TestKeys.es256PEM().write(to: directory.appendingPathComponent("k1.pem"), atomically: true, encoding: .utf8)
+        let files = try GatewayFiles("metrics")
+        defer { files.remove() }
         let provider = try await FakeProvider.start(keys: [FakeProvider.sharedKeys[0]])
         let upstream = try await EchoUpstream.start()
         let metricsPort = try freeLoopbackPort()
-        let config = directory.appendingPathComponent("authgate.yaml")
-        try """
+        let config = files.config
+        try files.writeConfig("""
             server: { host: 127.0.0.1, public_url: "https://auth.example.com", metrics_port: \(metricsPort) }
             store: { kind: redis, redis: { url: "\(try await SharedRedis.url())", key_prefix: "metrics-\(UInt32.random(in: 0...UInt32.max)):" } }
             tokens: { signing_keys: [ { kid: k1, file: k1.pem } ], refresh: { reuse_interval: 0s } }
@@ -31,7 +29,7 @@ struct MetricsTests {
               - { name: api, path_prefix: /api/, upstreams: [\(upstream.url)], auth: required, allow_anonymous: true }
               - { name: dead, path_prefix: /dead/, upstreams: ["http://127.0.0.1:\(try freeLoopbackPort())"], auth: public }
             logging: { level: warning }
-            """.write(to: config, atomically: true, encoding: .utf8)
+            """)
         let server = try await AuthGateServer.start(arguments: ["--config", config.path])
         func call(_ method: String, _ path: String, token: String? = nil, json: String? = nil) async throws -> (Int, [String: JSONValue]) {
             let (data, response) = try await HTTP.send(

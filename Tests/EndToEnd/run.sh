@@ -4,12 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 venv=.build/e2e-venv
-if [ ! -x "$venv/bin/python" ]; then
-    python3 -m venv "$venv"
-fi
-if ! cmp -s Tests/EndToEnd/requirements.txt "$venv/requirements.installed"; then
-    "$venv/bin/pip" install --quiet --disable-pip-version-check -r Tests/EndToEnd/requirements.txt
-    cp Tests/EndToEnd/requirements.txt "$venv/requirements.installed"
-fi
+scripts/python-venv.sh "$venv" Tests/EndToEnd/requirements.txt
 cd Tests/EndToEnd
 exec "../../$venv/bin/python" -m pytest -q -p no:cacheprovider "$@"
