@@ -25,6 +25,10 @@ public func withRedisServer<T>(_ body: (RedisServerProcess) async throws -> T) a
 public final class RedisServerProcess: Sendable {
     public let port: Int
     public let directory: URL
+    /// Appended to the command line (later options win: `--appendonly yes`, `--replicaof …`).
+    private let extraArguments: [String]
+    /// Set for a Sentinel: its configuration file (which Sentinel rewrites).
+    private let sentinelConfiguration: URL?
     private let running = Mutex<RunningServer?>(nil)
 
     private struct RunningServer {
@@ -36,27 +40,55 @@ public final class RedisServerProcess: Sendable {
     public var url: RedisURL { RedisURL(host: "127.0.0.1", port: port) }
 
     /// Starts a server on a free loopback port and waits until it accepts connections.
-    public static func start() async throws -> RedisServerProcess {
+    public static func start(extraArguments: [String] = []) async throws -> RedisServerProcess {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("authgate-redis-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let server = RedisServerProcess(port: try freeLoopbackPort(), directory: directory)
+        let server = RedisServerProcess(port: try freeLoopbackPort(), directory: directory, extraArguments: extraArguments, sentinelConfiguration: nil)
         try await server.start()
         return server
     }
 
-    private init(port: Int, directory: URL) {
+    /// Starts a Sentinel watching `masterName` at `masterPort` (quorum `quorum`, down after 1 s).
+    public static func startSentinel(masterName: String, masterPort: Int, quorum: Int) async throws -> RedisServerProcess {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("authgate-sentinel-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let port = try freeLoopbackPort()
+        let configuration = directory.appendingPathComponent("sentinel.conf")
+        try """
+            port \(port)
+            bind 127.0.0.1
+            dir \(directory.path)
+            logfile \(directory.appendingPathComponent("redis.log").path)
+            sentinel monitor \(masterName) 127.0.0.1 \(masterPort) \(quorum)
+            sentinel down-after-milliseconds \(masterName) 1000
+            sentinel failover-timeout \(masterName) 5000
+            sentinel parallel-syncs \(masterName) 1
+
+            """.write(to: configuration, atomically: true, encoding: .utf8)
+        let server = RedisServerProcess(port: port, directory: directory, extraArguments: [], sentinelConfiguration: configuration)
+        try await server.start()
+        return server
+    }
+
+    private init(port: Int, directory: URL, extraArguments: [String], sentinelConfiguration: URL?) {
         self.port = port
         self.directory = directory
+        self.extraArguments = extraArguments
+        self.sentinelConfiguration = sentinelConfiguration
     }
 
     /// Starts (or restarts) the server process on the same port.
     public func start() async throws {
         let process = Process()
         process.executableURL = try Self.redisServerExecutable()
-        process.arguments = [
-            "--port", String(port), "--bind", "127.0.0.1", "--dir", directory.path, "--save", "", "--appendonly", "no",
-            "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning", "--logfile", directory.appendingPathComponent("redis.log").path,
-        ]
+        if let sentinelConfiguration {
+            process.arguments = [sentinelConfiguration.path, "--sentinel"]
+        } else {
+            process.arguments = [
+                "--port", String(port), "--bind", "127.0.0.1", "--dir", directory.path, "--save", "", "--appendonly", "no",
+                "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning", "--logfile", directory.appendingPathComponent("redis.log").path,
+            ] + extraArguments
+        }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         let (exitStream, exitContinuation) = AsyncStream<Void>.makeStream()

@@ -63,18 +63,22 @@ extension AuthGateConfiguration {
     private func renderedStore() -> Node {
         var pairs: [(Node, Node)] = [(Node("kind"), Node(store.kind.rawValue))]
         if let redis = store.redis {
-            pairs.append(
-                (
-                    Node("redis"),
-                    [
-                        "url": Node(redis.url.description),
-                        "key_prefix": Node(redis.keyPrefix),
-                        "pool_size": Node(String(redis.poolSize)),
-                        "connect_timeout": Node(format(redis.connectTimeout)),
-                        "command_timeout": Node(format(redis.commandTimeout)),
-                    ]
-                )
-            )
+            var redisNode: Node = [
+                "url": Node(redis.url.description),
+                "key_prefix": Node(redis.keyPrefix),
+                "pool_size": Node(String(redis.poolSize)),
+                "connect_timeout": Node(format(redis.connectTimeout)),
+                "command_timeout": Node(format(redis.commandTimeout)),
+            ]
+            if let sentinel = redis.sentinel {
+                var sentinelNode: Node = [
+                    "master_name": Node(sentinel.masterName),
+                    "nodes": Node(sentinel.nodes.map { Node($0.description) }),
+                ]
+                if sentinel.password != nil { sentinelNode["password"] = Node("***") }
+                redisNode["sentinel"] = sentinelNode
+            }
+            pairs.append((Node("redis"), redisNode))
         }
         return Node(pairs)
     }

@@ -20,6 +20,8 @@ public struct StoreConfiguration: Sendable {
         public var poolSize: Int
         public var connectTimeout: Duration
         public var commandTimeout: Duration
+        /// When set, the master is found through these Sentinels (the URL's host and port are not used).
+        public var sentinel: RedisSentinelConfiguration?
     }
 
     public var kind: Kind
@@ -55,12 +57,54 @@ public struct StoreConfiguration: Sendable {
         let poolSize = redisSection.int("pool_size", default: 4, in: 1...256)
         let connectTimeout = redisSection.duration("connect_timeout", default: .seconds(2), minimum: .milliseconds(10))
         let commandTimeout = redisSection.duration("command_timeout", default: .seconds(2), minimum: .milliseconds(10))
+        let sentinel = Self.sentinel(reading: redisSection.section("sentinel"), secrets: secrets)
         redisSection.finish()
         if kind == .redis, let url {
-            redis = Redis(url: url, keyPrefix: keyPrefix, poolSize: poolSize, connectTimeout: connectTimeout, commandTimeout: commandTimeout)
+            redis = Redis(
+                url: url, keyPrefix: keyPrefix, poolSize: poolSize, connectTimeout: connectTimeout, commandTimeout: commandTimeout, sentinel: sentinel
+            )
         } else {
             redis = nil
         }
         section.finish()
+    }
+
+    /// `store.redis.sentinel: { master_name, nodes: [host:port, …], password_file }`; nil when absent.
+    private static func sentinel(reading section: ConfigurationSection, secrets: SecretReader) -> RedisSentinelConfiguration? {
+        let masterName = section.string("master_name", default: "")
+        let nodeTexts = section.stringList("nodes")
+        if section.fileContains("password") {
+            section.report("password", "secrets are refused in the configuration file; use password_file or AUTHGATE_STORE_REDIS_SENTINEL_PASSWORD")
+        }
+        let password = secrets.secret(in: section, key: "password")
+        section.finish()
+        if masterName.isEmpty, nodeTexts.isEmpty { return nil }
+        if masterName.isEmpty { section.report("master_name", "name the master the Sentinels monitor") }
+        if nodeTexts.isEmpty { section.report("nodes", "list at least one Sentinel as host:port") }
+        let nodes = nodeTexts.compactMap { text -> RedisSentinelConfiguration.Node? in
+            guard let node = Self.node(text) else {
+                section.report("nodes", "\"\(text)\" is not host:port (IPv6 as [address]:port)")
+                return nil
+            }
+            return node
+        }
+        return RedisSentinelConfiguration(masterName: masterName, nodes: nodes, password: password)
+    }
+
+    private static func node(_ text: String) -> RedisSentinelConfiguration.Node? {
+        let host: Substring
+        let portText: Substring
+        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
+            host = text[text.index(after: text.startIndex)..<close]
+            guard text[close...].hasPrefix("]:") else { return nil }
+            portText = text[text.index(close, offsetBy: 2)...]
+        } else if let colon = text.lastIndex(of: ":") {
+            host = text[..<colon]
+            portText = text[text.index(after: colon)...]
+        } else {
+            return nil
+        }
+        guard !host.isEmpty, let port = Int(portText), (1...65535).contains(port) else { return nil }
+        return RedisSentinelConfiguration.Node(host: String(host), port: port)
     }
 }

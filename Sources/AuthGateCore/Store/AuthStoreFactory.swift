@@ -23,7 +23,8 @@ public enum AuthStoreFactory {
                     url: redis.url,
                     poolSize: redis.poolSize,
                     connectTimeout: .nanoseconds(redis.connectTimeout.nanoseconds),
-                    commandTimeout: .nanoseconds(redis.commandTimeout.nanoseconds)
+                    commandTimeout: .nanoseconds(redis.commandTimeout.nanoseconds),
+                    sentinel: redis.sentinel
                 ),
                 logger: logger
             )

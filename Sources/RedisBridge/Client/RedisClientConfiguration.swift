@@ -18,6 +18,10 @@ public struct RedisClientConfiguration: Sendable {
     public var maxReconnectBackoff: TimeAmount
     /// Name announced with `CLIENT SETNAME`, or nil to skip it.
     public var clientName: String?
+    /// When set, every new connection asks these Sentinels for the current master first (its
+    /// host and port replace ``url``'s; the credentials and database stay), and only a node that
+    /// says it is the master is used.
+    public var sentinel: RedisSentinelConfiguration?
 
     /// Creates a configuration with production defaults.
     public init(
@@ -28,8 +32,10 @@ public struct RedisClientConfiguration: Sendable {
         maxReplyBytes: Int = 64 * 1024 * 1024,
         minReconnectBackoff: TimeAmount = .milliseconds(50),
         maxReconnectBackoff: TimeAmount = .seconds(2),
-        clientName: String? = "authgate"
+        clientName: String? = "authgate",
+        sentinel: RedisSentinelConfiguration? = nil
     ) {
+        self.sentinel = sentinel
         self.url = url
         self.poolSize = poolSize
         self.connectTimeout = connectTimeout

@@ -97,7 +97,7 @@ final class RedisConnectionSlot: Sendable {
 
     private func connect(completing promise: EventLoopPromise<RedisConnection>, previousFailures: Int) async {
         do {
-            let connection = try await RedisConnection.connect(to: configuration.url, configuration: configuration, eventLoop: eventLoop, logger: logger)
+            let connection = try await RedisConnection.connect(configuration: configuration, eventLoop: eventLoop, logger: logger)
             let accepted = state.withLock { state -> Bool in
                 if case .shutdown = state { return false }
                 state = .connected(connection)

@@ -60,7 +60,12 @@ public final class RedisConnection: Sendable {
         do {
             let reply = try await promise.futureResult.get()
             RedisMetrics.finished(after: start, measured: timeout == nil)
-            if case .error = reply { RedisMetrics.failed(.serverError) }
+            if case .error(let message) = reply {
+                RedisMetrics.failed(.serverError)
+                // A master demoted by a failover: drop the connection, so the next one asks the
+                // Sentinels again.
+                if message.hasPrefix("READONLY") { closeNow() }
+            }
             return reply
         } catch let error as RedisError {
             RedisMetrics.finished(after: start, measured: false)
@@ -112,6 +117,23 @@ public final class RedisConnection: Sendable {
     /// Opens a connection and runs the handshake from the URL: `AUTH`, `SELECT`, `CLIENT SETNAME`.
     /// - Throws: ``RedisError`` (``RedisError/Code/connectionFailed`` when the server cannot be
     ///   reached or refuses the handshake).
+    /// Connects to the configured server: the URL's, or the master the Sentinels name.
+    public static func connect(configuration: RedisClientConfiguration, eventLoop: any EventLoop, logger: Logger) async throws -> RedisConnection {
+        guard let sentinel = configuration.sentinel else {
+            return try await connect(to: configuration.url, configuration: configuration, eventLoop: eventLoop, logger: logger)
+        }
+        var url = configuration.url
+        (url.host, url.port) = try await RedisSentinelLocator.master(sentinel, configuration: configuration, eventLoop: eventLoop, logger: logger)
+        let connection = try await connect(to: url, configuration: configuration, eventLoop: eventLoop, logger: logger)
+        // A Sentinel may still name a demoted master for a moment after a failover.
+        let role = try? await connection.send(RedisCommand("ROLE"), timeout: configuration.connectTimeout)
+        guard role?.array?.first?.string == "master" else {
+            connection.closeNow()
+            throw RedisError(.connectionFailed, "\(url.host):\(url.port), named master of \(sentinel.masterName), is not a master")
+        }
+        return connection
+    }
+
     public static func connect(
         to url: RedisURL,
         configuration: RedisClientConfiguration,

@@ -158,12 +158,7 @@ public final class RedisStreamReader: Service, Sendable {
 
     private func openConnection() async throws -> RedisConnection {
         if let connection = state.withLock({ $0.connection }), connection.isActive { return connection }
-        let connection = try await RedisConnection.connect(
-            to: clientConfiguration.url,
-            configuration: clientConfiguration,
-            eventLoop: eventLoop,
-            logger: logger
-        )
+        let connection = try await RedisConnection.connect(configuration: clientConfiguration, eventLoop: eventLoop, logger: logger)
         let stopped = state.withLock { state -> Bool in
             if state.isStopped { return true }
             state.connection = connection

@@ -1,0 +1,29 @@
+/// Where the Sentinels watching a master are, so the client can find the current master and
+/// follow a failover.
+public struct RedisSentinelConfiguration: Sendable, Equatable {
+    /// One Sentinel's address.
+    public struct Node: Sendable, Equatable, CustomStringConvertible {
+        public var host: String
+        public var port: Int
+
+        public init(host: String, port: Int) {
+            self.host = host
+            self.port = port
+        }
+
+        public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    }
+
+    /// The name the Sentinels know the master by (`sentinel monitor <name> …`).
+    public var masterName: String
+    /// The Sentinels, asked in order until one answers.
+    public var nodes: [Node]
+    /// The Sentinels' own password (`requirepass` of the Sentinels), if any.
+    public var password: String?
+
+    public init(masterName: String, nodes: [Node], password: String? = nil) {
+        self.masterName = masterName
+        self.nodes = nodes
+        self.password = password
+    }
+}

@@ -1,0 +1,79 @@
+import Logging
+public import RedisBridge
+
+/// One Redis master, one replica (both with the append-only file) and three Sentinels, all real
+/// processes on loopback ports, for failover tests.
+public struct SentinelCluster: Sendable {
+    public let master: RedisServerProcess
+    public let replica: RedisServerProcess
+    public let sentinels: [RedisServerProcess]
+    public static let masterName = "authgate-test"
+
+    /// Where the client finds the master.
+    public var configuration: RedisSentinelConfiguration {
+        RedisSentinelConfiguration(masterName: Self.masterName, nodes: sentinels.map { .init(host: "127.0.0.1", port: $0.port) })
+    }
+
+    /// Starts the five processes and waits until the Sentinels could fail over.
+    public static func start() async throws -> SentinelCluster {
+        let master = try await RedisServerProcess.start(extraArguments: ["--appendonly", "yes", "--appendfsync", "always"])
+        let replica = try await RedisServerProcess.start(extraArguments: ["--appendonly", "yes", "--replicaof", "127.0.0.1", String(master.port)])
+        var sentinels: [RedisServerProcess] = []
+        for _ in 0..<3 { sentinels.append(try await RedisServerProcess.startSentinel(masterName: masterName, masterPort: master.port, quorum: 2)) }
+        let cluster = SentinelCluster(master: master, replica: replica, sentinels: sentinels)
+        try await cluster.waitUntil("the replica is in sync and every Sentinel knows the replica and the other Sentinels") {
+            guard try await info(replica.port, "replication").contains("master_link_status:up") else { return false }
+            for sentinel in sentinels {
+                let replicas = try await command(sentinel.port, RedisCommand("SENTINEL", "replicas", .string(masterName))).array?.count ?? 0
+                let others = try await command(sentinel.port, RedisCommand("SENTINEL", "sentinels", .string(masterName))).array?.count ?? 0
+                if replicas < 1 || others < 2 { return false }
+            }
+            return true
+        }
+        return cluster
+    }
+
+    public func stop() async {
+        for process in sentinels + [replica, master] { await process.stop() }
+    }
+
+    /// Polls `condition` every 100 ms for up to 30 s.
+    public func waitUntil(_ what: String, _ condition: () async throws -> Bool) async throws {
+        let clock = ContinuousClock()
+        let start = clock.now
+        while try await !((try? condition()) ?? false) {
+            guard clock.now - start < .seconds(30) else { throw TestSupportError("\(what) did not happen within 30 s") }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+    }
+
+    /// Sends one command to the server on `port` over a connection of its own.
+    public static func command(_ port: Int, _ command: RedisCommand) async throws -> RESPValue {
+        let client = RedisClient(configuration: .init(url: RedisURL(host: "127.0.0.1", port: port), poolSize: 1, clientName: nil), logger: Logger(label: "sentinel-test"))
+        do {
+            let reply = try await client.send(command)
+            await client.shutdown()
+            return reply
+        } catch {
+            await client.shutdown()
+            throw error
+        }
+    }
+
+    /// Waits until the replica has everything the master acknowledged.
+    public func waitForReplication() async throws {
+        try await waitUntil("the replica caught up") {
+            let offset = { (text: String, key: String) in
+                text.split(separator: "\r\n").first { $0.hasPrefix(key + ":") }.flatMap { Int($0.dropFirst(key.count + 1)) }
+            }
+            let master = offset(try await Self.info(master.port, "replication"), "master_repl_offset")
+            let replica = offset(try await Self.info(replica.port, "replication"), "slave_repl_offset")
+            return master != nil && master == replica
+        }
+    }
+
+    public static func info(_ port: Int, _ section: String) async throws -> String {
+        try await command(port, RedisCommand("INFO", .string(section))).string ?? ""
+    }
+}
+

@@ -1,0 +1,51 @@
+import AuthGateTestSupport
+import Logging
+import NIOCore
+import RedisBridge
+import Testing
+
+/// The client behind Sentinels: one master, one replica (both with the append-only file), three
+/// Sentinels, all real processes on loopback.
+@Suite("Sentinel failover", .serialized)
+struct SentinelFailoverTests {
+    @Test("the client finds the master through the Sentinels, follows a failover when the master dies, and loses no acknowledged write")
+    func failover() async throws {
+        let cluster = try await SentinelCluster.start()
+        let client = RedisClient(
+            configuration: .init(url: RedisURL(host: "127.0.0.1", port: 1), poolSize: 2, maxReconnectBackoff: .milliseconds(200), sentinel: cluster.configuration),
+            logger: Logger(label: "sentinel-test")
+        )
+        do {
+            try await client.send(RedisCommand("SET", "before-failover", "kept"))
+            try await client.send(RedisCommand("WAIT", 1, 1000))
+            await cluster.master.kill()
+            let clock = ContinuousClock()
+            let killed = clock.now
+            var recovered = false
+            while !recovered, clock.now - killed < .seconds(30) {
+                recovered = (try? await client.send(RedisCommand("SET", "after-failover", "written"))) != nil
+                if !recovered { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            #expect(recovered, "the client never reached the new master")
+            #expect(try await client.send(RedisCommand("GET", "before-failover")).string == "kept", "an acknowledged write survived the failover")
+            #expect(try await SentinelCluster.info(cluster.replica.port, "replication").contains("role:master"), "the replica was promoted")
+        } catch {
+            await client.shutdown()
+            await cluster.stop()
+            throw error
+        }
+        await client.shutdown()
+        await cluster.stop()
+    }
+
+    @Test("configuration errors: an unknown master name is a clear connection failure")
+    func unknownMaster() async throws {
+        let cluster = try await SentinelCluster.start()
+        var configuration = cluster.configuration
+        configuration.masterName = "nobody"
+        let client = RedisClient(configuration: .init(url: RedisURL(host: "127.0.0.1", port: 1), poolSize: 1, sentinel: configuration), logger: Logger(label: "sentinel-test"))
+        await #expect(throws: RedisError.self) { try await client.send(RedisCommand("PING")) }
+        await client.shutdown()
+        await cluster.stop()
+    }
+}
