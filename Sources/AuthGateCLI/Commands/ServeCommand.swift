@@ -4,6 +4,7 @@ import AuthGateHTTP
 import Foundation
 import Logging
 import Metrics
+import OTel
 import Prometheus
 import ServiceLifecycle
 import UnixSignals
@@ -34,6 +35,10 @@ struct ServeCommand: AsyncParsableCommand {
             throw ExitStatus.configurationError
         }
         var services = assembly.services
+        if configuration.tracing.enabled {
+            // First in the list: started before, stopped after everything that makes spans.
+            services.insert(try Self.bootstrapTracing(configuration.tracing), at: 0)
+        }
         if let path = configuration.sourcePath, let keys = assembly.dependencies.signingKeys, !keys.current.isGenerated {
             services.append(SigningKeyReloader(keys: keys, configurationPath: path, environment: ProcessInfo.processInfo.environment, logger: logger))
         }
@@ -50,6 +55,20 @@ struct ServeCommand: AsyncParsableCommand {
         )
         try await ServiceGroup(configuration: groupConfiguration).run()
         logger.info("authgate stopped")
+    }
+
+    /// Bootstraps OpenTelemetry traces over OTLP/HTTP (protobuf); the returned service exports them.
+    static func bootstrapTracing(_ tracing: TracingConfiguration) throws -> any Service {
+        var otel = OTel.Configuration.default
+        otel.serviceName = tracing.serviceName
+        otel.logs.enabled = false
+        otel.metrics.enabled = false
+        otel.traces.enabled = true
+        otel.traces.exporter = .otlp
+        otel.traces.otlpExporter.endpoint = tracing.endpoint
+        otel.traces.otlpExporter.protocol = .httpProtobuf
+        otel.propagators = [.traceContext]
+        return try OTel.bootstrap(configuration: otel)
     }
 
     static let developmentBanner: String = {

@@ -4,6 +4,7 @@ public import FoundationEssentials
 public import Foundation
 #endif
 public import Logging
+import Tracing
 
 /// The GoTrue flows AuthGate serves, on top of the store: id_token sign-in (with GoTrue's
 /// find-or-create and linking rules), anonymous sign-up, refresh with rotation and reuse
@@ -50,7 +51,10 @@ public struct AccountService: Sendable {
     /// `POST /token?grant_type=id_token`: verifies the ID token (once), finds or creates the user
     /// (or links the identity to `linkingTo`), and starts a session.
     public func signInWithIDToken(provider: String, idToken: String, rawNonce: String?, linkingTo: AuthenticatedUser?, now: Date) async throws -> IssuedSession {
-        let identity = try await idTokens.verify(provider: provider, idToken: idToken, rawNonce: rawNonce, now: now)
+        let identity = try await withSpan("auth.verify_id_token") { span in
+            span.attributes["auth.provider"] = provider
+            return try await idTokens.verify(provider: provider, idToken: idToken, rawNonce: rawNonce, now: now)
+        }
         var user: UserRecord
         if let target = linkingTo {
             user = try await link(identity, to: target.user, now: now)

@@ -56,6 +56,9 @@ extension AuthGateConfiguration {
                 "max_websocket_frame": Node(ConfigurationValueParsers.format(bytes: proxy.maxWebSocketFrame)),
             ],
             "logging": ["level": Node(logging.level.rawValue), "format": Node(logging.format.rawValue)],
+            "tracing": [
+                "enabled": Node(String(tracing.enabled)), "endpoint": Node(tracing.endpoint), "service_name": Node(tracing.serviceName),
+            ],
         ]
         return (try? Yams.serialize(node: document, sortKeys: false)) ?? ""
     }

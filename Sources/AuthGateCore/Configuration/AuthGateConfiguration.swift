@@ -21,6 +21,7 @@ public struct AuthGateConfiguration: Sendable {
     public var routes: [RouteConfiguration]
     public var proxy: ProxyConfiguration
     public var logging: LoggingConfiguration
+    public var tracing: TracingConfiguration
     /// The file this came from, or nil for the built-in defaults.
     public var sourcePath: String?
     /// The `AUTHGATE_…` variables that changed a value, sorted.
@@ -71,6 +72,7 @@ public struct AuthGateConfiguration: Sendable {
         let routes = root.sections("routes").map(RouteConfiguration.init(reading:))
         let proxy = ProxyConfiguration(reading: root.section("proxy"))
         let logging = LoggingConfiguration(reading: root.section("logging"))
+        let tracing = TracingConfiguration(reading: root.section("tracing"))
         root.finish()
 
         var seenNames: Set<String> = []
@@ -115,6 +117,7 @@ public struct AuthGateConfiguration: Sendable {
             routes: routes,
             proxy: proxy,
             logging: logging,
+            tracing: tracing,
             sourcePath: sourcePath,
             appliedEnvironmentOverrides: reader.appliedOverrides.sorted()
         )

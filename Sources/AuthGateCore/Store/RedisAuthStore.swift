@@ -4,6 +4,7 @@ public import FoundationEssentials
 public import Foundation
 #endif
 public import RedisBridge
+import Tracing
 
 /// The Redis store, shared by every replica. Keys follow the cluster-safe model in
 /// ARCHITECTURE.md: everything one atomic operation touches for a user sits under `{u:<id>}`.
@@ -25,12 +26,18 @@ public struct RedisAuthStore: AuthStore {
     /// Sends a command, turning Redis failures into ``AuthGateError/Code/storeUnavailable``.
     @discardableResult
     func run(_ command: RedisCommand) async throws -> RESPValue {
-        try await mappingRedisErrors { try await redis.send(command) }
+        try await withSpan("redis \(command.name)", ofKind: .client) { span in
+            span.attributes["db.system"] = "redis"
+            return try await mappingRedisErrors { try await redis.send(command) }
+        }
     }
 
     /// Runs a script, turning Redis failures into ``AuthGateError/Code/storeUnavailable``.
     func run(_ script: RedisScript, keys: [String], arguments: [RedisArgument]) async throws -> RESPValue {
-        try await mappingRedisErrors { try await redis.evaluate(script, keys: keys, arguments: arguments) }
+        try await withSpan("redis EVALSHA", ofKind: .client) { span in
+            span.attributes["db.system"] = "redis"
+            return try await mappingRedisErrors { try await redis.evaluate(script, keys: keys, arguments: arguments) }
+        }
     }
 
     func mappingRedisErrors<Value>(_ body: () async throws -> Value) async throws -> Value {

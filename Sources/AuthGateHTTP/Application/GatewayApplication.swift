@@ -133,6 +133,9 @@ public enum GatewayApplication {
     public static func buildRouter(_ dependencies: Dependencies) -> Router<AuthGateRequestContext> {
         let router = Router(context: AuthGateRequestContext.self)
         router.add(middleware: RequestLogMiddleware())
+        if dependencies.configuration.tracing.enabled {
+            router.add(middleware: TracingMiddleware<AuthGateRequestContext>())
+        }
         if let edge = dependencies.edge {
             router.add(middleware: EdgeProxyMiddleware(proxy: edge))
         }
@@ -198,7 +201,10 @@ public enum GatewayApplication {
         let webSockets = WebSocketProxy(proxy: edge)
         return .http1WebSocketUpgrade(
             configuration: .init(
-                http1: .init(additionalChannelHandlers: [ProxyFastPathHandler(proxy: edge, logger: logger)]),
+                // With tracing on, every proxied request takes the traced (Hummingbird) path.
+                http1: .init(
+                    additionalChannelHandlers: dependencies.configuration.tracing.enabled ? [] : [ProxyFastPathHandler(proxy: edge, logger: logger)]
+                ),
                 ws: .init(maxFrameSize: dependencies.configuration.proxy.maxWebSocketFrame)
             )
         ) { head, channel, logger in

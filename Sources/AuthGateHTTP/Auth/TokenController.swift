@@ -5,6 +5,7 @@ import Foundation
 #endif
 public import AuthGateCore
 public import Hummingbird
+import Tracing
 import Logging
 
 /// `POST /auth/v1/token?grant_type=id_token|refresh_token`, in GoTrue's order of checks and with
@@ -68,7 +69,10 @@ public struct TokenController: Sendable {
             }
         }
         do {
-            let issued = try await accounts.signInWithIDToken(provider: provider, idToken: idToken, rawNonce: body.nonce, linkingTo: linkTarget, now: now)
+            let issued = try await withSpan("auth.sign_in") { span in
+                span.attributes["auth.provider"] = provider
+                return try await accounts.signInWithIDToken(provider: provider, idToken: idToken, rawNonce: body.nonce, linkingTo: linkTarget, now: now)
+            }
             GatewayMetrics.signIn(provider: provider, outcome: "ok")
             context.outcome.userID = issued.user.id
             context.logger.info(
@@ -91,7 +95,7 @@ public struct TokenController: Sendable {
             throw GoTrueError(.badRequest, code: "validation_failed", message: "Refresh token is not valid")
         }
         do {
-            let issued = try await accounts.refresh(refreshToken, now: Date())
+            let issued = try await withSpan("auth.refresh") { _ in try await accounts.refresh(refreshToken, now: Date()) }
             context.outcome.userID = issued.user.id
             return try RequestSupport.json(GoTrueJSON.session(issued))
         } catch let error as AuthGateError {

@@ -10,6 +10,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import Tracing
 
 /// The edge proxy: requests matching a route are authenticated by the route's policy and
 /// streamed to one of its upstreams; everything else (the GoTrue API, health) goes on to the
@@ -72,8 +73,15 @@ public struct EdgeProxyMiddleware: RouterMiddleware {
                 let (connection, reused) = try await connections.acquire(key, on: context.eventLoop, connectTimeout: .nanoseconds(configuration.connectTimeout.nanoseconds))
                 let start: UpstreamResponseHandler.Start
                 do {
-                    start = try await connection.exchange(head: head, body: body, timeouts: timeouts) { reusable in
-                        connections.release(connection, reusable: reusable)
+                    start = try await withSpan("proxy.upstream", ofKind: .client) { span in
+                        span.attributes["proxy.route"] = configuration.name
+                        span.attributes["server.address"] = upstream.host
+                        var head = head
+                        // W3C traceparent: the upstream's spans join the request's trace.
+                        InstrumentationSystem.instrument.inject(span.context, into: &head.headers, using: HTTPHeadersInjector())
+                        return try await connection.exchange(head: head, body: body, timeouts: timeouts) { reusable in
+                            connections.release(connection, reusable: reusable)
+                        }
                     }
                 } catch UpstreamError.connectionLost(beforeResponse: true) where reused && isIdempotent && !hasBody && !retriedStaleConnection {
                     // A kept-alive connection the upstream had closed meanwhile: once more on a fresh one.
@@ -139,5 +147,12 @@ public struct EdgeProxyMiddleware: RouterMiddleware {
             return "content-length is not a number"
         }
         return nil
+    }
+}
+
+/// Writes trace context (W3C `traceparent`, `tracestate`) into an upstream request's headers.
+struct HTTPHeadersInjector: Injector {
+    func inject(_ value: String, forKey key: String, into headers: inout HTTPHeaders) {
+        headers.replaceOrAdd(name: key, value: value)
     }
 }
