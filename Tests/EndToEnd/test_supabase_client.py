@@ -242,3 +242,29 @@ def test_plain_id_token_sign_in_ignores_the_anonymous_session(gateway, providers
     # The anonymous user stays as it was.
     still = client.get_user(anonymous.session.access_token).user
     assert still.id == anonymous.user.id and still.is_anonymous is True and still.identities == []
+
+
+def test_metrics_after_the_suite(gateway):
+    """Runs last (pytest keeps file order): the suite's traffic shows in /metrics, and no label
+    holds a token. The proxy families (token cache, upstream errors) are exercised by the Swift
+    metrics test; this suite has no routes."""
+    with urllib.request.urlopen(f"{gateway.base}/metrics", timeout=5) as response:
+        text = response.read().decode()
+
+    def total(name, *labels):
+        return sum(
+            float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines()
+            if not line.startswith("#") and (line.startswith(name + "{") or line.startswith(name + " ")) and all(label in line for label in labels)
+        )
+
+    assert total("authgate_http_requests_total", 'route="/auth/v1/token"') > 0
+    assert total("authgate_http_request_duration_seconds_count") > 0
+    assert total("authgate_sign_ins_total", 'provider="apple"', 'outcome="ok"') > 0
+    assert total("authgate_sign_ins_total", 'provider="google"', 'outcome="ok"') > 0
+    assert total("authgate_sign_ins_total", 'outcome="nonce_mismatch"') > 0
+    assert total("authgate_refresh_total", 'outcome="rotated"') > 0
+    assert total("authgate_provider_keyset_fetches_total") > 0
+    assert total("authgate_redis_command_duration_seconds_count") > 0
+    assert "authgate_revocation_feed_lag_seconds" in text
+    assert "eyJ" not in text, "a token in a metric"
