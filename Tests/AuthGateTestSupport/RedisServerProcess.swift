@@ -82,7 +82,13 @@ public final class RedisServerProcess: Sendable {
         let process = Process()
         process.executableURL = try Self.redisServerExecutable()
         if let sentinelConfiguration {
-            process.arguments = [sentinelConfiguration.path, "--sentinel"]
+            // Debian's redis-sentinel (make test installs it); redis-server --sentinel is the same program.
+            if FileManager.default.isExecutableFile(atPath: "/usr/bin/redis-sentinel") {
+                process.executableURL = URL(fileURLWithPath: "/usr/bin/redis-sentinel")
+                process.arguments = [sentinelConfiguration.path]
+            } else {
+                process.arguments = [sentinelConfiguration.path, "--sentinel"]
+            }
         } else {
             process.arguments = [
                 "--port", String(port), "--bind", "127.0.0.1", "--dir", directory.path, "--save", "", "--appendonly", "no",

@@ -18,9 +18,9 @@ public struct UserController: Sendable {
 
     public func register(on router: Router<AuthGateRequestContext>) {
         router.post("/auth/v1/signup") { request, _ in try await signup(request) }
-        router.get("/auth/v1/user") { request, _ in try await currentUser(request) }
-        router.put("/auth/v1/user") { request, _ in try await updateUser(request) }
-        router.post("/auth/v1/logout") { request, _ in try await logout(request) }
+        router.get("/auth/v1/user") { request, context in try await currentUser(request, context) }
+        router.put("/auth/v1/user") { request, context in try await updateUser(request, context) }
+        router.post("/auth/v1/logout") { request, context in try await logout(request, context) }
         router.get("/auth/v1/settings") { _, _ in try settings() }
     }
 
@@ -55,23 +55,27 @@ public struct UserController: Sendable {
         }
     }
 
-    private func authenticated(_ request: Request) async throws -> AuthenticatedUser {
+    /// The caller, recorded on the request's access line.
+    private func authenticated(_ request: Request, _ context: AuthGateRequestContext) async throws -> AuthenticatedUser {
         guard let bearer = RequestSupport.bearerToken(request) else { throw RequestSupport.missingBearer }
         do {
-            return try await accounts.authenticate(bearer: bearer, now: Date())
+            let caller = try await accounts.authenticate(bearer: bearer, now: Date())
+            context.outcome.userID = caller.user.id
+            return caller
         } catch let error as AuthGateError {
+            context.outcome.reason = error.code.description
             throw ErrorMapping.clientError(for: error, in: .authenticated)
         }
     }
 
-    private func currentUser(_ request: Request) async throws -> Response {
-        let caller = try await authenticated(request)
+    private func currentUser(_ request: Request, _ context: AuthGateRequestContext) async throws -> Response {
+        let caller = try await authenticated(request, context)
         let (user, identities) = try await accounts.profile(of: caller)
         return try RequestSupport.json(GoTrueJSON.user(user, identities: identities))
     }
 
-    private func updateUser(_ request: Request) async throws -> Response {
-        let caller = try await authenticated(request)
+    private func updateUser(_ request: Request, _ context: AuthGateRequestContext) async throws -> Response {
+        let caller = try await authenticated(request, context)
         let body = try await RequestSupport.decode(UpdateBody.self, from: request)
         if body.appMetadata != nil { throw GoTrueError(.forbidden, code: "not_admin", message: "Updating app_metadata requires admin privileges") }
         if body.email != nil || body.phone != nil || body.password != nil {
@@ -85,8 +89,8 @@ public struct UserController: Sendable {
         }
     }
 
-    private func logout(_ request: Request) async throws -> Response {
-        let caller = try await authenticated(request)
+    private func logout(_ request: Request, _ context: AuthGateRequestContext) async throws -> Response {
+        let caller = try await authenticated(request, context)
         let scopeText = request.uri.queryParameters.get("scope") ?? "global"
         guard let scope = AccountService.LogoutScope(rawValue: scopeText.isEmpty ? "global" : scopeText) else {
             throw GoTrueError(.badRequest, code: "validation_failed", message: "Unsupported logout scope \"\(scopeText)\"")
