@@ -119,6 +119,8 @@ class Gateway:
                 "anonymous": {"enabled": True},
             },
             "rate_limits": {"token": "off", "signup": "off", "nonce": "off"},
+            # An upstream nobody listens on: the metrics check drives the proxy's families with it.
+            "routes": [{"name": "api", "path_prefix": "/api/", "upstreams": [f"http://127.0.0.1:{free_port()}"], "auth": "required", "allow_anonymous": True}],
         }
         (self.directory / "authgate.yaml").write_text(json.dumps(config))
         self.log = open(self.directory / "authgate.log", "w")

@@ -245,9 +245,16 @@ def test_plain_id_token_sign_in_ignores_the_anonymous_session(gateway, providers
 
 
 def test_metrics_after_the_suite(gateway):
-    """Runs last (pytest keeps file order): the suite's traffic shows in /metrics, and no label
-    holds a token. The proxy families (token cache, upstream errors) are exercised by the Swift
-    metrics test; this suite has no routes."""
+    """Runs last (pytest keeps file order): the suite's traffic shows in /metrics for every
+    family, and no label holds a token. Two proxied calls (to an upstream nobody listens on) add
+    the proxy's families."""
+    token = client_for(gateway).sign_in_anonymously().session.access_token
+    for _ in range(2):
+        request = urllib.request.Request(f"{gateway.base}/api/x", headers={"Authorization": f"Bearer {token}"})
+        try:
+            urllib.request.urlopen(request, timeout=10)
+        except urllib.error.HTTPError as error:
+            assert error.code == 502
     with urllib.request.urlopen(f"{gateway.base}/metrics", timeout=5) as response:
         text = response.read().decode()
 
@@ -267,4 +274,8 @@ def test_metrics_after_the_suite(gateway):
     assert total("authgate_provider_keyset_fetches_total") > 0
     assert total("authgate_redis_command_duration_seconds_count") > 0
     assert "authgate_revocation_feed_lag_seconds" in text
+    assert "authgate_provider_keyset_age_seconds" in text
+    assert total("authgate_token_cache_lookups_total", 'result="miss"') > 0
+    assert total("authgate_token_cache_lookups_total", 'result="hit"') > 0
+    assert total("authgate_upstream_errors_total", 'route="api"', 'kind="connect"') > 0
     assert "eyJ" not in text, "a token in a metric"
