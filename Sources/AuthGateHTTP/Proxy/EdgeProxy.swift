@@ -76,6 +76,24 @@ public final class EdgeProxy: Sendable {
         )
     }
 
+    /// The request head an upstream receives: the route's upstream path (prefix stripped or base
+    /// prepended), the query as the client sent it, the proxied `headers`, and `Host` naming the upstream.
+    static func upstreamHead(
+        method: HTTPMethod, path: String, query: Substring?, route: RouteConfiguration, upstream: RouteConfiguration.Upstream, headers: HTTPHeaders
+    ) -> HTTPRequestHead {
+        let upstreamPath = RouteTable.upstreamPath(for: path, route: route, upstream: upstream)
+        var head = HTTPRequestHead(version: .http1_1, method: method, uri: query.map { upstreamPath + "?" + $0 } ?? upstreamPath, headers: headers)
+        head.headers.replaceOrAdd(name: "Host", value: hostHeader(upstream))
+        return head
+    }
+
+    /// The `Host` an upstream receives: its own name, with the port unless it is the scheme's default.
+    static func hostHeader(_ upstream: RouteConfiguration.Upstream) -> String {
+        let host = upstream.host.contains(":") ? "[\(upstream.host)]" : upstream.host
+        let defaultPort = upstream.scheme == "https" ? 443 : 80
+        return upstream.port == defaultPort ? host : "\(host):\(upstream.port)"
+    }
+
     /// The upstream URL for `path` and `query` on `route`; `scheme` replaces the upstream's
     /// (`ws`/`wss` for WebSocket).
     static func url(_ upstream: RouteConfiguration.Upstream, route: RouteConfiguration, path: String, query: String?, scheme: String? = nil) -> String {

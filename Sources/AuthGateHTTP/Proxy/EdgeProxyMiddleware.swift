@@ -57,18 +57,18 @@ public struct EdgeProxyMiddleware: RouterMiddleware {
         let hasBody = request.headers[.contentLength].map { $0 != "0" } ?? (request.headers[.transferEncoding] != nil)
         if hasBody, request.headers[.contentLength] == nil { headers.add(name: "Transfer-Encoding", value: "chunked") }
         let isIdempotent = [.GET, .HEAD, .OPTIONS, .PUT, .DELETE, .TRACE].contains(method)
-        let timeouts = UpstreamConnection.Timeouts(head: .nanoseconds(configuration.timeout.nanoseconds), idle: .nanoseconds(configuration.idleTimeout.nanoseconds))
+        let timeouts = UpstreamConnection.Timeouts(configuration)
         let connections = proxy.connections
         var excluded: Int?
         var attempts = 0
         var retriedStaleConnection = false
         while attempts < 2, let (index, upstream) = pool.next(excluding: excluded) {
             attempts += 1
-            let path = RouteTable.upstreamPath(for: request.uri.path, route: configuration, upstream: upstream)
-            var head = HTTPRequestHead(version: .http1_1, method: method, uri: request.uri.query.map { path + "?" + $0 } ?? path, headers: headers)
-            head.headers.replaceOrAdd(name: "Host", value: Self.hostHeader(upstream))
+            let head = EdgeProxy.upstreamHead(
+                method: method, path: request.uri.path, query: request.uri.query.map { $0[...] }, route: configuration, upstream: upstream, headers: headers
+            )
             let body: LimitedBody<RequestBody>? = hasBody ? LimitedBody(base: request.body, limit: configuration.maxBody) : nil
-            let key = UpstreamConnectionPool.Key(host: upstream.host, port: upstream.port, tls: upstream.scheme == "https")
+            let key = UpstreamConnectionPool.Key(upstream)
             do {
                 let (connection, reused) = try await connections.acquire(key, on: context.eventLoop, connectTimeout: .nanoseconds(configuration.connectTimeout.nanoseconds))
                 let start: UpstreamResponseHandler.Start
@@ -122,13 +122,6 @@ public struct EdgeProxyMiddleware: RouterMiddleware {
         case .complete(let buffer): ResponseBody(byteBuffer: buffer)
         case .streaming(let sequence): ResponseBody(asyncSequence: sequence)
         }
-    }
-
-    /// The `Host` an upstream receives: its own name, with the port unless it is the scheme's default.
-    static func hostHeader(_ upstream: RouteConfiguration.Upstream) -> String {
-        let host = upstream.host.contains(":") ? "[\(upstream.host)]" : upstream.host
-        let defaultPort = upstream.scheme == "https" ? 443 : 80
-        return upstream.port == defaultPort ? host : "\(host):\(upstream.port)"
     }
 
     /// Why a request's body length is ambiguous, or nil. NIO's parser already refuses `Content-Length`

@@ -203,26 +203,21 @@ final class ProxyFastPathHandler: ChannelDuplexHandler, RemovableChannelHandler 
         guard case .decided(.allow(let claims)) = proxy.authenticator.authorizeFromMemory(bearer: bearer, route: route.configuration, now: Date()),
             let (index, upstream) = proxy.pools[route.index].next()
         else { return false }
-        let key = UpstreamConnectionPool.Key(host: upstream.host, port: upstream.port, tls: upstream.scheme == "https")
-        guard let connection = proxy.connections.takeIdle(key, on: context.eventLoop) else { return false }
+        guard let connection = proxy.connections.takeIdle(UpstreamConnectionPool.Key(upstream), on: context.eventLoop) else { return false }
 
         let requestID = RequestLogMiddleware.acceptableRequestID(fields[RequestLogMiddleware.requestIDHeader]) ?? RequestLogMiddleware.newRequestID()
-        var headers = proxy.upstreamHeaders(
+        let headers = proxy.upstreamHeaders(
             fields, claims: claims, route: route.configuration, peer: context.channel.remoteAddress, authority: head.authority, requestID: requestID
         )
-        headers.replaceOrAdd(name: "Host", value: EdgeProxyMiddleware.hostHeader(upstream))
-        let upstreamPath = RouteTable.upstreamPath(for: path, route: route.configuration, upstream: upstream)
-        let uri = question.map { upstreamPath + String(target[$0...]) } ?? upstreamPath
-        let timeouts = UpstreamConnection.Timeouts(
-            head: .nanoseconds(route.configuration.timeout.nanoseconds), idle: .nanoseconds(route.configuration.idleTimeout.nanoseconds)
+        let upstreamHead = EdgeProxy.upstreamHead(
+            method: HTTPMethod(rawValue: head.method.rawValue), path: path, query: question.map { target[target.utf8.index(after: $0)...] },
+            route: route.configuration, upstream: upstream, headers: headers
         )
         let connections = proxy.connections
         let pool = proxy.pools[route.index]
         mode = .serving(Exchange(head: head, path: path, requestID: requestID, route: route.configuration.name, userID: claims?.sub, started: .now, upstream: connection))
         proxy.fastPathServed.add(1, ordering: .relaxed)
-        let response = connection.start(
-            head: HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: head.method.rawValue), uri: uri, headers: headers), timeouts: timeouts
-        ) { reusable in
+        let response = connection.start(head: upstreamHead, timeouts: UpstreamConnection.Timeouts(route.configuration)) { reusable in
             connections.release(connection, reusable: reusable)
         }
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)

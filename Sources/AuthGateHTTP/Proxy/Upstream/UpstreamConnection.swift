@@ -1,3 +1,4 @@
+import AuthGateCore
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
@@ -21,6 +22,12 @@ final class UpstreamConnection: Sendable {
         let head: TimeAmount
         /// Longest silence while a read is wanted.
         let idle: TimeAmount
+
+        /// The route's `timeout` and `idle_timeout`.
+        init(_ route: RouteConfiguration) {
+            head = .nanoseconds(route.timeout.nanoseconds)
+            idle = .nanoseconds(route.idleTimeout.nanoseconds)
+        }
     }
 
     /// Sends a bodiless request on the connection's event loop (the caller is on it) and returns
@@ -28,10 +35,23 @@ final class UpstreamConnection: Sendable {
     func start(head: HTTPRequestHead, timeouts: Timeouts, onEnd: @escaping @Sendable (Bool) -> Void) -> EventLoopFuture<UpstreamResponseHandler.Start> {
         channel.eventLoop.preconditionInEventLoop()
         let promise = channel.eventLoop.makePromise(of: UpstreamResponseHandler.Start.self)
+        send(head, endsRequest: true, promise: promise, timeouts: timeouts, onEnd: onEnd)
+        return promise.futureResult
+    }
+
+    /// On the event loop: starts the exchange in the handler, then writes the head (and the end
+    /// of a bodiless request) in one flush.
+    private func send(
+        _ head: HTTPRequestHead, endsRequest: Bool, promise: EventLoopPromise<UpstreamResponseHandler.Start>, timeouts: Timeouts,
+        onEnd: @escaping @Sendable (Bool) -> Void
+    ) {
         handler.value.begin(head: promise, headTimeout: timeouts.head, idleTimeout: timeouts.idle, keepAlive: head.isKeepAlive, onEnd: onEnd)
         channel.write(HTTPClientRequestPart.head(head), promise: nil)
-        channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
-        return promise.futureResult
+        if endsRequest {
+            channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
+        } else {
+            channel.flush()
+        }
     }
 
     /// Sends `head` and `body` (streamed with back-pressure, while the response may already be
@@ -43,17 +63,10 @@ final class UpstreamConnection: Sendable {
         head: HTTPRequestHead, body: Body?, timeouts: Timeouts, onEnd: @escaping @Sendable (Bool) -> Void
     ) async throws -> UpstreamResponseHandler.Start where Body.Element == ByteBuffer {
         let channel = self.channel
-        let handler = self.handler
         let promise = channel.eventLoop.makePromise(of: UpstreamResponseHandler.Start.self)
-        let keepAlive = head.isKeepAlive
+        let endsRequest = body == nil
         channel.eventLoop.execute {
-            handler.value.begin(head: promise, headTimeout: timeouts.head, idleTimeout: timeouts.idle, keepAlive: keepAlive, onEnd: onEnd)
-            channel.write(HTTPClientRequestPart.head(head), promise: nil)
-            if body == nil {
-                channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
-            } else {
-                channel.flush()
-            }
+            self.send(head, endsRequest: endsRequest, promise: promise, timeouts: timeouts, onEnd: onEnd)
         }
         let uploadFailure = UploadFailure()
         let upload = body.map { body in

@@ -20,6 +20,12 @@ public final class UpstreamConnectionPool: Service, Sendable {
         let host: String
         let port: Int
         let tls: Bool
+
+        init(_ upstream: RouteConfiguration.Upstream) {
+            host = upstream.host
+            port = upstream.port
+            tls = upstream.scheme == "https"
+        }
     }
 
     private struct Connections {
