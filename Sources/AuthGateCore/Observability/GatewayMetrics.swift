@@ -10,7 +10,7 @@ public enum GatewayMetrics {
         let dimensions = [("route", route), ("status_class", "\(status / 100)xx")]
         Counter(label: "authgate_http_requests_total", dimensions: dimensions).increment()
         Timer(label: "authgate_http_request_duration_seconds", dimensions: dimensions, preferredDisplayUnit: .seconds)
-            .recordNanoseconds(Int64(duration.components.seconds) * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
+            .recordNanoseconds(duration.nanoseconds)
     }
 
     /// An ID-token sign-in: `outcome` is `ok` or the stable rejection code (`expired`, `nonce_mismatch`, `replayed`, …).
