@@ -8,11 +8,9 @@ cd "$(dirname "$0")/.."
 : "${AUTHGATE_TEST_REDIS_URL:?run under scripts/with-redis.sh}"
 count="${1:-2000}"
 redis_port="$(echo "$AUTHGATE_TEST_REDIS_URL" | sed -E 's|redis://[^:]+:([0-9]+)/.*|\1|')"
-work="$(mktemp -d -t authgate-sizing.XXXXXX)"
-gateway_pid=""
-cleanup() { [ -z "$gateway_pid" ] || kill "$gateway_pid" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-port=$((20000 + RANDOM % 40000))
+. scripts/lib.sh
+start_work sizing
+port="$(free_port)"
 .build/debug/authgate keys generate --out "$work/k1.pem" --kid k1 >/dev/null
 cat >"$work/authgate.yaml" <<YAML
 server: { host: 127.0.0.1, port: $port }
@@ -23,8 +21,8 @@ rate_limits: { token: off, signup: off, nonce: off }
 logging: { level: warning }
 YAML
 .build/debug/authgate serve --config "$work/authgate.yaml" 2>"$work/authgate.log" &
-gateway_pid=$!
-for _ in $(seq 1 200); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.05; done
+pids+=($!)
+wait_port "$port" authgate
 redis-cli -p "$redis_port" FLUSHALL >/dev/null
 before="$(redis-cli -p "$redis_port" INFO memory | awk -F: '/^used_memory:/ {print $2}' | tr -d '\r')"
 python3 - "$port" "$count" <<'PY'

@@ -9,15 +9,8 @@ cd "$(dirname "$0")/.."
 : "${AUTHGATE_TEST_REDIS_URL:?run under scripts/with-redis.sh}"
 scripts/check-openapi.sh >/dev/null
 venv=.build/tools-venv
-work="$(mktemp -d -t authgate-schemathesis.XXXXXX)"
-gateway_pid=""
-cleanup() {
-    [ -z "$gateway_pid" ] || kill "$gateway_pid" 2>/dev/null || true
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-free_port() { while :; do p=$((20000 + RANDOM % 40000)); ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && { echo "$p"; return; }; done; }
+. scripts/lib.sh
+start_work schemathesis
 
 port="$(free_port)"
 .build/debug/authgate keys generate --out "$work/k1.pem" --kid k1 >/dev/null
@@ -32,8 +25,8 @@ rate_limits: { token: off, signup: off, nonce: off }
 logging: { level: warning }
 YAML
 .build/debug/authgate serve --config "$work/authgate.yaml" 2>"$work/authgate.log" &
-gateway_pid=$!
-for _ in $(seq 1 200); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.05; done
+pids+=($!)
+wait_port "$port" authgate
 base="http://127.0.0.1:$port"
 user_token="$(curl -fs -X POST "$base/auth/v1/signup" -H 'Content-Type: application/json' -d '{}' | python3 -c 'import json,sys;print(json.load(sys.stdin)["access_token"])')"
 admin_token="$(.build/debug/authgate tokens service-role --config "$work/authgate.yaml")"

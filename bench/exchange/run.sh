@@ -18,16 +18,9 @@ scripts/install-deps.sh libhiredis-dev redis-server redis-tools util-linux opens
 swift build -c release --product authgate >/dev/null
 swift build -c release --product ExchangeBench >/dev/null
 
-work="$(mktemp -d -t authgate-exchange.XXXXXX)"
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
+. scripts/lib.sh
+start_work exchange
 
-free_port() { while :; do p=$((20000 + RANDOM % 40000)); ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && { echo "$p"; return; }; done; }
 redis_port="$(free_port)"
 taskset -c 1 redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$work" --save "" --appendonly no --daemonize no \
     --loglevel warning --logfile "$work/redis.log" &

@@ -21,19 +21,8 @@ ROUNDS="${3:-2}"
 scripts/install-deps.sh libhiredis-dev redis-server redis-tools haproxy nginx-light wrk util-linux openssl curl bc >/dev/null
 swift build -c release --product authgate >/dev/null
 
-work="$(mktemp -d -t authgate-proxybench.XXXXXX)"
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-free_port() { while :; do p=$((20000 + RANDOM % 40000)); ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && { echo "$p"; return; }; done; }
-wait_port() { # port what: waits up to 10 s for a listener, else fails
-    for _ in $(seq 1 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done
-    echo "error: $2 did not listen on port $1 within 10 s" >&2; exit 1
-}
+. scripts/lib.sh
+start_work proxybench
 
 nginx_port="$(free_port)"
 cat >"$work/nginx.conf" <<NGINX
