@@ -133,6 +133,7 @@ public final class AuthGateServer: Sendable {
 
     deinit {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        try? FileManager.default.removeItem(at: logFile)
     }
 
     private func waitUntilHealthy() async throws {

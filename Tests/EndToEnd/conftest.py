@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import secrets
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -144,6 +145,7 @@ class Gateway:
         self.process.terminate()
         self.process.wait(timeout=30)
         self.log.close()
+        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
