@@ -56,26 +56,17 @@ struct ProviderTokenFixtureTests {
         let logger = Logger(label: "fixtures")
         let fetcher = UnusedFetcher()
         switch testCase.provider {
-        case "apple":
-            var configuration = try defaultProviders().apple
+        case "apple", "google":
+            let providers = try defaultProviders()
+            var configuration = testCase.provider == "apple" ? providers.apple : providers.google
             configuration.enabled = true
             configuration.audiences = [audience]
             configuration.skipNonceCheck = true
             let keySet = ProviderKeySet(
-                provider: "apple", source: .file(directory.appendingPathComponent("jwks/apple-keys-collected.json").path), algorithm: .rs256,
-                fetcher: fetcher, logger: logger
+                provider: testCase.provider, source: .file(directory.appendingPathComponent("jwks/\(testCase.provider)-keys-collected.json").path),
+                algorithm: .rs256, fetcher: fetcher, logger: logger
             )
-            return AppleVerifier(configuration: configuration, keySet: keySet)
-        case "google":
-            var configuration = try defaultProviders().google
-            configuration.enabled = true
-            configuration.audiences = [audience]
-            configuration.skipNonceCheck = true
-            let keySet = ProviderKeySet(
-                provider: "google", source: .file(directory.appendingPathComponent("jwks/google-keys-collected.json").path), algorithm: .rs256,
-                fetcher: fetcher, logger: logger
-            )
-            return GoogleVerifier(configuration: configuration, keySet: keySet)
+            return IdentityVerifierRegistry.makeVerifier(configuration, keySet: keySet)
         default:
             let issuer = testCase.claims["iss"]?.stringValue ?? ""
             let jwksFile = FileManager.default.temporaryDirectory.appendingPathComponent("firebase-\(UUID().uuidString).json")
