@@ -1,0 +1,127 @@
+import AuthGateCore
+import AuthGateTestSupport
+import Testing
+
+@Suite("Request target normalization")
+struct RequestTargetTests {
+    @Test(
+        "dot segments, unreserved encodings and repeated slashes have one canonical form",
+        arguments: [
+            ("/", "/"),
+            ("/a/b", "/a/b"),
+            ("/a/b/", "/a/b/"),
+            ("/a/./b", "/a/b"),
+            ("/a/b/..", "/a/"),
+            ("/a/b/../", "/a/"),
+            ("/a/b/.", "/a/b/"),
+            ("/a/../b", "/b"),
+            ("/a/%2e%2e/b", "/b"),
+            ("/a/%2E%2E/b", "/b"),
+            ("/a/.%2e/b", "/b"),
+            ("/a/%2e/b", "/a/b"),
+            ("/public/../api/admin/users", "/api/admin/users"),
+            ("//auth/v1/signup", "/auth/v1/signup"),
+            ("/auth//v1/signup", "/auth/v1/signup"),
+            ("/auth/v1//signup//", "/auth/v1/signup/"),
+            ("/%61%70%69", "/api"),
+            ("/a%2db%5fc%7Ed%2E", "/a-b_c~d."),
+            ("/a%3ab", "/a%3Ab"),
+            ("/a%20b", "/a%20b"),
+            ("/caf\u{e9}", "/caf%C3%A9"),
+            ("/a|b{c}", "/a%7Cb%7Bc%7D"),
+            ("/a;b=c/d", "/a;b=c/d"),
+            ("/a..b/...", "/a..b/..."),
+            ("/a/..", "/"),
+        ]
+    )
+    func canonicalPath(raw: String, expected: String) throws {
+        let target = try RequestTarget.normalize(raw)
+        #expect(target.path == expected)
+        #expect(target.query == nil)
+        #expect(try RequestTarget.normalize(target.uri) == target, "normalizing again changes nothing")
+    }
+
+    @Test(
+        "targets that could be resolved differently upstream are refused",
+        arguments: [
+            ("/..", RequestTarget.Problem.aboveRoot),
+            ("/a/../..", .aboveRoot),
+            ("/%2e%2e/etc/passwd", .aboveRoot),
+            ("/a/..%2fb", .encodedSeparator),
+            ("/a%2Fb", .encodedSeparator),
+            ("/a%5cb", .encodedSeparator),
+            ("/a%00b", .encodedSeparator),
+            ("/a\\b", .backslash),
+            ("/a/..\\b", .backslash),
+            ("/a/..;/b", .dotSegmentWithParameters),
+            ("/a/.;x/b", .dotSegmentWithParameters),
+            ("/a%zz", .invalidPercentEncoding),
+            ("/a%2", .invalidPercentEncoding),
+            ("/a%", .invalidPercentEncoding),
+            ("/a#frag", .fragment),
+            ("/a?b#c", .fragment),
+            ("/a\u{01}b", .invalidCharacter),
+            ("/a?b\u{7f}", .invalidCharacter),
+            ("a/b", .notOriginForm),
+            ("*", .notOriginForm),
+            ("ftp://host/x", .notOriginForm),
+            ("http:///x", .notOriginForm),
+            ("http://us er@host/x", .notOriginForm),
+        ]
+    )
+    func refused(raw: String, problem: RequestTarget.Problem) {
+        #expect(throws: problem) { try RequestTarget.normalize(raw) }
+    }
+
+    @Test("the query is kept as sent; the absolute form names its authority")
+    func queryAndAbsoluteForm() throws {
+        let target = try RequestTarget.normalize("/a/./b?x=%2F..&y=/../")
+        #expect(target.path == "/a/b" && target.query == "x=%2F..&y=/../")
+        #expect(target.uri == "/a/b?x=%2F..&y=/../")
+        let empty = try RequestTarget.normalize("/a?")
+        #expect(empty.query == "" && empty.uri == "/a?")
+        let absolute = try RequestTarget.normalize("HTTP://Example.com:8080/x/../y?z=1")
+        #expect(absolute.authority == "Example.com:8080" && absolute.path == "/y" && absolute.query == "z=1")
+        let bare = try RequestTarget.normalize("http://example.com")
+        #expect(bare.authority == "example.com" && bare.path == "/")
+    }
+
+    @Test("a target over the limit is refused as too long")
+    func tooLong() {
+        #expect(throws: RequestTarget.Problem.tooLong) { try RequestTarget.normalize("/" + String(repeating: "a", count: RequestTarget.maximumLength)) }
+    }
+
+    @Test("random targets: normalizing is idempotent and never leaves a dot or empty segment")
+    func randomTargets() {
+        var generator = SeededGenerator(seed: 0x5eed)
+        let pieces = ["a", "b", ".", "..", "%2e", "%2E", "%2e%2e", "/", "//", "%41", "%7e", "%2f", "%5C", ";", "..;", "~", "%", "%g1", "?", "#", "\\", "é", " ", "%20"]
+        for _ in 0..<20_000 {
+            var raw = "/"
+            for _ in 0..<Int.random(in: 0...12, using: &generator) { raw += pieces.randomElement(using: &generator)! }
+            guard let target = try? RequestTarget.normalize(raw) else { continue }
+            #expect(target.path.hasPrefix("/"))
+            let segments = target.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+            for (index, segment) in segments.enumerated() {
+                #expect(segment != "." && segment != "..", "\(raw) gave \(target.path)")
+                #expect(!segment.isEmpty || index == segments.count - 1, "\(raw) gave an empty segment in \(target.path)")
+            }
+            #expect((try? RequestTarget.normalize(target.uri)) == target, "\(raw) is not a fixed point")
+        }
+    }
+
+    @Test(
+        "hosts compare in one form: lower case, no port, no trailing dot; malformed ones are refused",
+        arguments: [
+            ("API.Example.com", "api.example.com"), ("api.example.com:443", "api.example.com"), ("api.example.com.", "api.example.com"),
+            ("[::1]:8080", "[::1]"), ("127.0.0.1:80", "127.0.0.1"),
+        ]
+    )
+    func canonicalHost(raw: String, expected: String) {
+        #expect(HostName.canonical(raw) == expected)
+    }
+
+    @Test("malformed hosts", arguments: ["", "a b", "user@host", "host/x", "host:", "host:123456", "[::1", "a,b", "host:8a"])
+    func invalidHost(raw: String) {
+        #expect(HostName.canonical(raw) == nil)
+    }
+}
