@@ -13,6 +13,7 @@ import Testing
 struct SentinelFailoverGatewayTests {
     /// One client round: when it ran and whether its refresh and proxy call succeeded.
     struct Round: Sendable {
+        /// When the round began: a round that began before the kill may well end after it.
         let at: ContinuousClock.Instant
         let ok: Bool
         let detail: String
@@ -61,6 +62,7 @@ struct SentinelFailoverGatewayTests {
             let client = Task {
                 var tokens = (current: firstRefresh, previous: firstRefresh, access: firstAccess)
                 while !stop.load(ordering: .relaxed) {
+                    let started = ContinuousClock.now
                     var (status, body) = await call("POST", "/auth/v1/token?grant_type=refresh_token", json: "{\"refresh_token\":\"\(tokens.current)\"}")
                     if status == 400, tokens.previous != tokens.current {
                         (status, body) = await call("POST", "/auth/v1/token?grant_type=refresh_token", json: "{\"refresh_token\":\"\(tokens.previous)\"}")
@@ -73,7 +75,7 @@ struct SentinelFailoverGatewayTests {
                         ok = proxied == 200
                         detail = "proxy \(proxied)"
                     }
-                    rounds.withLock { $0.append(Round(at: .now, ok: ok, detail: detail)) }
+                    rounds.withLock { $0.append(Round(at: started, ok: ok, detail: detail)) }
                     try? await Task.sleep(for: .milliseconds(100))
                 }
             }

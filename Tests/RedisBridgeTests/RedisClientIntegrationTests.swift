@@ -135,7 +135,9 @@ struct RedisClientIntegrationTests {
             await #expect {
                 try await redis.send(RedisCommand("BLPOP", .string(uniqueKey("never")), 5))
             } throws: { ($0 as? RedisError)?.code == .timeout }
-            #expect(clock.now - start < .seconds(2))
+            // Fast means long before BLPOP's own 5 s would have answered; on a loaded two-core
+            // machine the deadline's timer may run late, so the bound is not the 200 ms itself.
+            #expect(clock.now - start < .seconds(4))
             #expect(try await redis.ping())
         }
     }
