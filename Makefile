@@ -4,7 +4,7 @@
 SWIFT ?= swift
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CONFIG ?= config/authgate.yaml
-APT_PACKAGES := libhiredis-dev redis-server redis-sentinel pkg-config python3 python3-venv python3-yaml
+APT_PACKAGES := libhiredis-dev redis-server redis-sentinel pkg-config python3 python3-venv python3-yaml nginx-light
 # Extra flags for the release binary (deploy/Dockerfile passes --static-swift-stdlib).
 RELEASE_FLAGS ?=
 

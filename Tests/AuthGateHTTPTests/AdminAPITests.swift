@@ -41,7 +41,7 @@ struct AdminAPITests {
         let keyRing = try SigningKeyRing.load(configuration.tokens, allowGenerated: true)
         let connections = UpstreamConnectionPool(maxConnectionsPerUpstream: 8)
         let dependencies = GatewayApplication.Dependencies(configuration: configuration, store: MemoryAuthStore(), keyRing: keyRing, upstreamConnections: connections)
-        return Gateway(app: Application(router: GatewayApplication.buildRouter(dependencies)), keyRing: keyRing, configuration: configuration, connections: connections)
+        return Gateway(app: Application(router: GatewayApplication.buildRouter(dependencies), server: GatewayApplication.serverBuilder(dependencies)), keyRing: keyRing, configuration: configuration, connections: connections)
     }
 
     private func signUp(_ client: some TestClientProtocol) async throws -> (access: String, userID: String) {

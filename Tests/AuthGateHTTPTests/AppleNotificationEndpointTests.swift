@@ -57,7 +57,7 @@ struct AppleNotificationEndpointTests {
             configuration: configuration, store: MemoryAuthStore(), keyRing: try SigningKeyRing.load(configuration.tokens, allowGenerated: true),
             verifiers: verifiers, upstreamConnections: connections
         )
-        let app = Application(router: GatewayApplication.buildRouter(dependencies))
+        let app = Application(router: GatewayApplication.buildRouter(dependencies), server: GatewayApplication.serverBuilder(dependencies))
         @Sendable func signIn(_ client: some TestClientProtocol, _ subject: String) async throws -> String {
             try await client.execute(
                 uri: "/auth/v1/token?grant_type=id_token", method: .post, headers: [.contentType: "application/json"],

@@ -94,7 +94,7 @@ struct ProxyStreamingTests {
             connection.send("GET /files/download/\(Self.fiftyMiB) HTTP/1.1\r\nHost: gateway\r\n\r\n")
             var head: [UInt8] = []
             while !head.suffix(4).elementsEqual("\r\n\r\n".utf8) || head.count < 4 {
-                let next = connection.receive(maximum: 1)
+                let next = await connection.receive(maximum: 1)
                 try #require(!next.isEmpty, "no response head")
                 head += next
             }
@@ -112,7 +112,7 @@ struct ProxyStreamingTests {
             #expect(peak - before < 16 << 20, "the gateway's peak memory grew by \((peak - before) >> 20) MiB while its client read nothing")
             var received = 0
             while received < Self.fiftyMiB {
-                let bytes = connection.receive()
+                let bytes = await connection.receive()
                 if bytes.isEmpty { break }
                 received += bytes.count
             }

@@ -122,6 +122,14 @@ public final class AuthGateServer: Sendable {
         return kilobytes * 1024
     }
 
+    /// Whether the process is still running (a crash ends it).
+    public var isRunning: Bool { process.isRunning }
+
+    /// File descriptors the server has open now (`/proc/<pid>/fd`).
+    public func openDescriptors() throws -> Int {
+        try FileManager.default.contentsOfDirectory(atPath: "/proc/\(process.processIdentifier)/fd").count
+    }
+
     /// Everything the server has logged so far.
     public var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
 

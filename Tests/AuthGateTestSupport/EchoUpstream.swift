@@ -8,8 +8,8 @@ import Synchronization
 
 /// A local upstream for proxy tests: answers every request with a JSON object describing what
 /// it received (method, path, query, headers, body size), and counts requests. WebSocket upgrades
-/// to `/ws/...` are accepted: the first message is `user=<X-AuthGate-User-Id received>`, then
-/// every message is echoed.
+/// to `/ws/...` are accepted (choosing the first subprotocol offered): the first message is
+/// `user=<X-AuthGate-User-Id received>`, then every message is echoed.
 public final class EchoUpstream: Sendable {
     private let server: LocalServer
     private let counter: Counter
@@ -28,7 +28,12 @@ public final class EchoUpstream: Sendable {
         let webSocket = HTTPServerBuilder.http1WebSocketUpgrade(configuration: .init(ws: .init(maxFrameSize: 1 << 20))) { head, _, _ in
             guard head.path?.hasPrefix("/ws/") == true else { return .dontUpgrade }
             let user = head.headerFields[HTTPField.Name("X-AuthGate-User-Id")!] ?? "none"
-            return .upgrade([:]) { inbound, outbound, _ in
+            // The first subprotocol offered is chosen, as a server that speaks it would.
+            var answer = HTTPFields()
+            if let offered = head.headerFields[HTTPField.Name("Sec-WebSocket-Protocol")!]?.split(separator: ",").first {
+                answer[HTTPField.Name("Sec-WebSocket-Protocol")!] = offered.trimmingCharacters(in: .whitespaces)
+            }
+            return .upgrade(answer) { inbound, outbound, _ in
                 try await outbound.write(.text("user=\(user)"))
                 for try await message in inbound.messages(maxSize: 1 << 20) {
                     switch message {

@@ -1,21 +1,9 @@
 import Foundation
-
-/// Sends raw bytes to a loopback port and returns the status line of the answer: for testing
-/// request framing that no well-behaved HTTP client would produce.
-public enum RawHTTP {
-    public static func statusLine(port: Int, request: String) throws -> String {
-        let connection = try RawConnection(port: port)
-        connection.send(request)
-        let received = connection.receive(maximum: 4096)
-        guard !received.isEmpty else { return "" }
-        let text = String(decoding: received, as: UTF8.self)
-        return String(text.split(separator: "\r\n", maxSplits: 1).first ?? "")
-    }
-}
+import Dispatch
 
 /// A blocking loopback TCP connection with a small receive buffer, for tests that control
 /// exactly when bytes are read (a client that stops reading).
-public final class RawConnection {
+public final class RawConnection: Sendable {
     private let descriptor: Int32
 
     public init(port: Int, receiveBuffer: Int = 64 << 10) throws {
@@ -43,6 +31,48 @@ public final class RawConnection {
     public func send(_ text: String) {
         let bytes = Array(text.utf8)
         _ = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, 0) }
+    }
+
+    /// Everything the peer sends until it closes the connection, and whether it did close within
+    /// the receive timeout (10 s) of its last byte.
+    public func receiveUntilClosed() -> (bytes: [UInt8], closed: Bool) {
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        while true {
+            let received = recv(descriptor, &buffer, buffer.count, 0)
+            if received == 0 { return (bytes, true) }
+            if received < 0 { return (bytes, false) }
+            bytes += buffer.prefix(received)
+        }
+    }
+
+    /// Sends raw bytes.
+    public func send(bytes: [UInt8]) {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if sent <= 0 { return }
+            offset += sent
+        }
+    }
+
+    /// ``receiveUntilClosed()`` on a thread of its own: an async test must not hold one of Swift's
+    /// few cooperative threads in a blocking `recv` (on two cores, that starves every other test).
+    public func receiveUntilClosed() async -> (bytes: [UInt8], closed: Bool) {
+        await Self.offload { self.receiveUntilClosed() }
+    }
+
+    /// ``receive(maximum:)`` on a thread of its own (see ``receiveUntilClosed()``).
+    public func receive(maximum: Int = 64 << 10) async -> [UInt8] {
+        await Self.offload { self.receive(maximum: maximum) }
+    }
+
+    /// Runs blocking `work` on a dispatch thread (not NIO's two-thread pool, which other code in
+    /// the test process waits on).
+    private static func offload<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: work()) }
+        }
     }
 
     /// Up to `maximum` bytes; empty at the end of the stream or after the 10 s receive timeout.

@@ -34,6 +34,7 @@ struct ServeCommand: AsyncParsableCommand {
             logger.critical("cannot start", metadata: ["gw.error": "\(error)"])
             throw ExitStatus.configurationError
         }
+        FileDescriptorLimit.raise(toAtLeast: FileDescriptorLimit.needed(forConnections: configuration.server.maxConnections), logger: logger)
         var services = assembly.services
         if configuration.tracing.enabled {
             // First in the list: started before, stopped after everything that makes spans.

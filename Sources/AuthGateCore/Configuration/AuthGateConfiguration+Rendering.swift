@@ -13,6 +13,10 @@ extension AuthGateConfiguration {
                 "trusted_proxies": Node(server.trustedProxies.map { Node($0.description) }),
                 "shutdown_timeout": Node(format(server.shutdownTimeout)),
                 "metrics_port": Node(String(server.metricsPort)),
+                "max_connections": Node(String(server.maxConnections)),
+                "request_head_timeout": Node(format(server.requestHeadTimeout)),
+                "keep_alive_timeout": Node(format(server.keepAliveTimeout)),
+                "client_idle_timeout": Node(format(server.clientIdleTimeout)),
             ],
             "store": renderedStore(),
             "tokens": [

@@ -96,6 +96,11 @@ public struct RouteConfiguration: Sendable, Hashable {
         pathPrefix = section.string("path_prefix", default: "")
         if !pathPrefix.hasPrefix("/") {
             section.report("path_prefix", "\"\(pathPrefix)\" must start with /")
+        } else if let normalized = try? RequestTarget.normalize(pathPrefix), normalized.path != pathPrefix || normalized.query != nil {
+            // Requests are matched on their normalized path, so a prefix in any other form would never match.
+            section.report("path_prefix", "\"\(pathPrefix)\" is not in normalized form; write it as \"\(normalized.path)\"")
+        } else if (try? RequestTarget.normalize(pathPrefix)) == nil {
+            section.report("path_prefix", "\"\(pathPrefix)\" is not a valid path (no .., encoded /, \\ or control characters)")
         } else if pathPrefix == "/auth/v1" || pathPrefix.hasPrefix("/auth/v1/") || "/auth/v1/".hasPrefix(pathPrefix) && pathPrefix.count > 1 {
             section.report("path_prefix", "\"\(pathPrefix)\" overlaps /auth/v1, which AuthGate serves itself")
         }
@@ -109,6 +114,10 @@ public struct RouteConfiguration: Sendable, Hashable {
         upstreams = upstreamTexts.compactMap { text in
             guard let upstream = Upstream(text) else {
                 section.report("upstreams", "\"\(text)\" is not an http:// or https:// URL with a host (and no query or credentials)")
+                return nil
+            }
+            if !upstream.basePath.isEmpty, (try? RequestTarget.normalize(upstream.basePath))?.path != upstream.basePath {
+                section.report("upstreams", "\"\(text)\": the base path must be in normalized form (no dot segments, //, or encodings of unreserved characters)")
                 return nil
             }
             return upstream

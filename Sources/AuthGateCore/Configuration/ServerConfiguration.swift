@@ -12,6 +12,17 @@ public struct ServerConfiguration: Sendable {
     public var shutdownTimeout: Duration
     /// The port of a separate listener for `/metrics` (same host); 0 serves it on `port`.
     public var metricsPort: Int
+    /// Most client connections open at once; one more is answered 503 and closed.
+    public var maxConnections: Int
+    /// Longest time from a connection's opening, or a request's first byte, to its complete head
+    /// (slowloris).
+    public var requestHeadTimeout: Duration
+    /// Longest time an idle connection is kept between requests.
+    public var keepAliveTimeout: Duration
+    /// Longest silence of a client while its request body is read, and longest time a client may
+    /// leave a response unread; also bounds how long the rest of a body is awaited after an early
+    /// response.
+    public var clientIdleTimeout: Duration
 
     init(reading section: ConfigurationSection) {
         host = section.string("host", default: "127.0.0.1")
@@ -30,6 +41,10 @@ public struct ServerConfiguration: Sendable {
         }
         shutdownTimeout = section.duration("shutdown_timeout", default: .seconds(30), maximum: .seconds(3600))
         metricsPort = section.int("metrics_port", default: 0, in: 0...65535)
+        maxConnections = section.int("max_connections", default: 10_000, in: 1...1_000_000)
+        requestHeadTimeout = section.duration("request_head_timeout", default: .seconds(10), minimum: .milliseconds(100), maximum: .seconds(600))
+        keepAliveTimeout = section.duration("keep_alive_timeout", default: .seconds(60), minimum: .milliseconds(100), maximum: .seconds(3600))
+        clientIdleTimeout = section.duration("client_idle_timeout", default: .seconds(30), minimum: .milliseconds(100), maximum: .seconds(3600))
         section.finish()
     }
 }

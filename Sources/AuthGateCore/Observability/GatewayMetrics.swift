@@ -51,4 +51,19 @@ public enum GatewayMetrics {
     public static func upstreamError(route: String, kind: String) {
         Counter(label: "authgate_upstream_errors_total", dimensions: [("route", route), ("kind", kind)]).increment()
     }
+
+    /// Client connections open now.
+    public static func clientConnections(open: Int) {
+        Gauge(label: "authgate_client_connections").record(open)
+    }
+
+    /// A client connection refused because `server.max_connections` were open.
+    public static func clientConnectionRefused() {
+        Counter(label: "authgate_client_connections_refused_total").increment()
+    }
+
+    /// A client connection closed for being too slow: `kind` is `request_head`, `keep_alive` or `client_idle`.
+    public static func clientTimeout(kind: String) {
+        Counter(label: "authgate_client_timeouts_total", dimensions: [("kind", kind)]).increment()
+    }
 }

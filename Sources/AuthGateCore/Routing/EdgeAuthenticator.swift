@@ -63,6 +63,23 @@ public final class EdgeAuthenticator: Sendable {
         }
     }
 
+    /// The rest of a decision that memory could not make (``MemoryDecision/needsStore(_:)``): the
+    /// session is looked up in the store, then the route's policy applies.
+    public func checkStore(_ claims: AccessTokenClaims, route: RouteConfiguration) async -> Decision {
+        if let revoked = await storeRevocation(claims) { return revoked }
+        return policy(route, claims)
+    }
+
+    /// ``recheck(_:now:)`` without waiting: `needsStore` when the revocation view is too stale.
+    public func recheckFromMemory(_ claims: AccessTokenClaims, now: Date) -> MemoryDecision {
+        if Int64(now.timeIntervalSince1970) >= claims.exp { return .decided(.unauthorized(reason: "token_expired")) }
+        switch memoryRevocation(claims, now: now) {
+        case .revoked: return .decided(.unauthorized(reason: "session_revoked"))
+        case .stale: return .needsStore(claims)
+        case .current: return .decided(.allow(claims))
+        }
+    }
+
     /// ``authorize(bearer:route:now:)`` without waiting for anything: signature checks (cached),
     /// the revocation view and the route's policy; `needsStore` when the view is too stale to
     /// trust. Safe to call on an event loop.

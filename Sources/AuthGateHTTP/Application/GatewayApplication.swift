@@ -2,7 +2,7 @@ public import AsyncHTTPClient
 public import AuthGateCore
 public import Hummingbird
 public import HummingbirdCore
-import HummingbirdWebSocket
+import NIOPosix
 public import Logging
 public import NIOCore
 import RedisBridge
@@ -136,9 +136,6 @@ public enum GatewayApplication {
         if dependencies.configuration.tracing.enabled {
             router.add(middleware: TracingMiddleware<AuthGateRequestContext>())
         }
-        if let edge = dependencies.edge {
-            router.add(middleware: EdgeProxyMiddleware(proxy: edge))
-        }
         router.add(
             middleware: RateLimitMiddleware(
                 store: dependencies.store,
@@ -193,22 +190,18 @@ public enum GatewayApplication {
         )
     }
 
-    /// HTTP/1.1, plus, when there are proxy routes, WebSocket upgrades and the proxy's fast path
-    /// (``ProxyFastPathHandler``) in every connection's pipeline.
-    /// - Parameter logger: the logger of requests the proxy's fast path serves (the application's).
+    /// Every client connection's pipeline (``GatewayHTTPChannel``): the connection guard, HTTP/1.1,
+    /// and ``GatewayConnectionHandler``, which normalizes and decides every request and serves
+    /// the proxy routes itself; Hummingbird serves the rest.
+    /// - Parameter logger: the logger of what the connection handler logs (access lines of proxied
+    ///   requests among them).
     public static func serverBuilder(_ dependencies: Dependencies, logger: Logger = Logger(label: "authgate")) -> HTTPServerBuilder {
-        guard let edge = dependencies.edge else { return .http1() }
-        let webSockets = WebSocketProxy(proxy: edge)
-        return .http1WebSocketUpgrade(
-            configuration: .init(
-                // With tracing on, every proxied request takes the traced (Hummingbird) path.
-                http1: .init(
-                    additionalChannelHandlers: dependencies.configuration.tracing.enabled ? [] : [ProxyFastPathHandler(proxy: edge, logger: logger)]
-                ),
-                ws: .init(maxFrameSize: dependencies.configuration.proxy.maxWebSocketFrame)
+        let configuration = dependencies.configuration
+        return HTTPServerBuilder { responder in
+            GatewayHTTPChannel(
+                responder: responder, proxy: dependencies.edge, server: configuration.server, tracing: configuration.tracing.enabled,
+                group: MultiThreadedEventLoopGroup.singleton, logger: logger
             )
-        ) { head, channel, logger in
-            await webSockets.shouldUpgrade(head, channel: channel, logger: logger)
         }
     }
 }

@@ -41,18 +41,28 @@ public struct GoTrueError: Error, HTTPResponseError, Sendable {
     /// legacy 5xx bodies as `error_id`.
     func encoded(requestHeaders: HTTPFields, requestID: String?) throws -> (HTTPFields, ByteBuffer) {
         var headers = self.headers
-        headers[.contentType] = "application/json"
-        headers[Self.errorCodeHeader] = code
+        let (extra, body) = try encoded(apiVersion: requestHeaders[Self.apiVersionHeader], requestID: requestID)
+        for (name, value) in extra {
+            if let name = HTTPField.Name(name) { headers[name] = value }
+        }
+        return (headers, ByteBuffer(bytes: body))
+    }
+
+    /// The body for a client that sent `apiVersion` (`X-Supabase-Api-Version`), and the headers it
+    /// needs: content type, `x-sb-error-code`, and the version echoed for the new shape. This is the
+    /// one place GoTrue error bodies are written, for the API and the proxy alike.
+    func encoded(apiVersion: String?, requestID: String?) throws -> (headers: [(String, String)], body: Data) {
+        var headers = [("Content-Type", "application/json"), ("x-sb-error-code", code)]
         let body: Data
-        if let version = requestHeaders[Self.apiVersionHeader], Self.isDate(version), version >= Self.newErrorShapeVersion {
-            headers[Self.apiVersionHeader] = version
+        if let version = apiVersion, Self.isDate(version), version >= Self.newErrorShapeVersion {
+            headers.append(("X-Supabase-Api-Version", version))
             body = try JSONEncoder().encode(NewShape(code: code, message: message))
         } else {
             var errorID: String?
             if status.code >= 500, let requestID, !requestID.isEmpty { errorID = requestID }
             body = try JSONEncoder().encode(LegacyShape(code: Int(status.code), errorCode: code, msg: message, errorID: errorID))
         }
-        return (headers, ByteBuffer(bytes: body))
+        return (headers, body)
     }
 
     private struct NewShape: Encodable {

@@ -2,6 +2,7 @@ public import AuthGateCore
 public import HTTPTypes
 public import Hummingbird
 public import NIOCore
+public import NIOHTTP1
 
 /// The client's IP address: the TCP peer, unless the peer is a trusted proxy, in which case the
 /// right-most `X-Forwarded-For` entry that is not itself a trusted proxy.
@@ -15,9 +16,19 @@ public struct ClientAddress: Sendable, Equatable {
 
     /// Resolves the client address of a request with `headers` arriving from `peer`.
     public static func resolve(_ headers: HTTPFields, peer: SocketAddress?, trustedProxies: [IPNetwork]) -> ClientAddress {
+        resolve(forwardedFor: { headers[values: forwardedFor] }, peer: peer, trustedProxies: trustedProxies)
+    }
+
+    /// Resolves the client address of a request with `headers` (NIO's form) arriving from `peer`.
+    public static func resolve(_ headers: HTTPHeaders, peer: SocketAddress?, trustedProxies: [IPNetwork]) -> ClientAddress {
+        resolve(forwardedFor: { headers["X-Forwarded-For"] }, peer: peer, trustedProxies: trustedProxies)
+    }
+
+    /// `forwardedFor` is read only when the peer is trusted.
+    private static func resolve(forwardedFor: () -> [String], peer: SocketAddress?, trustedProxies: [IPNetwork]) -> ClientAddress {
         let peerAddress = peer?.ipAddress ?? "unknown"
         guard isTrusted(peerAddress, trustedProxies) else { return ClientAddress(address: peerAddress, peerIsTrusted: false) }
-        let hops = headers[values: forwardedFor].flatMap { $0.split(separator: ",") }.map(\.trimmingOWS).filter { !$0.isEmpty }
+        let hops = forwardedFor().flatMap { $0.split(separator: ",") }.map(\.trimmingOWS).filter { !$0.isEmpty }
         for hop in hops.reversed() where !isTrusted(hop, trustedProxies) {
             return ClientAddress(address: IPNetwork.parseAddress(hop) == nil ? peerAddress : hop, peerIsTrusted: true)
         }

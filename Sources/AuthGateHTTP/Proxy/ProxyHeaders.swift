@@ -1,22 +1,40 @@
 public import AuthGateCore
-public import HTTPTypes
 public import NIOHTTP1
 
 /// Header hygiene between client and upstream.
+///
+/// Names are compared the way the servers behind the gateway may compare them: without regard to
+/// case, and with `_` taken as `-` (CGI, WSGI and several frameworks fold `X_AuthGate_User_Id`
+/// into `X-AuthGate-User-Id`). A client header that matches a name the gateway sets
+/// (the identity prefix, `X-Forwarded-*`, `Forwarded`, `X-Real-IP`, `X-Request-Id`) in any such
+/// spelling is dropped.
 public enum ProxyHeaders {
-    /// Hop-by-hop headers (RFC 9110 §7.6.1) plus the legacy `Proxy-*` family.
-    static let hopByHop: Set<String> = ["connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade", "proxy-connection", "proxy-authenticate", "proxy-authorization"]
+    /// Hop-by-hop headers (RFC 9110 §7.6.1) plus the legacy `Proxy-*` family, in folded form.
+    static let hopByHop: Set<String> = [
+        "connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade", "proxy-connection", "proxy-authenticate",
+        "proxy-authorization",
+    ]
 
-    /// Names a `Connection` header lists: also hop-by-hop.
-    static func connectionListed(_ fields: HTTPFields) -> Set<String> {
-        Set(fields[values: .connection].flatMap { $0.split(separator: ",") }.map { $0.trimmingOWS.lowercased() })
+    /// `name` in folded form: ASCII lower case, `_` as `-`.
+    static func folded(_ name: some StringProtocol) -> String {
+        String(decoding: name.utf8.map { byte in byte == UInt8(ascii: "_") ? UInt8(ascii: "-") : (byte >= 65 && byte <= 90 ? byte | 0x20 : byte) }, as: UTF8.self)
+    }
+
+    /// Names a `Connection` header lists, folded: also hop-by-hop.
+    static func connectionListed(_ headers: HTTPHeaders) -> Set<String> {
+        var names = Set<String>()
+        for value in headers["connection"] {
+            for element in value.split(separator: ",") { names.insert(folded(element.trimmingOWS)) }
+        }
+        return names
     }
 
     /// What the upstream receives: the client's headers without hop-by-hop ones, without any
-    /// identity header the client sent, without `Authorization` (unless the route forwards it) and
-    /// `Host`; then AuthGate's identity headers, `X-Forwarded-*`, `Forwarded` and `X-Request-Id`.
+    /// header spelling a name the gateway sets, without `Authorization` (unless the route forwards
+    /// it), `Host` and `Expect`; then AuthGate's identity headers, `X-Forwarded-*`, `Forwarded`
+    /// and `X-Request-Id`.
     public static func upstreamHeaders(
-        from fields: HTTPFields,
+        from fields: HTTPHeaders,
         claims: AccessTokenClaims?,
         route: RouteConfiguration,
         identityPrefix: String,
@@ -27,66 +45,76 @@ public enum ProxyHeaders {
         requestID: String
     ) -> HTTPHeaders {
         let listed = connectionListed(fields)
-        let prefix = identityPrefix.lowercased()
+        let prefix = folded(identityPrefix)
         var headers = HTTPHeaders()
+        headers.reserveCapacity(fields.count + 10)
         var forwardedFor: [String] = []
         var forwardedProto: String?
         var forwardedHost: String?
-        for field in fields {
-            let name = field.name.canonicalName
-            if hopByHop.contains(name) || listed.contains(name) || name.hasPrefix(prefix) || name == "host" || name == "x-request-id" { continue }
-            if name == "authorization", !route.forwardAuthorization { continue }
-            switch name {
+        for (name, value) in fields {
+            let folded = folded(name)
+            if hopByHop.contains(folded) || listed.contains(folded) || folded.hasPrefix(prefix) { continue }
+            let exact = !name.utf8.contains(UInt8(ascii: "_"))
+            switch folded {
+            case "host", "x-request-id", "forwarded", "x-real-ip", "expect":
+                continue
+            case "authorization":
+                if route.forwardAuthorization, exact { headers.add(name: name, value: value) }
             case "x-forwarded-for":
                 // A chain is kept only when it comes from a trusted proxy; otherwise it is a spoof.
-                if peerIsTrusted { forwardedFor.append(field.value) }
+                if peerIsTrusted, exact { forwardedFor.append(value) }
             case "x-forwarded-proto":
-                if peerIsTrusted { forwardedProto = field.value }
+                if peerIsTrusted, exact { forwardedProto = value }
             case "x-forwarded-host":
-                if peerIsTrusted { forwardedHost = field.value }
-            case "forwarded", "x-real-ip":
-                continue
+                if peerIsTrusted, exact { forwardedHost = value }
             default:
-                headers.add(name: field.name.rawName, value: field.value)
+                if folded.hasPrefix("x-forwarded-") { continue }
+                headers.add(name: name, value: value)
             }
         }
         forwardedFor.append(clientAddress)
         let proto = forwardedProto ?? scheme
         let host = forwardedHost ?? authority
-        headers.replaceOrAdd(name: "X-Forwarded-For", value: forwardedFor.joined(separator: ", "))
-        headers.replaceOrAdd(name: "X-Forwarded-Proto", value: proto)
+        headers.add(name: "X-Forwarded-For", value: forwardedFor.joined(separator: ", "))
+        headers.add(name: "X-Forwarded-Proto", value: proto)
         if let host {
-            headers.replaceOrAdd(name: "X-Forwarded-Host", value: host)
-            headers.replaceOrAdd(name: "Forwarded", value: "for=\(forwardedNode(clientAddress));proto=\(proto);host=\"\(host.replacingQuotes)\"")
+            headers.add(name: "X-Forwarded-Host", value: host)
+            headers.add(name: "Forwarded", value: "for=\(forwardedNode(clientAddress));proto=\(proto);host=\"\(host.replacingQuotes)\"")
         } else {
-            headers.replaceOrAdd(name: "Forwarded", value: "for=\(forwardedNode(clientAddress));proto=\(proto)")
+            headers.add(name: "Forwarded", value: "for=\(forwardedNode(clientAddress));proto=\(proto)")
         }
-        headers.replaceOrAdd(name: "X-Request-Id", value: requestID)
+        headers.add(name: "X-Request-Id", value: requestID)
         if let claims {
-            headers.replaceOrAdd(name: identityPrefix + "User-Id", value: claims.sub)
-            if let sessionID = claims.sessionID { headers.replaceOrAdd(name: identityPrefix + "Session-Id", value: sessionID) }
-            headers.replaceOrAdd(name: identityPrefix + "Role", value: claims.role)
+            headers.add(name: identityPrefix + "User-Id", value: claims.sub)
+            if let sessionID = claims.sessionID { headers.add(name: identityPrefix + "Session-Id", value: sessionID) }
+            headers.add(name: identityPrefix + "Role", value: claims.role)
             if case .string(let provider) = claims.appMetadata["provider"] {
-                headers.replaceOrAdd(name: identityPrefix + "Provider", value: provider)
+                headers.add(name: identityPrefix + "Provider", value: provider)
             } else if claims.isAnonymous {
-                headers.replaceOrAdd(name: identityPrefix + "Provider", value: "anonymous")
+                headers.add(name: identityPrefix + "Provider", value: "anonymous")
             }
-            headers.replaceOrAdd(name: identityPrefix + "Anonymous", value: String(claims.isAnonymous))
-            headers.replaceOrAdd(name: identityPrefix + "AAL", value: claims.aal)
+            headers.add(name: identityPrefix + "Anonymous", value: String(claims.isAnonymous))
+            headers.add(name: identityPrefix + "AAL", value: claims.aal)
         }
         return headers
     }
 
-    /// What the client receives from the upstream: without hop-by-hop headers.
-    public static func clientHeaders(from headers: HTTPHeaders, requestID: String) -> HTTPFields {
-        let listed = Set(headers["connection"].flatMap { $0.split(separator: ",") }.map { $0.trimmingOWS.lowercased() })
-        var fields = HTTPFields()
+    /// What the client receives from the upstream: without hop-by-hop headers, with the request id.
+    /// `keepsUpgrade` keeps `Upgrade` and `Connection: Upgrade` (a WebSocket handshake's 101).
+    public static func clientHeaders(from headers: HTTPHeaders, requestID: String, keepsUpgrade: Bool = false) -> HTTPHeaders {
+        let listed = connectionListed(headers)
+        var fields = HTTPHeaders()
+        fields.reserveCapacity(headers.count + 1)
         for (name, value) in headers {
-            let lower = name.lowercased()
-            if hopByHop.contains(lower) || listed.contains(lower) { continue }
-            if let fieldName = HTTPField.Name(name) { fields.append(HTTPField(name: fieldName, value: value)) }
+            let folded = folded(name)
+            if keepsUpgrade, folded == "upgrade" || folded == "connection" {
+                fields.add(name: name, value: value)
+                continue
+            }
+            if hopByHop.contains(folded) || listed.contains(folded) || folded == "x-request-id" { continue }
+            fields.add(name: name, value: value)
         }
-        fields[HTTPField.Name("X-Request-Id")!] = requestID
+        fields.add(name: "X-Request-Id", value: requestID)
         return fields
     }
 

@@ -1,19 +1,17 @@
-import AuthGateCore
-import Logging
+public import AuthGateCore
 public import NIOCore
 import NIOHTTP1
 public import NIOPosix
-import NIOSSL
 public import ServiceLifecycle
-import Synchronization
 
-/// Kept-alive HTTP/1.1 connections to upstreams, at most `maxConnectionsPerUpstream` per upstream
-/// (later callers wait for one to come free).
+/// Kept-alive HTTP/1.1 connections to upstreams, kept per event loop: a client connection's
+/// requests use connections made on its own loop, which only that loop touches, so taking and
+/// returning one costs no lock and no thread hop. Each loop holds at most its share of
+/// `max_connections_per_upstream` (the limit divided by the loops, at least one) per upstream;
+/// later requests on that loop wait for one to come free.
 ///
-/// New connections are made on the client connection's event loop, so the client's and the
-/// upstream's sockets share a thread (and ``ProxyFastPathHandler`` can use them). No redirects are followed and nothing is decompressed:
-/// bytes are relayed as they are. Runs as a service that closes every connection after the server
-/// stops.
+/// No redirects are followed and nothing is decompressed: bytes are relayed as they are. Runs as
+/// a service that closes every idle connection after the server stops.
 public final class UpstreamConnectionPool: Service, Sendable {
     /// Where a connection goes.
     struct Key: Hashable, Sendable {
@@ -28,124 +26,26 @@ public final class UpstreamConnectionPool: Service, Sendable {
         }
     }
 
-    private struct Connections {
-        var idle: [UpstreamConnection] = []
-        var open = 0
-        var waiters: [CheckedContinuation<Void, Never>] = []
+    private let loops: PerEventLoop<LoopConnections>
+    let connector: any UpstreamConnector
+
+    /// - Parameters:
+    ///   - maxConnectionsPerUpstream: the limit for the whole process, shared out among the loops.
+    ///   - group: the loops client connections run on.
+    public convenience init(maxConnectionsPerUpstream: Int, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) {
+        self.init(maxConnectionsPerUpstream: maxConnectionsPerUpstream, group: group, connector: SocketUpstreamConnector())
     }
 
-    private let state = Mutex<[Key: Connections]>([:])
-    private let maxConnectionsPerUpstream: Int
-    private let group: any EventLoopGroup
-    private let tlsContext: NIOSSLContext?
-
-    public init(maxConnectionsPerUpstream: Int, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) {
-        self.maxConnectionsPerUpstream = maxConnectionsPerUpstream
-        self.group = group
-        self.tlsContext = try? NIOSSLContext(configuration: .makeClientConfiguration())
+    init(maxConnectionsPerUpstream: Int, group: any EventLoopGroup, connector: any UpstreamConnector) {
+        let loopCount = max(1, Array(group.makeIterator()).count)
+        let perLoop = max(1, maxConnectionsPerUpstream / loopCount)
+        self.connector = connector
+        self.loops = PerEventLoop(group: group) { loop in LoopConnections(eventLoop: loop, limit: perLoop, connector: connector) }
     }
 
-    /// A connection to `key`: an idle one on `eventLoop`, else a new one on it when under the
-    /// limit, else an idle one elsewhere, else the next to come free. `reused` tells whether
-    /// it served an exchange before (and so may have been closed by the upstream meanwhile).
-    func acquire(_ key: Key, on eventLoop: any EventLoop, connectTimeout: TimeAmount) async throws -> (connection: UpstreamConnection, reused: Bool) {
-        while true {
-            enum Next { case reuse(UpstreamConnection), connect, wait }
-            let next: Next = state.withLock { state in
-                var connections = state[key, default: Connections()]
-                defer { state[key] = connections }
-                connections.idle.removeAll { !$0.channel.isActive }
-                // An idle connection on this loop, else a new one on it, else any idle one.
-                if let index = connections.idle.lastIndex(where: { $0.channel.eventLoop === eventLoop }) {
-                    return .reuse(connections.idle.remove(at: index))
-                }
-                if connections.open < maxConnectionsPerUpstream {
-                    connections.open += 1
-                    return .connect
-                }
-                if let idle = connections.idle.popLast() { return .reuse(idle) }
-                return .wait
-            }
-            switch next {
-            case .reuse(let connection):
-                return (connection, true)
-            case .connect:
-                do {
-                    return (try await connect(key, on: eventLoop, timeout: connectTimeout), false)
-                } catch {
-                    closed(key)
-                    throw error
-                }
-            case .wait:
-                await withCheckedContinuation { continuation in
-                    state.withLock { $0[key, default: Connections()].waiters.append(continuation) }
-                }
-            }
-        }
-    }
-
-    /// An idle connection to `key` made on `eventLoop`, or nil: for callers that must not wait.
-    func takeIdle(_ key: Key, on eventLoop: any EventLoop) -> UpstreamConnection? {
-        state.withLock { state in
-            guard var connections = state[key] else { return nil }
-            defer { state[key] = connections }
-            guard let index = connections.idle.lastIndex(where: { $0.channel.eventLoop === eventLoop && $0.channel.isActive }) else { return nil }
-            return connections.idle.remove(at: index)
-        }
-    }
-
-    /// Ends an exchange on `connection`: back to the idle list when it can serve another.
-    func release(_ connection: UpstreamConnection, reusable: Bool) {
-        guard reusable, connection.channel.isActive else { return }
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            state[connection.key, default: Connections()].idle.append(connection)
-            return state[connection.key]?.waiters.isEmpty == false ? state[connection.key]!.waiters.removeFirst() : nil
-        }
-        waiter?.resume()
-    }
-
-    /// A connection to `key` closed: one fewer open, and a waiter may connect.
-    private func closed(_ key: Key, connection: UpstreamConnection? = nil) {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            guard var connections = state[key] else { return nil }
-            connections.open -= 1
-            if let connection { connections.idle.removeAll { $0 === connection } }
-            let waiter = connections.waiters.isEmpty ? nil : connections.waiters.removeFirst()
-            state[key] = connections
-            return waiter
-        }
-        waiter?.resume()
-    }
-
-    private func connect(_ key: Key, on eventLoop: any EventLoop, timeout: TimeAmount) async throws -> UpstreamConnection {
-        let tlsContext = self.tlsContext
-        if key.tls, tlsContext == nil { throw UpstreamError.connectFailed }
-        let bootstrap = ClientBootstrap(group: eventLoop)
-            .connectTimeout(timeout)
-            .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    if key.tls, let tlsContext {
-                        try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: tlsContext, serverHostname: key.host))
-                    }
-                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                    try channel.pipeline.syncOperations.addHandler(UpstreamResponseHandler())
-                }
-            }
-        let channel: any Channel
-        do {
-            channel = try await bootstrap.connect(host: key.host, port: key.port).get()
-        } catch ChannelError.connectTimeout {
-            throw UpstreamError.connectTimeout
-        } catch {
-            throw UpstreamError.connectFailed
-        }
-        let handler = try await channel.eventLoop.submit {
-            NIOLoopBound(try channel.pipeline.syncOperations.handler(type: UpstreamResponseHandler.self), eventLoop: channel.eventLoop)
-        }.get()
-        let connection = UpstreamConnection(channel: channel, key: key, handler: handler)
-        channel.closeFuture.whenComplete { [weak self] _ in self?.closed(key, connection: connection) }
-        return connection
+    /// The connections of `loop`; call its methods on that loop only.
+    func connections(on loop: any EventLoop) -> LoopConnections {
+        loops.value(for: loop)
     }
 
     public func run() async throws {
@@ -155,7 +55,124 @@ public final class UpstreamConnectionPool: Service, Sendable {
 
     /// Closes every idle connection (busy ones close when their exchange ends or fails).
     public func shutdown() async {
-        let idle = state.withLock { state in state.values.flatMap(\.idle) }
-        for connection in idle { try? await connection.channel.close() }
+        for connections in loops.all {
+            try? await connections.eventLoop.submit { connections.closeIdle() }.get()
+        }
+    }
+}
+
+/// One event loop's upstream connections. Every method must be called on that loop.
+final class LoopConnections: Sendable {
+    let eventLoop: any EventLoop
+    private let limit: Int
+    private let connector: any UpstreamConnector
+    private let state: NIOLoopBoundBox<[UpstreamConnectionPool.Key: PerUpstream]>
+
+    private struct PerUpstream {
+        var idle: [UpstreamConnection] = []
+        var open = 0
+        var waiters = CircularBuffer<Waiter>()
+    }
+
+    private struct Waiter {
+        let promise: EventLoopPromise<UpstreamConnection>
+        let connectTimeout: TimeAmount
+    }
+
+    init(eventLoop: any EventLoop, limit: Int, connector: any UpstreamConnector) {
+        self.eventLoop = eventLoop
+        self.limit = limit
+        self.connector = connector
+        self.state = NIOLoopBoundBox.makeBoxSendingValue([:], eventLoop: eventLoop)
+    }
+
+    /// A connection to `key`: an idle one, else a new one when under the limit, else the next to
+    /// come free. ``UpstreamConnection/hasServed`` tells whether the upstream may have closed it
+    /// meanwhile.
+    func acquire(_ key: UpstreamConnectionPool.Key, connectTimeout: TimeAmount) -> EventLoopFuture<UpstreamConnection> {
+        var upstream = state.value[key, default: PerUpstream()]
+        var idle: UpstreamConnection?
+        while idle == nil, let connection = upstream.idle.popLast() {
+            if connection.isActive { idle = connection }
+        }
+        let connects = idle == nil && upstream.open < limit
+        if connects { upstream.open += 1 }
+        var waiter: EventLoopPromise<UpstreamConnection>?
+        if idle == nil, !connects {
+            let promise = eventLoop.makePromise(of: UpstreamConnection.self)
+            upstream.waiters.append(Waiter(promise: promise, connectTimeout: connectTimeout))
+            waiter = promise
+        }
+        state.value[key] = upstream
+        if let idle { return eventLoop.makeSucceededFuture(idle) }
+        if let waiter { return waiter.futureResult }
+        return connect(key, timeout: connectTimeout)
+    }
+
+    /// A connection of its own for a WebSocket tunnel: never pooled, not counted against the limit.
+    func connectTunnel(_ key: UpstreamConnectionPool.Key, connectTimeout: TimeAmount) -> EventLoopFuture<UpstreamConnection> {
+        connector.connect(key, on: eventLoop, timeout: connectTimeout, keepsLeftoverBytes: true).flatMapThrowing { channel in
+            try UpstreamConnection(channel: channel, key: key, handler: channel.pipeline.syncOperations.handler(type: UpstreamChannelHandler.self))
+        }
+    }
+
+    /// Ends an exchange on `connection`: handed to a waiter or kept idle when `reusable`, closed otherwise.
+    func release(_ connection: UpstreamConnection, reusable: Bool) {
+        connection.handler.endExchange()
+        guard reusable, connection.isActive else {
+            connection.channel.close(promise: nil)
+            return
+        }
+        connection.hasServed = true
+        var upstream = state.value[connection.key, default: PerUpstream()]
+        if let waiter = upstream.waiters.popFirst() {
+            state.value[connection.key] = upstream
+            waiter.promise.succeed(connection)
+            return
+        }
+        upstream.idle.append(connection)
+        state.value[connection.key] = upstream
+    }
+
+    /// Closes every idle connection.
+    func closeIdle() {
+        for (_, upstream) in state.value {
+            for connection in upstream.idle { connection.channel.close(promise: nil) }
+        }
+    }
+
+    private func connect(_ key: UpstreamConnectionPool.Key, timeout: TimeAmount) -> EventLoopFuture<UpstreamConnection> {
+        let bound = NIOLoopBound(self, eventLoop: eventLoop)
+        return connector.connect(key, on: eventLoop, timeout: timeout, keepsLeftoverBytes: false).flatMapThrowing { channel in
+            let connection = try UpstreamConnection(channel: channel, key: key, handler: channel.pipeline.syncOperations.handler(type: UpstreamChannelHandler.self))
+            let boundConnection = NIOLoopBound(connection, eventLoop: channel.eventLoop)
+            channel.closeFuture.whenComplete { _ in bound.value.closed(boundConnection.value) }
+            return connection
+        }.flatMapErrorThrowing { error in
+            bound.value.connectFailed(key)
+            throw error
+        }
+    }
+
+    /// A pooled connection closed: one fewer open, and the first waiter may connect.
+    private func closed(_ connection: UpstreamConnection) {
+        var upstream = state.value[connection.key, default: PerUpstream()]
+        upstream.idle.removeAll { $0 === connection }
+        upstream.open -= 1
+        state.value[connection.key] = upstream
+        connectNextWaiter(connection.key)
+    }
+
+    private func connectFailed(_ key: UpstreamConnectionPool.Key) {
+        state.value[key, default: PerUpstream()].open -= 1
+        connectNextWaiter(key)
+    }
+
+    private func connectNextWaiter(_ key: UpstreamConnectionPool.Key) {
+        var upstream = state.value[key, default: PerUpstream()]
+        guard upstream.open < limit, let waiter = upstream.waiters.popFirst() else { return }
+        upstream.open += 1
+        state.value[key] = upstream
+        connect(key, timeout: waiter.connectTimeout).cascade(to: waiter.promise)
     }
 }

@@ -1,20 +1,37 @@
 /// Why an exchange with an upstream failed.
-enum UpstreamError: Error, Equatable {
+enum UpstreamError: Error, Equatable, Sendable {
     /// No connection could be made (refused, unreachable, TLS handshake failed).
     case connectFailed
     /// No connection within the route's `connect_timeout`.
     case connectTimeout
-    /// No response head within the route's `timeout`.
+    /// No response head within the route's `timeout` after the request was sent.
     case headTimeout
     /// The upstream was silent for the route's `idle_timeout` while a read was wanted.
     case idleTimeout
     /// The connection closed or broke; `beforeResponse` when not a byte of the response had come.
     case connectionLost(beforeResponse: Bool)
-    /// The upstream answered something that is not HTTP/1.1 we can relay (a second head, an upgrade).
+    /// The upstream answered something that is not HTTP/1.1 we can relay (a second head, an
+    /// unasked-for upgrade, bytes between exchanges).
     case protocolViolation
 
-    /// Timeouts answer 504; everything else 502.
+    /// An upstream that accepted the request but did not answer in time: 504. Everything else
+    /// (no connection at all included) is 502.
     var isTimeout: Bool {
         self == .headTimeout || self == .idleTimeout
+    }
+
+    /// No connection was made: the upstream is marked failed and another may be tried.
+    var isConnectFailure: Bool {
+        self == .connectFailed || self == .connectTimeout
+    }
+
+    /// The `kind` label of `authgate_upstream_errors_total`.
+    var metricKind: String {
+        switch self {
+        case .connectFailed, .connectTimeout: "connect"
+        case .headTimeout, .idleTimeout: "timeout"
+        case .connectionLost: "connection_lost"
+        case .protocolViolation: "protocol"
+        }
     }
 }

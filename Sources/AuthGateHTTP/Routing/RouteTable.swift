@@ -1,7 +1,12 @@
+public import AuthGateCore
+
 /// The proxy's routes, compiled once at start: the longest matching `path_prefix` wins, among
 /// routes whose `host` (if any) and `methods` (if any) match.
+///
+/// Matching takes a normalized path (``RequestTarget``) and a canonical host (``HostName``):
+/// the decision is made on the form that is forwarded.
 public struct RouteTable: Sendable {
-    /// A route ready to match, with its upstreams' rotation state kept elsewhere.
+    /// A route ready to match; its upstreams' rotation state is kept by ``EdgeProxy``.
     public struct Route: Sendable {
         public let index: Int
         public let configuration: RouteConfiguration
@@ -25,14 +30,13 @@ public struct RouteTable: Sendable {
 
     /// The route for a request, or nil.
     /// - Parameters:
-    ///   - host: the `Host` header (a port, if present, is ignored), lower-cased by the caller or not.
-    ///   - path: the request path, without the query.
+    ///   - host: the request's canonical host (``HostName/canonical(_:)``), nil without one.
+    ///   - path: the normalized path (``RequestTarget/path``).
     ///   - method: the request method, upper case.
     public func match(host: String?, path: String, method: String) -> Route? {
-        let requestHost = host.map(Self.normalizedHost)
         for route in routes {
             let configuration = route.configuration
-            if let wanted = configuration.host, wanted != requestHost { continue }
+            if let wanted = configuration.host, wanted != host { continue }
             if !configuration.methods.isEmpty, !configuration.methods.contains(method) { continue }
             if Self.path(path, hasPrefix: configuration.pathPrefix) { return route }
         }
@@ -42,29 +46,20 @@ public struct RouteTable: Sendable {
     /// `path` starts with `prefix`; a prefix without a trailing slash matches only at a segment
     /// boundary (`/api` matches `/api` and `/api/x`, not `/apix`).
     static func path(_ path: String, hasPrefix prefix: String) -> Bool {
-        guard path.hasPrefix(prefix) else { return false }
-        if prefix.hasSuffix("/") || path.utf8.count == prefix.utf8.count { return true }
+        guard path.utf8.starts(with: prefix.utf8) else { return false }
+        if prefix.utf8.last == UInt8(ascii: "/") || path.utf8.count == prefix.utf8.count { return true }
         return path.utf8[path.utf8.index(path.utf8.startIndex, offsetBy: prefix.utf8.count)] == UInt8(ascii: "/")
     }
 
-    static func normalizedHost(_ host: String) -> String {
-        var text = host.lowercased()
-        if text.hasPrefix("[") {
-            if let close = text.firstIndex(of: "]") { text = String(text[...close]) }
-        } else if let colon = text.lastIndex(of: ":") {
-            text = String(text[..<colon])
-        }
-        return text
-    }
-
-    /// The path forwarded upstream: with the prefix removed when the route strips it, and the
-    /// upstream's base path in front.
+    /// The path forwarded upstream for a normalized `path` that matched `route`: with the prefix
+    /// removed when the route strips it, and the upstream's base path in front. Both parts are
+    /// normalized (the configuration refuses a prefix or base path that is not), so the result
+    /// holds no dot segment either.
     public static func upstreamPath(for path: String, route: RouteConfiguration, upstream: RouteConfiguration.Upstream) -> String {
-        var forwarded = path
-        if route.stripPrefix {
-            forwarded = String(path.dropFirst(route.pathPrefix.count))
-            if !forwarded.hasPrefix("/") { forwarded = "/" + forwarded }
-        }
-        return upstream.basePath + forwarded
+        guard route.stripPrefix else { return upstream.basePath + path }
+        let prefixLength = min(route.pathPrefix.utf8.count, path.utf8.count)
+        var forwarded = path[path.utf8.index(path.utf8.startIndex, offsetBy: prefixLength)...]
+        if forwarded.utf8.first == UInt8(ascii: "/") { forwarded = forwarded.dropFirst() }
+        return upstream.basePath + "/" + forwarded
     }
 }

@@ -1,0 +1,206 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import AuthGateCore
+import Logging
+import NIOCore
+import NIOWebSocket
+
+/// One side of a proxied WebSocket connection: frames read on this side's channel are written
+/// to the other side's, as they come and as they are (extension bits included, so an extension
+/// the two ends agreed on passes through); frames bound for the upstream are masked, frames bound
+/// for the client are not (RFC 6455 §5.3).
+///
+/// Reading on one side pauses while the other side's socket is full. When either connection
+/// closes, the other is closed. A frame over `proxy.max_websocket_frame` closes that side with
+/// 1009 and the other with 1001. On the client side, the caller's session is checked against
+/// the revocation view every ``recheckInterval``: once it ends (revoked, signed out, banned,
+/// expired, or its state unknowable), the client is closed with 1008 and the upstream with 1001.
+final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    /// How often an open connection's session is checked again.
+    static let recheckInterval = TimeAmount.milliseconds(250)
+
+    enum Side: String { case client, upstream }
+
+    /// The caller's session, watched on the client side.
+    struct Watch {
+        let claims: AccessTokenClaims
+        let authenticator: EdgeAuthenticator
+    }
+
+    let side: Side
+    /// The other side's relay; set once both are in their pipelines, cleared when one closes.
+    var peer: WebSocketRelayHandler?
+    private let watch: Watch?
+    private let logger: Logger
+    private var context: ChannelHandlerContext?
+    private var readHeld = false
+    private var wroteSinceFlush = false
+    private var closing = false
+    private var watcher: RepeatedTask?
+    private var checkingStore = false
+
+    init(side: Side, watch: Watch?, logger: Logger) {
+        self.side = side
+        self.watch = watch
+        self.logger = logger
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        guard watch != nil else { return }
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        watcher = context.eventLoop.scheduleRepeatedTask(initialDelay: Self.recheckInterval, delay: Self.recheckInterval) { _ in
+            bound.value.recheck()
+        }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        watcher?.cancel()
+        watcher = nil
+        self.context = nil
+    }
+
+    // MARK: Relaying
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard let peer, !closing else { return }
+        peer.relay(unwrapInboundIn(data))
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        peer?.flushRelayed()
+        context.fireChannelReadComplete()
+    }
+
+    /// Writes a frame read on the other side to this side (flushed at the end of that read cycle).
+    private func relay(_ frame: WebSocketFrame) {
+        guard let context, !closing else { return }
+        context.write(wrapOutboundOut(Self.adapted(frame, for: side)), promise: nil)
+        wroteSinceFlush = true
+    }
+
+    private func flushRelayed() {
+        guard wroteSinceFlush, let context else { return }
+        wroteSinceFlush = false
+        context.flush()
+    }
+
+    /// A frame as it may be sent to `side`: masked toward the upstream (with the client's key, or
+    /// a new one), unmasked toward the client.
+    static func adapted(_ frame: WebSocketFrame, for side: Side) -> WebSocketFrame {
+        let maskKey: WebSocketMaskingKey? = side == .upstream ? (frame.maskKey ?? .random()) : nil
+        if frame.maskKey == nil, maskKey == nil { return frame }
+        return WebSocketFrame(
+            fin: frame.fin, rsv1: frame.rsv1, rsv2: frame.rsv2, rsv3: frame.rsv3, opcode: frame.opcode, maskKey: maskKey,
+            data: frame.unmaskedData, extensionData: frame.unmaskedExtensionData
+        )
+    }
+
+    // MARK: Back-pressure
+
+    func read(context: ChannelHandlerContext) {
+        if peer?.context?.channel.isWritable == false {
+            readHeld = true
+        } else {
+            context.read()
+        }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { peer?.resumeReading() }
+        context.fireChannelWritabilityChanged()
+    }
+
+    private func resumeReading() {
+        guard readHeld, let context else { return }
+        readHeld = false
+        context.read()
+    }
+
+    // MARK: Ending
+
+    func channelInactive(context: ChannelHandlerContext) {
+        watcher?.cancel()
+        watcher = nil
+        closing = true
+        let peer = self.peer
+        self.peer = nil
+        peer?.peer = nil
+        peer?.closeConnection()
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        let code: WebSocketErrorCode = (error as? NIOWebSocketError) == .invalidFrameLength ? .messageTooLarge : .protocolError
+        logger.info("websocket closed", metadata: ["gw.outcome": "frame_refused", "gw.side": "\(side.rawValue)", "gw.code": "\(code)"])
+        end(code, reason: nil, peerCode: .goingAway)
+    }
+
+    /// Sends a close frame with `code` on this side and `peerCode` on the other, then closes both.
+    func end(_ code: WebSocketErrorCode, reason: String?, peerCode: WebSocketErrorCode) {
+        let peer = self.peer
+        self.peer = nil
+        peer?.peer = nil
+        peer?.sendCloseAndClose(peerCode, reason: nil)
+        sendCloseAndClose(code, reason: reason)
+    }
+
+    private func sendCloseAndClose(_ code: WebSocketErrorCode, reason: String?) {
+        guard let context, !closing else { return }
+        closing = true
+        var data = context.channel.allocator.buffer(capacity: 2 + (reason?.utf8.count ?? 0))
+        data.write(webSocketErrorCode: code)
+        if let reason { data.writeString(String(reason.utf8.prefix(120)) ?? "") }
+        let frame = WebSocketFrame(fin: true, opcode: .connectionClose, maskKey: side == .upstream ? .random() : nil, data: data)
+        context.writeAndFlush(wrapOutboundOut(frame)).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+    }
+
+    private func closeConnection() {
+        closing = true
+        context?.close(promise: nil)
+    }
+
+    // MARK: Session
+
+    /// Ends the relay once the caller's session has ended.
+    private func recheck() {
+        guard let watch, !closing, !checkingStore, let context else { return }
+        switch watch.authenticator.recheckFromMemory(watch.claims, now: Date()) {
+        case .decided(.allow):
+            break
+        case .decided(.unauthorized(let reason)), .decided(.forbidden(let reason)), .decided(.unavailable(let reason)):
+            sessionEnded(reason)
+        case .needsStore(let claims):
+            checkingStore = true
+            let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+            let eventLoop = context.eventLoop
+            let authenticator = watch.authenticator
+            Task {
+                let decision = await authenticator.recheck(claims, now: Date())
+                eventLoop.execute {
+                    let relay = bound.value
+                    relay.checkingStore = false
+                    switch decision {
+                    case .allow: break
+                    case .unauthorized(let reason), .forbidden(let reason), .unavailable(let reason): relay.sessionEnded(reason)
+                    }
+                }
+            }
+        }
+    }
+
+    private func sessionEnded(_ reason: String) {
+        logger.info("websocket closed", metadata: ["gw.outcome": "session_ended", "gw.reason": "\(reason)"])
+        end(.policyViolation, reason: reason, peerCode: .goingAway)
+    }
+}
+
+@available(*, unavailable)
+extension WebSocketRelayHandler: Sendable {}

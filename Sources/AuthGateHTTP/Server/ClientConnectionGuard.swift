@@ -1,0 +1,138 @@
+import AuthGateCore
+import Logging
+import NIOCore
+
+/// The first handler of every client connection, below HTTP: refuses connections over
+/// `server.max_connections` (a `503` and a close, counted), and closes connections whose client
+/// is too slow (``ClientConnectionDeadlines``: the request head timeout, the keep-alive timeout,
+/// the client idle timeout). ``GatewayConnectionHandler`` tells it where each request stands.
+final class ClientConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private let limiter: ClientConnectionLimiter
+    private let ticker: ClientConnectionTicker
+    private let timeouts: ClientConnectionDeadlines.Timeouts
+    private let logger: Logger
+    private var deadlines: ClientConnectionDeadlines?
+    private var context: ChannelHandlerContext?
+    private var counted = false
+    /// Refused: the answer is written, the write side closed; what the client still sends is
+    /// read and dropped until it closes (closing with unread bytes would reset the connection
+    /// and lose the answer), for at most ``refusalLinger``.
+    private var refused = false
+
+    /// How long a refused connection is kept for the client to read its answer.
+    static let refusalLinger = TimeAmount.seconds(1)
+
+    init(limiter: ClientConnectionLimiter, ticker: ClientConnectionTicker, timeouts: ClientConnectionDeadlines.Timeouts, logger: Logger) {
+        self.limiter = limiter
+        self.ticker = ticker
+        self.timeouts = timeouts
+        self.logger = logger
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        if context.channel.isActive { opened(context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        opened(context)
+        context.fireChannelActive()
+    }
+
+    private func opened(_ context: ChannelHandlerContext) {
+        guard deadlines == nil, !counted else { return }
+        guard !refused else { return }
+        guard limiter.tryOpen() else {
+            refused = true
+            GatewayMetrics.clientConnectionRefused()
+            logger.notice("connection refused: server.max_connections reached", metadata: ["gw.limit": "\(limiter.limit)"])
+            let channel = context.channel
+            context.writeAndFlush(wrapOutboundOut(channel.allocator.buffer(bytes: Self.refusal))).assumeIsolated().whenComplete { _ in
+                channel.close(mode: .output, promise: nil)
+            }
+            context.eventLoop.scheduleTask(in: Self.refusalLinger) { channel.close(promise: nil) }
+            return
+        }
+        counted = true
+        GatewayMetrics.clientConnections(open: limiter.count)
+        deadlines = ClientConnectionDeadlines(timeouts: timeouts, now: .now())
+        ticker.add(self)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        finish()
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        finish()
+        self.context = nil
+    }
+
+    private func finish() {
+        guard counted else { return }
+        counted = false
+        limiter.close()
+        GatewayMetrics.clientConnections(open: limiter.count)
+        ticker.remove(self)
+        deadlines = nil
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard counted else { return }  // a refused connection's bytes are dropped
+        deadlines?.bytesRead(now: .now())
+        context.fireChannelRead(data)
+    }
+
+    func read(context: ChannelHandlerContext) {
+        deadlines?.readRequested(now: .now())
+        context.read()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if refused, case ChannelEvent.inputClosed = event {
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        deadlines?.writabilityChanged(isWritable: context.channel.isWritable, now: .now())
+        context.fireChannelWritabilityChanged()
+    }
+
+    // MARK: What the request handler reports
+
+    func requestHeadReceived() { deadlines?.headReceived() }
+    func requestEnded() { deadlines?.requestEnded() }
+    func responseEnded() { deadlines?.responseEnded(now: .now()) }
+    func becameTunnel() { deadlines?.becameTunnel() }
+
+    // MARK: Deadlines
+
+    /// Closes the connection when one of its deadlines has passed (called by the loop's ticker).
+    func check(now: NIODeadline) {
+        guard let expiry = deadlines?.expired(now: now), let context else { return }
+        deadlines = nil
+        GatewayMetrics.clientTimeout(kind: expiry.rawValue)
+        logger.debug("client connection timed out", metadata: ["gw.timeout": "\(expiry.rawValue)"])
+        context.close(promise: nil)
+    }
+
+    /// The answer to a connection over the cap: GoTrue's shape, then the connection closes.
+    static let refusal: [UInt8] = {
+        let body = #"{"code":503,"error_code":"too_many_connections","msg":"The gateway has too many connections; try again"}"#
+        let head = "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nx-sb-error-code: too_many_connections\r\n"
+            + "retry-after: 1\r\ncontent-length: \(body.utf8.count)\r\nconnection: close\r\n\r\n"
+        return Array((head + body).utf8)
+    }()
+}
+
+@available(*, unavailable)
+extension ClientConnectionGuard: Sendable {}

@@ -1,0 +1,79 @@
+import AuthGateCore
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOWebSocket
+
+/// WebSocket upgrades on proxy routes. The client's handshake is forwarded (its key, version,
+/// subprotocols, extensions and origin, plus the identity headers) on an upstream connection of
+/// its own, and the upstream answers it: a `101` is relayed to the client and both connections
+/// become frame relays (``WebSocketRelayHandler``); any other answer is relayed as it is, and
+/// both connections close after it.
+extension GatewayConnectionHandler {
+    /// The upstream agreed to switch: relay its `101`, then turn both pipelines into relays.
+    func switchToTunnel(_ head: HTTPResponseHead, _ exchange: ProxyExchange) {
+        guard let context, let connection = exchange.connection, let plan = exchange.plan,
+            head.headers["Upgrade"].contains(where: { $0.trimmingOWS.lowercased() == "websocket" })
+        else {
+            perform(exchange.machine.upstreamFailed(.protocolViolation, reusedConnection: false), exchange)
+            return
+        }
+        exchange.connection = nil
+        exchange.status = 101
+        mode = .tunnel
+        connectionGuard?.becameTunnel()
+        connection.handler.endExchange()
+        let headers = ProxyHeaders.clientHeaders(from: head.headers, requestID: exchange.context.requestID, keepsUpgrade: true)
+        context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: exchange.context.version, status: .switchingProtocols, headers: headers))), promise: nil)
+        self.exchange = nil
+        let maxFrame = proxy?.configuration.proxy.maxWebSocketFrame ?? 1 << 20
+        let watch = plan.claims.flatMap { claims in proxy.map { WebSocketRelayHandler.Watch(claims: claims, authenticator: $0.authenticator) } }
+        let clientRelay = WebSocketRelayHandler(side: .client, watch: watch, logger: logger(for: exchange))
+        let upstreamRelay = WebSocketRelayHandler(side: .upstream, watch: nil, logger: logger(for: exchange))
+        clientRelay.peer = upstreamRelay
+        upstreamRelay.peer = clientRelay
+        let clientChannel = context.channel
+        let upstreamChannel = connection.channel
+        let log = logger(for: exchange)
+        // After this read cycle: the decoders are mid-call now.
+        context.eventLoop.assumeIsolated().execute {
+            do {
+                try Self.installRelay(clientRelay, maxFrame: maxFrame, on: clientChannel.pipeline.syncOperations, side: .client)
+                try Self.installRelay(upstreamRelay, maxFrame: maxFrame, on: upstreamChannel.pipeline.syncOperations, side: .upstream)
+                log.info("websocket opened", metadata: ["gw.user_id": "\(plan.claims?.sub ?? "")"])
+            } catch {
+                log.warning("websocket relay could not start", metadata: ["gw.error": "\(error)"])
+                clientChannel.close(promise: nil)
+                upstreamChannel.close(promise: nil)
+            }
+        }
+        GatewayMetrics.request(route: exchange.context.routeName ?? "other", status: 101, duration: ContinuousClock.now - exchange.started)
+    }
+
+    /// Replaces a connection's HTTP handlers by WebSocket framing and `relay`. Bytes the HTTP
+    /// decoder holds past the handshake reach the frame decoder.
+    private static func installRelay(
+        _ relay: WebSocketRelayHandler, maxFrame: Int, on pipeline: ChannelPipeline.SynchronousOperations, side: WebSocketRelayHandler.Side
+    ) throws {
+        switch side {
+        case .client:
+            let decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
+            let encoder = try pipeline.handler(type: HTTPResponseEncoder.self)
+            try pipeline.addHandlers(
+                [ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: maxFrame)), WebSocketFrameEncoder(), relay], position: .after(decoder)
+            )
+            pipeline.removeHandler(encoder, promise: nil)
+            pipeline.removeHandler(decoder, promise: nil)
+        case .upstream:
+            let decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPResponseDecoder>.self)
+            let encoder = try pipeline.handler(type: HTTPRequestEncoder.self)
+            let upstreamHandler = try pipeline.handler(type: UpstreamChannelHandler.self)
+            try pipeline.addHandlers(
+                [ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: maxFrame)), WebSocketFrameEncoder(), relay], position: .after(decoder)
+            )
+            pipeline.removeHandler(upstreamHandler, promise: nil)
+            pipeline.removeHandler(encoder, promise: nil)
+            pipeline.removeHandler(decoder, promise: nil)
+        }
+    }
+}

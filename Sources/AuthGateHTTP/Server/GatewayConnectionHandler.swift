@@ -1,0 +1,348 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import AuthGateCore
+import Logging
+import NIOCore
+import NIOHTTP1
+
+/// Every client request passes here, right after HTTP decoding, and is decided once
+/// (``EdgeProxy/decide(_:peer:proxy:now:)``): a request for AuthGate's own endpoints goes on to
+/// Hummingbird with its target normalized; a request for a proxy route is forwarded to its
+/// upstream here, on this connection's event loop, with no task and no lock per request
+/// (``ProxyExchangeStateMachine`` says what to do at each step); a request the gateway refuses
+/// is answered here.
+///
+/// Requests are served one at a time, in order: while one is served, parts of the next
+/// (pipelined) request wait, and reading from the client pauses. Reading also pauses while the
+/// upstream cannot take more of a request body, and reading from the upstream pauses while the
+/// client cannot take more of a response (back-pressure both ways).
+final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    /// What the connection is doing with its current request.
+    enum Mode {
+        case idle
+        /// Hummingbird serves the request; its parts pass through.
+        case application(requestEnded: Bool, responseEnded: Bool)
+        /// The store is asked about the session (the revocation feed is stale); parts wait.
+        case deciding
+        /// The gateway serves the request (``exchange``): forwarded, or answered itself.
+        case exchange
+        /// The connection became a WebSocket tunnel; HTTP is over.
+        case tunnel
+        /// Closing: nothing more is served. After a complete answer the connection lingers: its
+        /// write side is closed and what the client still sends is read and dropped
+        /// (``closeAfterAnswer()``).
+        case closed
+    }
+
+    let proxy: EdgeProxy?
+    let connections: LoopConnections?
+    let connectionGuard: ClientConnectionGuard?
+    let logger: Logger
+    /// How long the rest of a request body may take to arrive after its response was written.
+    let drainTimeout: TimeAmount
+    /// Spans for proxied requests (`tracing.enabled`).
+    let tracing: Bool
+
+    var mode = Mode.idle
+    /// The request the gateway serves itself (mode `exchange`).
+    var exchange: ProxyExchange?
+    var context: ChannelHandlerContext?
+    /// Parts that arrived while they could not be taken (a pipelined request, a pending decision).
+    private var pending = CircularBuffer<HTTPServerRequestPart>()
+    /// A `read` was held; it is passed on once reading may go on.
+    private var readHeld = false
+    private var processing = false
+    private var inReadCycle = false
+    /// Parts were passed to Hummingbird outside a read cycle: its stream delivers them on the
+    /// next `channelReadComplete`, which is then fired by hand.
+    private var passedOutsideRead = false
+    /// Body parts were forwarded upstream in this read cycle and want a flush.
+    var upstreamNeedsFlush = false
+    /// The connection closes once the current response is written (graceful shutdown, the
+    /// client's half-close, a request after which the decoder stops).
+    var closeAfterResponse = false
+    /// The gateway serves a request without a body: the decoder's `end` for it is taken
+    /// whenever it comes, even after the exchange is over.
+    private var skipsClientEnd = false
+
+    init(proxy: EdgeProxy?, connectionGuard: ClientConnectionGuard?, logger: Logger, drainTimeout: TimeAmount, tracing: Bool, eventLoop: any EventLoop) {
+        self.proxy = proxy
+        self.connections = proxy?.connections.connections(on: eventLoop)
+        self.connectionGuard = connectionGuard
+        self.logger = logger
+        self.drainTimeout = drainTimeout
+        self.tracing = tracing
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
+    // MARK: Inbound
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard mode != .closed else { return }  // lingering: dropped
+        inReadCycle = true
+        pending.append(unwrapInboundIn(data))
+        processPending()
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        inReadCycle = false
+        passedOutsideRead = false
+        if upstreamNeedsFlush {
+            upstreamNeedsFlush = false
+            exchange?.connection?.flush()
+        }
+        context.fireChannelReadComplete()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if mode == .exchange { exchangeClientClosed() }
+        mode = .closed
+        pending.removeAll()
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        switch mode {
+        case .closed:
+            // Lingering after the answer: what the client still sends is dropped, unparsed.
+            break
+        case .application:
+            // Hummingbird answers what it is serving; nothing more is read afterwards.
+            closeAfterResponse = true
+            context.fireErrorCaught(error)
+        case .idle where error is HTTPParserError:
+            // A request the decoder cannot read: 400, then the connection closes.
+            let refusal = ProxyRefusal(
+                .badRequest, code: "validation_failed", message: "The request could not be parsed", reason: "parse_error", closesConnection: true,
+                context: ProxyRequestContext(
+                    method: .GET, path: "", version: .http1_1, requestID: RequestLogMiddleware.newRequestID(), routeName: nil, userID: nil,
+                    apiVersion: nil, keepAlive: false, hasBody: false
+                )
+            )
+            refuse(refusal)
+        default:
+            logger.debug("client connection failed", metadata: ["gw.error": "\(type(of: error))"])
+            context.close(promise: nil)
+        }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        switch event {
+        case is ChannelShouldQuiesceEvent:
+            // Graceful shutdown: the current request is finished, then the connection closes.
+            closeWhenIdleOrAfterResponse(context)
+        case ChannelEvent.inputClosed:
+            if case .application = mode { context.fireUserInboundEventTriggered(event) }
+            if mode == .closed {
+                context.close(promise: nil)
+                return
+            }
+            closeWhenIdleOrAfterResponse(context)
+        default:
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+
+    private func closeWhenIdleOrAfterResponse(_ context: ChannelHandlerContext) {
+        closeAfterResponse = true
+        if mode == .idle, pending.isEmpty { context.close(promise: nil) }
+    }
+
+    /// Takes the waiting parts while the current request allows.
+    func processPending() {
+        guard !processing, let context else { return }
+        processing = true
+        while let part = pending.first, accepts(part) {
+            pending.removeFirst()
+            take(part, context)
+        }
+        processing = false
+        if passedOutsideRead, !inReadCycle {
+            passedOutsideRead = false
+            context.fireChannelReadComplete()
+        }
+        resumeReadingIfWanted()
+    }
+
+    /// Whether `part` can be taken now.
+    private func accepts(_ part: HTTPServerRequestPart) -> Bool {
+        if skipsClientEnd, case .end = part { return true }
+        switch mode {
+        case .idle: return true
+        case .application(let requestEnded, _): return !requestEnded
+        case .exchange: return exchange?.acceptsRequestParts ?? false
+        case .deciding, .tunnel, .closed: return false
+        }
+    }
+
+    private func take(_ part: HTTPServerRequestPart, _ context: ChannelHandlerContext) {
+        if skipsClientEnd, case .end = part {
+            skipsClientEnd = false
+            connectionGuard?.requestEnded()
+            return
+        }
+        switch mode {
+        case .idle:
+            guard case .head(let head) = part else {
+                // The decoder gives a head first; anything else means the stream is broken.
+                context.close(promise: nil)
+                mode = .closed
+                return
+            }
+            connectionGuard?.requestHeadReceived()
+            if EdgeProxy.isUpgradeRequest(head) { closeAfterResponse = true }
+            let decision = EdgeProxy.decide(head, peer: context.channel.remoteAddress, proxy: proxy, now: Date())
+            if case .application = decision {} else if !EdgeProxy.hasBody(head.headers) { skipsClientEnd = true }
+            decided(decision)
+        case .application:
+            pass(part, context)
+        case .exchange:
+            exchangeRequestPart(part)
+        case .deciding, .tunnel, .closed:
+            break
+        }
+    }
+
+    /// Carries out a decision about the current request head.
+    func decided(_ decision: ProxyDecision) {
+        switch decision {
+        case .application(let head):
+            mode = .application(requestEnded: false, responseEnded: false)
+            if let context { pass(.head(head), context) }
+        case .refuse(let refusal):
+            refuse(refusal)
+        case .forward(let plan):
+            forward(plan)
+        case .checkRevocation(let pending):
+            mode = .deciding
+            guard let proxy, let context else { return }
+            let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+            let eventLoop = context.eventLoop
+            Task {
+                let decision = await proxy.completeAuthorization(pending)
+                eventLoop.execute {
+                    let handler = bound.value
+                    guard handler.mode == .deciding else { return }
+                    handler.mode = .idle
+                    handler.decided(decision)
+                    handler.processPending()
+                }
+            }
+        }
+    }
+
+    // MARK: Hummingbird's requests
+
+    /// Passes a part on to Hummingbird.
+    private func pass(_ part: HTTPServerRequestPart, _ context: ChannelHandlerContext) {
+        if case .end = part, case .application(_, let responseEnded) = mode {
+            mode = .application(requestEnded: true, responseEnded: responseEnded)
+            connectionGuard?.requestEnded()
+        }
+        if !inReadCycle { passedOutsideRead = true }
+        context.fireChannelRead(wrapInboundOut(part))
+        finishApplicationRequestIfDone()
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        guard case .application(let requestEnded, false) = mode else {
+            // Nothing else writes through here: the gateway's own writes start below it.
+            context.write(data, promise: promise)
+            return
+        }
+        var part = unwrapOutboundIn(data)
+        if case .head(var head) = part, closeAfterResponse {
+            head.headers.replaceOrAdd(name: "Connection", value: "close")
+            part = .head(head)
+        }
+        context.write(wrapOutboundOut(part), promise: promise)
+        if case .end = part {
+            mode = .application(requestEnded: requestEnded, responseEnded: true)
+            connectionGuard?.responseEnded()
+            finishApplicationRequestIfDone()
+        }
+    }
+
+    /// Back to idle once Hummingbird's request and response are both complete.
+    private func finishApplicationRequestIfDone() {
+        guard case .application(true, true) = mode, let context else { return }
+        mode = .idle
+        if closeAfterResponse {
+            closeAfterAnswer()
+            return
+        }
+        // Hummingbird writes from its own task: take the next request after this write returns.
+        context.eventLoop.execute { [self] in processPending() }
+    }
+
+    // MARK: Reading
+
+    func read(context: ChannelHandlerContext) {
+        if wantsRead {
+            context.read()
+        } else {
+            readHeld = true
+        }
+    }
+
+    /// Whether the client's next bytes are wanted now.
+    private var wantsRead: Bool {
+        guard pending.isEmpty else { return false }
+        switch mode {
+        case .idle, .application, .tunnel, .closed: return true
+        case .exchange: return exchange?.wantsClientBytes ?? true
+        case .deciding: return false
+        }
+    }
+
+    /// Passes on a held `read` once reading may go on.
+    func resumeReadingIfWanted() {
+        guard readHeld, wantsRead, let context else { return }
+        readHeld = false
+        context.read()
+    }
+
+    /// How long a closing connection keeps reading what the client still sends.
+    static let lingerTimeout = TimeAmount.seconds(2)
+
+    /// Ends the connection after a complete answer: the write side is closed once the answer is
+    /// out (the client sees it, then the end), and what the client still sends is read and
+    /// dropped until it closes or ``lingerTimeout`` passes. Closing outright with unread bytes
+    /// would reset the connection, and a reset can destroy the answer in the client's receive
+    /// buffer (nginx's lingering close).
+    func closeAfterAnswer() {
+        guard let context else { return }
+        mode = .closed
+        pending.removeAll()
+        let channel = context.channel
+        context.flush()
+        channel.close(mode: .output).whenFailure { _ in channel.close(promise: nil) }
+        context.eventLoop.scheduleTask(in: Self.lingerTimeout) { channel.close(promise: nil) }
+        resumeReadingIfWanted()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        exchange?.connection?.setReadingPaused(!context.channel.isWritable)
+        context.fireChannelWritabilityChanged()
+    }
+}
+
+extension GatewayConnectionHandler.Mode: Equatable {}
+
+@available(*, unavailable)
+extension GatewayConnectionHandler: Sendable {}

@@ -1,0 +1,228 @@
+import AuthGateCore
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOEmbedded
+import NIOHTTP1
+import Testing
+
+@testable import AuthGateHTTP
+
+/// The connection handler and its exchanges on in-memory channels: the client's connection and
+/// every upstream connection are `EmbeddedChannel`s on one `EmbeddedEventLoop`, so each step
+/// (a part arriving, an upstream answering, a side hanging up) happens exactly when the test says.
+@Suite("Gateway connection handler (no sockets)")
+struct GatewayConnectionHandlerTests {
+    /// Hands out embedded upstream connections and keeps them for the test to drive.
+    final class EmbeddedConnector: UpstreamConnector, @unchecked Sendable {
+        let loop: EmbeddedEventLoop
+        private let lock = NIOLock()
+        private var made: [EmbeddedChannel] = []
+
+        init(loop: EmbeddedEventLoop) {
+            self.loop = loop
+        }
+
+        var channels: [EmbeddedChannel] { lock.withLock { made } }
+
+        func connect(_ key: UpstreamConnectionPool.Key, on eventLoop: any EventLoop, timeout: TimeAmount, keepsLeftoverBytes: Bool) -> EventLoopFuture<any Channel> {
+            let channel = EmbeddedChannel(handler: UpstreamChannelHandler(), loop: loop)
+            _ = channel.connect(to: try! SocketAddress(ipAddress: "127.0.0.1", port: 1))
+            lock.withLock { made.append(channel) }
+            return loop.makeSucceededFuture(channel)
+        }
+    }
+
+    /// A client connection through the production handler, in front of embedded upstreams.
+    struct Rig {
+        let loop: EmbeddedEventLoop
+        let client: EmbeddedChannel
+        let connector: EmbeddedConnector
+
+        init(maxBody: String = "1MiB") throws {
+            loop = EmbeddedEventLoop()
+            connector = EmbeddedConnector(loop: loop)
+            let configuration = try AuthGateConfiguration.parse(
+                yaml: "routes: [ { name: open, path_prefix: /up/, upstreams: [http://127.0.0.1:1], auth: public, max_body: \(maxBody) } ]",
+                baseDirectory: "", environment: [:]
+            )
+            let pool = UpstreamConnectionPool(maxConnectionsPerUpstream: 8, group: loop, connector: connector)
+            let dependencies = GatewayApplication.Dependencies(
+                configuration: configuration, store: MemoryAuthStore(), keyRing: try SigningKeyRing.load(configuration.tokens, allowGenerated: true),
+                upstreamConnections: pool
+            )
+            let handler = GatewayConnectionHandler(
+                proxy: dependencies.edge, connectionGuard: nil, logger: Logger(label: "test"), drainTimeout: .seconds(5), tracing: false, eventLoop: loop
+            )
+            client = EmbeddedChannel(handler: handler, loop: loop)
+            _ = client.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: 2))
+        }
+
+        func send(_ parts: HTTPServerRequestPart...) throws {
+            for part in parts { try client.writeInbound(part) }
+            client.pipeline.fireChannelReadComplete()
+        }
+
+        func head(_ method: HTTPMethod, _ uri: String, _ headers: HTTPHeaders = [:]) -> HTTPServerRequestPart {
+            var headers = headers
+            headers.add(name: "Host", value: "gateway")
+            return .head(HTTPRequestHead(version: .http1_1, method: method, uri: uri, headers: headers))
+        }
+
+        /// Everything the client has been sent so far.
+        func responses() throws -> [HTTPServerResponsePart] {
+            var parts: [HTTPServerResponsePart] = []
+            while let part = try client.readOutbound(as: HTTPServerResponsePart.self) { parts.append(part) }
+            return parts
+        }
+
+        /// Everything upstream `index` has been sent so far.
+        func upstreamReceived(_ index: Int) throws -> [HTTPClientRequestPart] {
+            var parts: [HTTPClientRequestPart] = []
+            while let part = try connector.channels[index].readOutbound(as: HTTPClientRequestPart.self) { parts.append(part) }
+            return parts
+        }
+
+        func upstreamAnswers(_ index: Int, status: HTTPResponseStatus = .ok, body: String = "ok", keepAlive: Bool = true) throws {
+            let upstream = connector.channels[index]
+            var headers: HTTPHeaders = ["Content-Length": String(body.utf8.count)]
+            if !keepAlive { headers.add(name: "Connection", value: "close") }
+            try upstream.writeInbound(HTTPClientResponsePart.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers)))
+            try upstream.writeInbound(HTTPClientResponsePart.body(ByteBuffer(string: body)))
+            try upstream.writeInbound(HTTPClientResponsePart.end(nil))
+            upstream.pipeline.fireChannelReadComplete()
+        }
+    }
+
+    private func status(_ parts: [HTTPServerResponsePart]) -> [UInt] {
+        parts.compactMap { if case .head(let head) = $0 { return head.status.code } else { return nil } }
+    }
+
+    private func bodyBytes(_ parts: [HTTPClientRequestPart]) -> Int {
+        parts.reduce(0) { total, part in
+            if case .body(.byteBuffer(let buffer)) = part { return total + buffer.readableBytes }
+            return total
+        }
+    }
+
+    @Test("the upstream answers before the body ends: relayed, its connection closed, the rest drained, and the next request served")
+    func responseBeforeBodyEnds() throws {
+        let rig = try Rig()
+        try rig.send(rig.head(.POST, "/up/upload", ["Content-Length": "300000"]), .body(ByteBuffer(repeating: 1, count: 65_536)))
+        #expect(bodyBytes(try rig.upstreamReceived(0)) == 65_536)
+        try rig.upstreamAnswers(0)
+        let parts = try rig.responses()
+        #expect(status(parts) == [200])
+        guard case .end = parts.last else { Issue.record("the response did not end: \(parts)"); return }
+        #expect(!rig.connector.channels[0].isActive, "a connection whose request was not sent whole is not reused")
+        // The rest of the body arrives and is discarded; the upstream sees none of it.
+        try rig.send(.body(ByteBuffer(repeating: 1, count: 200_000)), .body(ByteBuffer(repeating: 1, count: 34_464)), .end(nil))
+        try rig.send(rig.head(.GET, "/up/next"), .end(nil))
+        #expect(rig.connector.channels.count == 2, "the next request gets a fresh connection")
+        let next = try rig.upstreamReceived(1)
+        guard case .head(let head) = next.first else { Issue.record("the next request was not forwarded"); return }
+        #expect(head.uri == "/up/next")
+        try rig.upstreamAnswers(1)
+        #expect(status(try rig.responses()) == [200])
+        #expect(rig.client.isActive)
+    }
+
+    @Test("the client hangs up mid-body: the upstream connection closes")
+    func clientHangsUpMidBody() throws {
+        let rig = try Rig()
+        try rig.send(rig.head(.POST, "/up/upload", ["Transfer-Encoding": "chunked"]), .body(ByteBuffer(repeating: 1, count: 1000)))
+        #expect(rig.connector.channels[0].isActive)
+        _ = rig.client.close()
+        rig.loop.run()
+        #expect(!rig.connector.channels[0].isActive)
+    }
+
+    @Test("the upstream hangs up mid-body: 502, the rest of the body is drained, the connection goes on")
+    func upstreamHangsUpMidBody() throws {
+        let rig = try Rig()
+        try rig.send(rig.head(.POST, "/up/upload", ["Content-Length": "2000"]), .body(ByteBuffer(repeating: 1, count: 1000)))
+        _ = rig.connector.channels[0].close()
+        rig.loop.run()
+        let parts = try rig.responses()
+        #expect(status(parts) == [502])
+        try rig.send(.body(ByteBuffer(repeating: 1, count: 1000)), .end(nil))
+        try rig.send(rig.head(.GET, "/up/next"), .end(nil))
+        try rig.upstreamAnswers(1)
+        #expect(status(try rig.responses()) == [200])
+    }
+
+    @Test("pipelined requests: the second reaches the upstream only after the first's response, and answers stay in order")
+    func pipelined() throws {
+        let rig = try Rig()
+        try rig.send(rig.head(.GET, "/up/1"), .end(nil), rig.head(.GET, "/up/2"), .end(nil))
+        let first = try rig.upstreamReceived(0)
+        #expect(first.count == 2, "head and end of the first request only")
+        try rig.upstreamAnswers(0, body: "one")
+        let second = try rig.upstreamReceived(0)
+        guard case .head(let head) = second.first else { Issue.record("the second request did not follow"); return }
+        #expect(head.uri == "/up/2")
+        try rig.upstreamAnswers(0, body: "two")
+        let bodies = try rig.responses().compactMap { part -> String? in
+            if case .body(.byteBuffer(let buffer)) = part { return String(buffer: buffer) }
+            return nil
+        }
+        #expect(bodies == ["one", "two"])
+        #expect(rig.connector.channels.count == 1, "one kept-alive upstream connection served both")
+    }
+
+    @Test("a chunked body over max_body: 413 with Connection: close; both connections close")
+    func bodyOverLimit() throws {
+        let rig = try Rig(maxBody: "100B")
+        try rig.send(rig.head(.POST, "/up/upload", ["Transfer-Encoding": "chunked"]), .body(ByteBuffer(repeating: 1, count: 60)))
+        try rig.send(.body(ByteBuffer(repeating: 1, count: 60)))
+        rig.loop.run()
+        let parts = try rig.responses()
+        #expect(status(parts) == [413])
+        if case .head(let head) = parts.first { #expect(head.headers["Connection"] == ["close"]) }
+        #expect(!rig.client.isActive)
+        #expect(!rig.connector.channels[0].isActive)
+    }
+
+    @Test("an announced body over max_body: 413 before any upstream connection")
+    func announcedOverLimit() throws {
+        let rig = try Rig(maxBody: "100B")
+        try rig.send(rig.head(.POST, "/up/upload", ["Content-Length": "101"]))
+        rig.loop.run()
+        #expect(status(try rig.responses()) == [413])
+        #expect(rig.connector.channels.isEmpty)
+        #expect(!rig.client.isActive)
+    }
+
+    @Test("the upstream connection is reused only when both directions completed")
+    func reuse() throws {
+        let rig = try Rig()
+        try rig.send(rig.head(.GET, "/up/a"), .end(nil))
+        try rig.upstreamAnswers(0)
+        try rig.send(rig.head(.PUT, "/up/b", ["Content-Length": "4"]), .body(ByteBuffer(string: "data")), .end(nil))
+        #expect(rig.connector.channels.count == 1, "a complete exchange hands its connection back")
+        #expect(bodyBytes(try rig.upstreamReceived(0)) == 4)
+        try rig.upstreamAnswers(0, keepAlive: false)
+        #expect(!rig.connector.channels[0].isActive, "the upstream said close")
+        try rig.send(rig.head(.GET, "/up/c"), .end(nil))
+        #expect(rig.connector.channels.count == 2)
+        _ = try rig.responses()
+    }
+
+    @Test("requests for AuthGate's own paths go on to Hummingbird with their target normalized; refusals are answered here")
+    func applicationAndRefusals() throws {
+        let rig = try Rig()
+        try rig.send(rig.head(.GET, "//auth/v1/./health?x=1"), .end(nil))
+        guard case .head(let passed) = try rig.client.readInbound(as: HTTPServerRequestPart.self) else { Issue.record("not passed on"); return }
+        #expect(passed.uri == "/auth/v1/health?x=1")
+        #expect(try rig.client.readInbound(as: HTTPServerRequestPart.self) == .end(nil))
+        try rig.client.writeOutbound(HTTPServerResponsePart.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: ["Content-Length": "0"])))
+        try rig.client.writeOutbound(HTTPServerResponsePart.end(nil))
+        rig.loop.run()
+        _ = try rig.responses()
+        try rig.send(rig.head(.GET, "/up/%2e%2e/%2e%2e/etc"), .end(nil))
+        let parts = try rig.responses()
+        #expect(status(parts) == [400])
+        #expect(!rig.client.isActive, "a refused target closes the connection")
+        #expect(rig.connector.channels.isEmpty, "nothing reached an upstream")
+    }
+}
