@@ -44,7 +44,34 @@ public enum GatewayMetrics {
 
     /// A lookup in the proxy's verified-token cache.
     public static func tokenCache(hit: Bool) {
-        Counter(label: "authgate_token_cache_lookups_total", dimensions: [("result", hit ? "hit" : "miss")]).increment()
+        (hit ? tokenCacheHits : tokenCacheMisses).increment()
+    }
+
+    // Made once, on first use (after `authgate serve` has bootstrapped the metrics system):
+    // making a metric goes through the registry's lookup, too slow for every proxied request.
+    private static let tokenCacheHits = Counter(label: "authgate_token_cache_lookups_total", dimensions: [("result", "hit")])
+    private static let tokenCacheMisses = Counter(label: "authgate_token_cache_lookups_total", dimensions: [("result", "miss")])
+
+    /// ``request(route:status:duration:)`` for one route, with its series made once (one per
+    /// status class): the proxy records every request through one of these.
+    public final class RouteRequests: Sendable {
+        private let series: [(Counter, Timer)]
+
+        public init(route: String) {
+            series = ["other", "1xx", "2xx", "3xx", "4xx", "5xx"].map { statusClass in
+                let dimensions = [("route", route), ("status_class", statusClass)]
+                return (
+                    Counter(label: "authgate_http_requests_total", dimensions: dimensions),
+                    Timer(label: "authgate_http_request_duration_seconds", dimensions: dimensions, preferredDisplayUnit: .seconds)
+                )
+            }
+        }
+
+        public func record(status: Int, duration: Duration) {
+            let index = (100..<600).contains(status) ? status / 100 : 0
+            series[index].0.increment()
+            series[index].1.recordNanoseconds(duration.nanoseconds)
+        }
     }
 
     /// A failed exchange with an upstream: `kind` is `connect`, `timeout`, `connection_lost`, `protocol`.

@@ -4,6 +4,13 @@ public enum HostName {
     /// The canonical host of a `Host` value or an absolute-form authority, or nil when it is not a
     /// valid `host[:port]` (RFC 9110 §7.2: reg-name, IPv4 or a bracketed IPv6 literal).
     public static func canonical(_ value: some StringProtocol) -> String? {
+        // The common case, already canonical: lower-case letters, digits, "-" and "." only, not
+        // ending with ".".
+        if !value.isEmpty, value.utf8.count <= 255, !value.hasSuffix("."),
+            value.utf8.allSatisfy({ ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 45 || $0 == 46 })
+        {
+            return String(value)
+        }
         let bytes = Array(value.utf8)
         guard isValidAuthority(bytes[...]) else { return nil }
         var host: ArraySlice<UInt8>

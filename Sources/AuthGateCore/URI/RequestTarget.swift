@@ -50,6 +50,7 @@ public struct RequestTarget: Sendable, Hashable, CustomStringConvertible {
     /// Normalizes a request target as it appeared on the request line.
     /// - Throws: ``Problem`` when the target must be refused.
     public static func normalize(_ raw: String) throws(Problem) -> RequestTarget {
+        if let canonical = alreadyCanonical(raw) { return canonical }
         var bytes = Array(raw.utf8)
         guard bytes.count <= maximumLength else { throw .tooLong }
         var authority: String?
@@ -70,6 +71,46 @@ public struct RequestTarget: Sendable, Hashable, CustomStringConvertible {
         }
         let path = try normalizePath(bytes[..<pathEnd])
         return RequestTarget(path: path, query: query, authority: authority)
+    }
+
+    /// The target itself when it is already in normalized form (the common case: no
+    /// percent-encoding, no dot or empty segment, only characters a path may hold raw), found
+    /// in one pass without allocating; nil when the full normalization must run.
+    private static func alreadyCanonical(_ raw: String) -> RequestTarget? {
+        let bytes = raw.utf8
+        guard bytes.count <= maximumLength, bytes.first == UInt8(ascii: "/") else { return nil }
+        var previous = UInt8(ascii: "/")
+        var segmentLength = 0
+        var dots = 0
+        var queryStart: String.Index?
+        for index in bytes.indices {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "?") {
+                queryStart = index
+                break
+            }
+            if byte == UInt8(ascii: "/") {
+                if index != bytes.startIndex {
+                    // An empty segment ("//"), or one that is "." or "..".
+                    if previous == UInt8(ascii: "/") || (segmentLength > 0 && dots == segmentLength && segmentLength <= 2) { return nil }
+                }
+                segmentLength = 0
+                dots = 0
+                previous = byte
+                continue
+            }
+            guard isUnreserved(byte) || byte == UInt8(ascii: ":") || byte == UInt8(ascii: "@") || (isSubDelimiter(byte) && byte != UInt8(ascii: ";")) else {
+                return nil
+            }
+            segmentLength += 1
+            if byte == UInt8(ascii: ".") { dots += 1 }
+            previous = byte
+        }
+        if segmentLength > 0, dots == segmentLength, segmentLength <= 2 { return nil }
+        guard let queryStart else { return RequestTarget(path: raw, query: nil, authority: nil) }
+        let query = raw[raw.utf8.index(after: queryStart)...]
+        for byte in query.utf8 where byte < 0x21 || byte == 0x7F || byte == UInt8(ascii: "#") { return nil }
+        return RequestTarget(path: String(raw[..<queryStart]), query: String(query), authority: nil)
     }
 
     /// `http://authority/rest` or `https://…` (scheme case-insensitive): the authority and the rest

@@ -24,9 +24,19 @@ public struct ClientAddress: Sendable, Equatable {
         resolve(forwardedFor: { headers["X-Forwarded-For"] }, peer: peer, trustedProxies: trustedProxies)
     }
 
-    /// `forwardedFor` is read only when the peer is trusted.
+    /// Resolves the client address of a request with `headers` from a peer whose address text
+    /// (``SocketAddress/ipAddress``) the caller already has (once per connection, not per request).
+    public static func resolve(_ headers: HTTPHeaders, peerAddress: String?, trustedProxies: [IPNetwork]) -> ClientAddress {
+        resolve(forwardedFor: { headers["X-Forwarded-For"] }, peerAddress: peerAddress ?? "unknown", trustedProxies: trustedProxies)
+    }
+
     private static func resolve(forwardedFor: () -> [String], peer: SocketAddress?, trustedProxies: [IPNetwork]) -> ClientAddress {
-        let peerAddress = peer?.ipAddress ?? "unknown"
+        resolve(forwardedFor: forwardedFor, peerAddress: peer?.ipAddress ?? "unknown", trustedProxies: trustedProxies)
+    }
+
+    /// `forwardedFor` is read only when the peer is trusted.
+    private static func resolve(forwardedFor: () -> [String], peerAddress: String, trustedProxies: [IPNetwork]) -> ClientAddress {
+        guard !trustedProxies.isEmpty else { return ClientAddress(address: peerAddress, peerIsTrusted: false) }
         guard isTrusted(peerAddress, trustedProxies) else { return ClientAddress(address: peerAddress, peerIsTrusted: false) }
         let hops = forwardedFor().flatMap { $0.split(separator: ",") }.map(\.trimmingOWS).filter { !$0.isEmpty }
         for hop in hops.reversed() where !isTrusted(hop, trustedProxies) {

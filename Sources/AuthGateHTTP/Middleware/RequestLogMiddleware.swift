@@ -106,11 +106,15 @@ public struct RequestLogMiddleware: RouterMiddleware {
         mixed = (mixed ^ (mixed >> 30)) &* 0xbf58_476d_1ce4_e5b9
         mixed = (mixed ^ (mixed >> 27)) &* 0x94d0_49bb_1331_11eb
         mixed ^= mixed >> 31
-        return hex(processRandom.prefix) + hex(mixed)
+        let prefix = processRandom.prefix
+        return String(unsafeUninitializedCapacity: 32) { buffer in
+            for index in 0..<16 {
+                buffer[index] = hexDigits[Int(prefix >> UInt64(60 - 4 * index) & 0xF)]
+                buffer[16 + index] = hexDigits[Int(mixed >> UInt64(60 - 4 * index) & 0xF)]
+            }
+            return 32
+        }
     }
 
-    private static func hex(_ value: UInt64) -> String {
-        let text = String(value, radix: 16)
-        return String(repeating: "0", count: 16 - text.count) + text
-    }
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 }

@@ -22,6 +22,10 @@ public final class EdgeProxy: Sendable {
     let pools: [UpstreamPool]
     /// Requests forwarded to an upstream (tests read it).
     let forwarded = Atomic<Int>(0)
+    /// Each route's request metrics, made once.
+    let routeMetrics: [GatewayMetrics.RouteRequests]
+    /// The identity headers' names, made once.
+    let identityNames: ProxyHeaders.IdentityNames
 
     public init(configuration: AuthGateConfiguration, authenticator: EdgeAuthenticator, connections: UpstreamConnectionPool) {
         self.configuration = configuration
@@ -29,6 +33,8 @@ public final class EdgeProxy: Sendable {
         self.connections = connections
         self.table = RouteTable(configuration.routes)
         self.pools = configuration.routes.map { UpstreamPool($0.upstreams) }
+        self.routeMetrics = configuration.routes.map { GatewayMetrics.RouteRequests(route: $0.name) }
+        self.identityNames = ProxyHeaders.IdentityNames(prefix: configuration.proxy.identityHeaderPrefix)
     }
 
     // MARK: The decision
@@ -38,17 +44,17 @@ public final class EdgeProxy: Sendable {
     /// Never waits: when the revocation feed is too stale to trust, the store's answer is asked
     /// for through ``ProxyDecision/checkRevocation(_:)``.
     public func prepare(_ head: HTTPRequestHead, peer: SocketAddress?, now: Date = Date()) -> ProxyDecision {
-        Self.decide(head, peer: peer, proxy: self, now: now)
+        Self.decide(head, facts: RequestHeadFacts(head.headers), peerAddress: peer?.ipAddress, proxy: self, now: now)
     }
 
     /// The decision for a head when there may be no proxy (no routes): what every request meets.
-    static func decide(_ head: HTTPRequestHead, peer: SocketAddress?, proxy: EdgeProxy?, now: Date) -> ProxyDecision {
-        let hasBody = Self.hasBody(head.headers)
-        let keepAlive = head.isKeepAlive && !Self.isUpgradeRequest(head)
+    /// `facts` are the head's header facts, read once by the caller.
+    /// `peerAddress` is the TCP peer's address text, made once per connection.
+    static func decide(_ head: HTTPRequestHead, facts: RequestHeadFacts, peerAddress: String?, proxy: EdgeProxy?, now: Date) -> ProxyDecision {
         var context = ProxyRequestContext(
-            method: head.method, path: Self.loggedPath(head.uri), version: head.version,
-            requestID: RequestLogMiddleware.acceptableRequestID(head.headers.first(name: "X-Request-Id")) ?? RequestLogMiddleware.newRequestID(),
-            routeName: nil, userID: nil, apiVersion: head.headers.first(name: "X-Supabase-Api-Version"), keepAlive: keepAlive, hasBody: hasBody
+            method: head.method, path: "", version: head.version,
+            requestID: RequestLogMiddleware.acceptableRequestID(facts.requestID) ?? RequestLogMiddleware.newRequestID(),
+            routeName: nil, routeIndex: nil, userID: nil, apiVersion: facts.apiVersion, keepAlive: head.isKeepAlive && !facts.isUpgrade, hasBody: facts.hasBody
         )
         func badRequest(_ reason: String, _ message: String) -> ProxyDecision {
             .refuse(ProxyRefusal(.badRequest, code: "validation_failed", message: message, reason: reason, closesConnection: true, context: context))
@@ -56,20 +62,21 @@ public final class EdgeProxy: Sendable {
         let target: RequestTarget
         do {
             target = try RequestTarget.normalize(head.uri)
-        } catch .tooLong {
-            return .refuse(
-                ProxyRefusal(.uriTooLong, code: "validation_failed", message: "Request target too long", reason: "target_too_long", closesConnection: true, context: context)
-            )
         } catch {
+            context.path = Self.loggedPath(head.uri)
+            if error == .tooLong {
+                return .refuse(
+                    ProxyRefusal(.uriTooLong, code: "validation_failed", message: "Request target too long", reason: "target_too_long", closesConnection: true, context: context)
+                )
+            }
             return badRequest(error.rawValue, "Invalid request target")
         }
         context.path = target.path
-        if let problem = Self.framingProblem(head.headers) { return badRequest(problem, "Ambiguous request framing") }
-        let hosts = head.headers["Host"]
-        if hosts.count > 1 { return badRequest("several_hosts", "More than one Host header") }
-        if hosts.isEmpty, target.authority == nil, head.version.isAtLeastHTTP11 { return badRequest("missing_host", "Missing Host header") }
+        if let problem = facts.framingProblem { return badRequest(problem, "Ambiguous request framing") }
+        if facts.hostCount > 1 { return badRequest("several_hosts", "More than one Host header") }
+        if facts.hostCount == 0, target.authority == nil, head.version.isAtLeastHTTP11 { return badRequest("missing_host", "Missing Host header") }
         let host: String?
-        if let authority = target.authority ?? hosts.first {
+        if let authority = target.authority ?? facts.host {
             guard let canonical = HostName.canonical(authority) else { return badRequest("invalid_host", "Invalid Host header") }
             host = canonical
         } else {
@@ -80,43 +87,44 @@ public final class EdgeProxy: Sendable {
                 ProxyRefusal(.methodNotAllowed, code: "method_not_allowed", message: "CONNECT is not supported", reason: "connect_method", closesConnection: true, context: context)
             )
         }
-        var application = head
-        application.uri = target.uri
-        if let authority = target.authority { application.headers.replaceOrAdd(name: "Host", value: authority) }
         guard let proxy, let route = proxy.route(host: host, path: target.path, method: head.method.rawValue) else {
+            var application = head
+            if application.uri != target.uri { application.uri = target.uri }
+            if let authority = target.authority { application.headers.replaceOrAdd(name: "Host", value: authority) }
             return .application(application)
         }
-        return proxy.decide(head, target: target, route: route, context: context, peer: peer, now: now)
+        return proxy.decide(head, facts: facts, target: target, route: route, context: context, peerAddress: peerAddress, now: now)
     }
 
     /// The decision for a request that matched `route`.
-    private func decide(_ head: HTTPRequestHead, target: RequestTarget, route: RouteTable.Route, context: ProxyRequestContext, peer: SocketAddress?, now: Date)
-        -> ProxyDecision
-    {
+    private func decide(
+        _ head: HTTPRequestHead, facts: RequestHeadFacts, target: RequestTarget, route: RouteTable.Route, context: ProxyRequestContext, peerAddress: String?,
+        now: Date
+    ) -> ProxyDecision {
         var context = context
         context.routeName = route.configuration.name
+        context.routeIndex = route.index
         let configuration = route.configuration
-        if let length = head.headers.first(name: "Content-Length").flatMap(Int.init), length > configuration.maxBody {
+        if let length = facts.contentLength.flatMap(Int.init), length > configuration.maxBody {
             return .refuse(
                 ProxyRefusal(.payloadTooLarge, code: "request_entity_too_large", message: "Request body too large", reason: "body_too_large", closesConnection: true, context: context)
             )
         }
-        let isWebSocket = Self.isWebSocketUpgrade(head)
-        if Self.isUpgradeRequest(head), !isWebSocket || head.method != .GET || context.hasBody {
+        if facts.isUpgrade, !facts.upgradesToWebSocket || head.method != .GET || context.hasBody {
             return .refuse(
                 ProxyRefusal(.badRequest, code: "validation_failed", message: "Only a WebSocket upgrade with GET can be proxied", reason: "unsupported_upgrade",
                     closesConnection: true, context: context)
             )
         }
-        let bearer = head.headers.first(name: "Authorization").flatMap(RequestSupport.bearerToken(authorization:))
+        let bearer = facts.authorization.flatMap(RequestSupport.bearerToken(authorization:))
         switch authenticator.authorizeFromMemory(bearer: bearer, route: configuration, now: now) {
         case .decided(let decision):
-            return plan(decision, head: head, target: target, route: route, context: context, peer: peer)
+            return plan(decision, head: head, facts: facts, target: target, route: route, context: context, peerAddress: peerAddress)
         case .needsStore(let claims):
             let context = context
             return .checkRevocation(
                 PendingAuthorization(claims: claims, resume: { [self] claims in
-                    plan(.allow(claims), head: head, target: target, route: route, context: context, peer: peer)
+                    plan(.allow(claims), head: head, facts: facts, target: target, route: route, context: context, peerAddress: peerAddress)
                 }, context: context)
             )
         }
@@ -137,37 +145,39 @@ public final class EdgeProxy: Sendable {
     }
 
     private func plan(
-        _ decision: EdgeAuthenticator.Decision, head: HTTPRequestHead, target: RequestTarget, route: RouteTable.Route, context: ProxyRequestContext,
-        peer: SocketAddress?
+        _ decision: EdgeAuthenticator.Decision, head: HTTPRequestHead, facts: RequestHeadFacts, target: RequestTarget, route: RouteTable.Route,
+        context: ProxyRequestContext, peerAddress: String?
     ) -> ProxyDecision {
         var context = context
         guard case .allow(let claims) = decision else { return .refuse(Self.refusal(decision, context: context)) }
         context.userID = claims?.sub
-        guard let (index, upstream) = pools[route.index].next() else {
+        let pool = pools[route.index]
+        guard let index = pool.nextIndex() else {
             return .refuse(
                 ProxyRefusal(.badGateway, code: "bad_gateway", message: "The upstream could not be reached", reason: "no_upstream", context: context)
             )
         }
-        let client = ClientAddress.resolve(head.headers, peer: peer, trustedProxies: configuration.server.trustedProxies)
+        let member = pool.members[index]
+        let client = ClientAddress.resolve(head.headers, peerAddress: peerAddress, trustedProxies: configuration.server.trustedProxies)
         var headers = ProxyHeaders.upstreamHeaders(
-            from: head.headers, claims: claims, route: route.configuration, identityPrefix: configuration.proxy.identityHeaderPrefix,
-            clientAddress: client.address, peerIsTrusted: client.peerIsTrusted, scheme: "http", authority: head.headers.first(name: "Host"),
+            from: head.headers, claims: claims, route: route.configuration, identity: identityNames,
+            clientAddress: client.address, peerIsTrusted: client.peerIsTrusted, scheme: "http", authority: facts.host,
             requestID: context.requestID
         )
-        let isWebSocket = Self.isWebSocketUpgrade(head)
+        let isWebSocket = facts.isUpgrade && facts.upgradesToWebSocket
         if isWebSocket {
             headers.add(name: "Connection", value: "Upgrade")
             headers.add(name: "Upgrade", value: "websocket")
-        } else if context.hasBody, !head.headers.contains(name: "Content-Length") {
-            // The body streams as it comes; its length is not known (chunked, checked by framingProblem).
+        } else if context.hasBody, facts.contentLengthCount == 0 {
+            // The body streams as it comes; its length is not known (chunked, checked above).
             headers.add(name: "Transfer-Encoding", value: "chunked")
         }
+        headers.add(name: "Host", value: member.hostHeader)
         return .forward(
             ProxyPlan(
-                route: route, claims: claims, target: target, context: context, upstream: upstream, upstreamIndex: index, headers: headers,
+                route: route, claims: claims, target: target, context: context, upstream: member.upstream, upstreamIndex: index, headers: headers,
                 idempotent: [.GET, .HEAD, .OPTIONS, .PUT, .DELETE, .TRACE].contains(head.method), isWebSocket: isWebSocket,
-                expectsContinue: context.hasBody && head.version.isAtLeastHTTP11
-                    && head.headers["Expect"].contains { $0.trimmingOWS.lowercased() == "100-continue" }
+                expectsContinue: context.hasBody && head.version.isAtLeastHTTP11 && facts.expectsContinue
             )
         )
     }
@@ -197,9 +207,14 @@ public final class EdgeProxy: Sendable {
         return table.match(host: host, path: path, method: method)
     }
 
-    /// The next upstream of `plan`'s route other than the one it used (a retry).
-    func otherUpstream(for plan: ProxyPlan) -> (index: Int, upstream: RouteConfiguration.Upstream)? {
-        pools[plan.route.index].next(excluding: plan.upstreamIndex)
+    /// `plan` moved to the next upstream of its route other than the one it used (a retry), or
+    /// nil when there is no other.
+    func planOnOtherUpstream(_ plan: ProxyPlan) -> ProxyPlan? {
+        let pool = pools[plan.route.index]
+        guard let index = pool.nextIndex(excluding: plan.upstreamIndex) else { return nil }
+        var moved = plan
+        moved.use(pool.members[index].upstream, index: index, hostHeader: pool.members[index].hostHeader)
+        return moved
     }
 
     func markFailed(_ plan: ProxyPlan) {
@@ -223,44 +238,6 @@ public final class EdgeProxy: Sendable {
     }
 
     // MARK: Request facts
-
-    /// Body parts follow the head: a `Content-Length` over 0, or a transfer coding.
-    static func hasBody(_ headers: HTTPHeaders) -> Bool {
-        if headers.contains(name: "Transfer-Encoding") { return true }
-        guard let length = headers.first(name: "Content-Length") else { return false }
-        return length != "0"
-    }
-
-    /// The head asks to switch protocols (NIO's decoder stops parsing after such a request, so
-    /// the connection cannot carry another).
-    static func isUpgradeRequest(_ head: HTTPRequestHead) -> Bool {
-        guard head.headers.contains(name: "Upgrade") else { return false }
-        return head.headers["Connection"].contains { $0.split(separator: ",").contains { $0.trimmingOWS.lowercased() == "upgrade" } }
-    }
-
-    /// An upgrade to WebSocket.
-    static func isWebSocketUpgrade(_ head: HTTPRequestHead) -> Bool {
-        isUpgradeRequest(head) && head.headers["Upgrade"].contains { $0.split(separator: ",").contains { $0.trimmingOWS.lowercased() == "websocket" } }
-    }
-
-    /// Why a request's body length is ambiguous, or nil. NIO's parser already refuses
-    /// `Content-Length` with `Transfer-Encoding`, repeated or listed `Content-Length`, and
-    /// obs-fold; this adds what it lets through: a transfer coding other than exactly `chunked`
-    /// (RFC 9112 §6.3: the length cannot be determined), and a `Content-Length` that is not a
-    /// plain number.
-    static func framingProblem(_ headers: HTTPHeaders) -> String? {
-        let codings = headers["Transfer-Encoding"].flatMap { $0.split(separator: ",") }.map { $0.trimmingOWS.lowercased() }
-        let lengths = headers["Content-Length"]
-        if !codings.isEmpty {
-            guard codings == ["chunked"] else { return "transfer_coding_not_chunked" }
-            guard lengths.isEmpty else { return "length_and_transfer_coding" }
-        }
-        if lengths.count > 1 { return "several_content_lengths" }
-        if let length = lengths.first, length.isEmpty || length.utf8.count > 18 || !length.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) {
-            return "content_length_not_a_number"
-        }
-        return nil
-    }
 
     /// The path part of a raw target, bounded, for log lines about targets that were refused.
     static func loggedPath(_ uri: String) -> String {

@@ -58,6 +58,8 @@ public struct ProxyRequestContext: Sendable {
     public let requestID: String
     /// The route's name, or nil before a route matched.
     public var routeName: String?
+    /// The route's index in the configuration, or nil before a route matched.
+    public var routeIndex: Int?
     public var userID: String?
     /// The `X-Supabase-Api-Version` the client sent (it picks the error body's shape).
     public let apiVersion: String?
@@ -77,8 +79,8 @@ public struct ProxyPlan: Sendable {
     /// The upstream chosen by the route's rotation, and its index there.
     public private(set) var upstream: RouteConfiguration.Upstream
     public private(set) var upstreamIndex: Int
-    /// The headers the upstream receives, except `Host` (set per upstream).
-    let headers: HTTPHeaders
+    /// The headers the upstream receives, `Host` naming the upstream included.
+    private(set) var headers: HTTPHeaders
     /// The method may be sent twice (a connect failure retries it elsewhere).
     let idempotent: Bool
     /// A WebSocket handshake: forwarded on a connection of its own, which becomes a tunnel.
@@ -104,17 +106,16 @@ public struct ProxyPlan: Sendable {
     }
 
     /// Moves the plan to another of the route's upstreams (a retry).
-    mutating func use(_ upstream: RouteConfiguration.Upstream, index: Int) {
+    mutating func use(_ upstream: RouteConfiguration.Upstream, index: Int, hostHeader: String) {
         self.upstream = upstream
         self.upstreamIndex = index
+        headers.replaceOrAdd(name: "Host", value: hostHeader)
     }
 
     /// The head the upstream receives: the route's upstream path for the normalized target, the
     /// query as sent, the proxied headers and `Host` naming the upstream.
     public var upstreamHead: HTTPRequestHead {
         let path = RouteTable.upstreamPath(for: target.path, route: route.configuration, upstream: upstream)
-        var headers = headers
-        headers.replaceOrAdd(name: "Host", value: EdgeProxy.hostHeader(upstream))
         return HTTPRequestHead(version: .http1_1, method: context.method, uri: target.query.map { path + "?" + $0 } ?? path, headers: headers)
     }
 }

@@ -10,23 +10,96 @@ public import NIOHTTP1
 /// spelling is dropped.
 public enum ProxyHeaders {
     /// Hop-by-hop headers (RFC 9110 §7.6.1) plus the legacy `Proxy-*` family, in folded form.
-    static let hopByHop: Set<String> = [
+    static let hopByHop: [[UInt8]] = [
         "connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade", "proxy-connection", "proxy-authenticate",
         "proxy-authorization",
-    ]
+    ].map { Array($0.utf8) }
 
-    /// `name` in folded form: ASCII lower case, `_` as `-`.
-    static func folded(_ name: some StringProtocol) -> String {
-        String(decoding: name.utf8.map { byte in byte == UInt8(ascii: "_") ? UInt8(ascii: "-") : (byte >= 65 && byte <= 90 ? byte | 0x20 : byte) }, as: UTF8.self)
+    /// A header name's byte in folded form: ASCII lower case, `_` as `-`.
+    @inline(__always)
+    static func fold(_ byte: UInt8) -> UInt8 {
+        byte == UInt8(ascii: "_") ? UInt8(ascii: "-") : (byte >= 65 && byte <= 90 ? byte | 0x20 : byte)
     }
 
-    /// Names a `Connection` header lists, folded: also hop-by-hop.
-    static func connectionListed(_ headers: HTTPHeaders) -> Set<String> {
-        var names = Set<String>()
-        for value in headers["connection"] {
-            for element in value.split(separator: ",") { names.insert(folded(element.trimmingOWS)) }
+    /// `name` in folded form.
+    static func folded(_ name: some StringProtocol) -> [UInt8] {
+        name.utf8.map(fold)
+    }
+
+    /// `name`, folded, equals `folded` (no allocation).
+    static func name(_ name: String, is folded: [UInt8]) -> Bool {
+        name.utf8.count == folded.count && zip(name.utf8, folded).allSatisfy { fold($0) == $1 }
+    }
+
+    /// `name`, folded, starts with `folded`.
+    static func name(_ name: String, hasPrefix folded: [UInt8]) -> Bool {
+        name.utf8.count >= folded.count && zip(name.utf8, folded).allSatisfy { fold($0) == $1 }
+    }
+
+    /// Names a `Connection` header lists, folded: also hop-by-hop. Empty (and nothing allocated)
+    /// without a `Connection` header.
+    static func connectionListed(_ headers: HTTPHeaders) -> [[UInt8]] {
+        var names: [[UInt8]] = []
+        for (name, value) in headers where Self.name(name, is: connection) {
+            for element in value.split(separator: ",") { names.append(folded(element.trimmingOWS)) }
         }
         return names
+    }
+
+    /// What hygiene does with a client header, by its folded name.
+    private enum Rule {
+        case drop, keep, authorization, forwardedFor, forwardedProto, forwardedHost
+    }
+
+    private static func rule(for name: String, identityPrefix: [UInt8], listed: [[UInt8]]) -> Rule {
+        if Self.name(name, hasPrefix: identityPrefix) { return .drop }
+        for hop in hopByHop where Self.name(name, is: hop) { return .drop }
+        for other in listed where Self.name(name, is: other) { return .drop }
+        switch name.utf8.count {
+        case 4 where Self.name(name, is: host): return .drop
+        case 6 where Self.name(name, is: expect): return .drop
+        case 9 where Self.name(name, is: forwarded) || Self.name(name, is: realIP): return .drop
+        case 12 where Self.name(name, is: requestIDName): return .drop
+        case 13 where Self.name(name, is: authorizationName): return .authorization
+        case 15 where Self.name(name, is: forwardedFor): return .forwardedFor
+        case 16 where Self.name(name, is: forwardedHost): return .forwardedHost
+        case 17 where Self.name(name, is: forwardedProto): return .forwardedProto
+        default: return Self.name(name, hasPrefix: forwardedPrefix) ? .drop : .keep
+        }
+    }
+
+    private static let connection = Array("connection".utf8)
+    private static let host = Array("host".utf8)
+    private static let expect = Array("expect".utf8)
+    private static let forwarded = Array("forwarded".utf8)
+    private static let realIP = Array("x-real-ip".utf8)
+    private static let requestIDName = Array("x-request-id".utf8)
+    private static let authorizationName = Array("authorization".utf8)
+    private static let forwardedFor = Array("x-forwarded-for".utf8)
+    private static let forwardedHost = Array("x-forwarded-host".utf8)
+    private static let forwardedProto = Array("x-forwarded-proto".utf8)
+    private static let forwardedPrefix = Array("x-forwarded-".utf8)
+    private static let upgrade = Array("upgrade".utf8)
+
+    /// The identity headers' names for a prefix, made once (not per request).
+    public struct IdentityNames: Sendable {
+        let foldedPrefix: [UInt8]
+        let userID: String
+        let sessionID: String
+        let role: String
+        let provider: String
+        let anonymous: String
+        let aal: String
+
+        public init(prefix: String) {
+            foldedPrefix = ProxyHeaders.folded(prefix)
+            userID = prefix + "User-Id"
+            sessionID = prefix + "Session-Id"
+            role = prefix + "Role"
+            provider = prefix + "Provider"
+            anonymous = prefix + "Anonymous"
+            aal = prefix + "AAL"
+        }
     }
 
     /// What the upstream receives: the client's headers without hop-by-hop ones, without any
@@ -44,32 +117,50 @@ public enum ProxyHeaders {
         authority: String?,
         requestID: String
     ) -> HTTPHeaders {
+        upstreamHeaders(
+            from: fields, claims: claims, route: route, identity: IdentityNames(prefix: identityPrefix), clientAddress: clientAddress,
+            peerIsTrusted: peerIsTrusted, scheme: scheme, authority: authority, requestID: requestID
+        )
+    }
+
+    /// ``upstreamHeaders(from:claims:route:identityPrefix:clientAddress:peerIsTrusted:scheme:authority:requestID:)``
+    /// with the identity headers' names made beforehand.
+    static func upstreamHeaders(
+        from fields: HTTPHeaders,
+        claims: AccessTokenClaims?,
+        route: RouteConfiguration,
+        identity: IdentityNames,
+        clientAddress: String,
+        peerIsTrusted: Bool,
+        scheme: String,
+        authority: String?,
+        requestID: String
+    ) -> HTTPHeaders {
         let listed = connectionListed(fields)
-        let prefix = folded(identityPrefix)
+        let prefix = identity.foldedPrefix
         var headers = HTTPHeaders()
         headers.reserveCapacity(fields.count + 10)
         var forwardedFor: [String] = []
         var forwardedProto: String?
         var forwardedHost: String?
         for (name, value) in fields {
-            let folded = folded(name)
-            if hopByHop.contains(folded) || listed.contains(folded) || folded.hasPrefix(prefix) { continue }
+            // A name spelled with `_` is the real name only to servers that fold it: it is never
+            // one of ours to keep.
             let exact = !name.utf8.contains(UInt8(ascii: "_"))
-            switch folded {
-            case "host", "x-request-id", "forwarded", "x-real-ip", "expect":
+            switch rule(for: name, identityPrefix: prefix, listed: listed) {
+            case .drop:
                 continue
-            case "authorization":
+            case .keep:
+                headers.add(name: name, value: value)
+            case .authorization:
                 if route.forwardAuthorization, exact { headers.add(name: name, value: value) }
-            case "x-forwarded-for":
+            case .forwardedFor:
                 // A chain is kept only when it comes from a trusted proxy; otherwise it is a spoof.
                 if peerIsTrusted, exact { forwardedFor.append(value) }
-            case "x-forwarded-proto":
+            case .forwardedProto:
                 if peerIsTrusted, exact { forwardedProto = value }
-            case "x-forwarded-host":
+            case .forwardedHost:
                 if peerIsTrusted, exact { forwardedHost = value }
-            default:
-                if folded.hasPrefix("x-forwarded-") { continue }
-                headers.add(name: name, value: value)
             }
         }
         forwardedFor.append(clientAddress)
@@ -85,16 +176,16 @@ public enum ProxyHeaders {
         }
         headers.add(name: "X-Request-Id", value: requestID)
         if let claims {
-            headers.add(name: identityPrefix + "User-Id", value: claims.sub)
-            if let sessionID = claims.sessionID { headers.add(name: identityPrefix + "Session-Id", value: sessionID) }
-            headers.add(name: identityPrefix + "Role", value: claims.role)
+            headers.add(name: identity.userID, value: claims.sub)
+            if let sessionID = claims.sessionID { headers.add(name: identity.sessionID, value: sessionID) }
+            headers.add(name: identity.role, value: claims.role)
             if case .string(let provider) = claims.appMetadata["provider"] {
-                headers.add(name: identityPrefix + "Provider", value: provider)
+                headers.add(name: identity.provider, value: provider)
             } else if claims.isAnonymous {
-                headers.add(name: identityPrefix + "Provider", value: "anonymous")
+                headers.add(name: identity.provider, value: "anonymous")
             }
-            headers.add(name: identityPrefix + "Anonymous", value: String(claims.isAnonymous))
-            headers.add(name: identityPrefix + "AAL", value: claims.aal)
+            headers.add(name: identity.anonymous, value: claims.isAnonymous ? "true" : "false")
+            headers.add(name: identity.aal, value: claims.aal)
         }
         return headers
     }
@@ -106,12 +197,13 @@ public enum ProxyHeaders {
         var fields = HTTPHeaders()
         fields.reserveCapacity(headers.count + 1)
         for (name, value) in headers {
-            let folded = folded(name)
-            if keepsUpgrade, folded == "upgrade" || folded == "connection" {
+            if keepsUpgrade, Self.name(name, is: upgrade) || Self.name(name, is: connection) {
                 fields.add(name: name, value: value)
                 continue
             }
-            if hopByHop.contains(folded) || listed.contains(folded) || folded == "x-request-id" { continue }
+            if hopByHop.contains(where: { Self.name(name, is: $0) }) || listed.contains(where: { Self.name(name, is: $0) }) || Self.name(name, is: requestIDName) {
+                continue
+            }
             fields.add(name: name, value: value)
         }
         fields.add(name: "X-Request-Id", value: requestID)

@@ -1,48 +1,67 @@
 public import AuthGateCore
+import NIOCore
 import Synchronization
 
 /// A route's upstreams: round-robin, skipping any that failed to connect in the last
-/// `quarantine` seconds (passive health).
+/// `quarantine` (passive health). Lock-free: every proxied request asks it, from every event loop.
 public final class UpstreamPool: Sendable {
-    private let upstreams: [RouteConfiguration.Upstream]
-    private let state = Mutex<(next: Int, failedUntil: [ContinuousClock.Instant?])>((0, []))
-    private let quarantine: Duration
+    /// One upstream and its health.
+    final class Member: Sendable {
+        let upstream: RouteConfiguration.Upstream
+        /// The `Host` the upstream receives, made once.
+        let hostHeader: String
+        /// Until when (NIO uptime nanoseconds) the upstream is skipped; 0 when healthy.
+        let failedUntil = Atomic<UInt64>(0)
+
+        init(_ upstream: RouteConfiguration.Upstream) {
+            self.upstream = upstream
+            self.hostHeader = EdgeProxy.hostHeader(upstream)
+        }
+    }
+
+    let members: [Member]
+    private let cursor = Atomic<UInt>(0)
+    private let quarantine: UInt64
 
     public init(_ upstreams: [RouteConfiguration.Upstream], quarantine: Duration = .seconds(10)) {
-        self.upstreams = upstreams
-        self.quarantine = quarantine
-        state.withLock { $0.failedUntil = Array(repeating: nil, count: upstreams.count) }
+        self.members = upstreams.map(Member.init)
+        self.quarantine = UInt64(max(0, quarantine.nanoseconds))
     }
 
     /// The next upstream to try, other than `excluding`: a healthy one if any, else the next in turn.
     public func next(excluding: Int? = nil) -> (index: Int, upstream: RouteConfiguration.Upstream)? {
-        guard !upstreams.isEmpty else { return nil }
-        let now = ContinuousClock.now
-        return state.withLock { state in
-            let start = state.next
-            state.next = (state.next + 1) % upstreams.count
-            var fallback: Int?
-            for offset in 0..<upstreams.count {
-                let index = (start + offset) % upstreams.count
-                if index == excluding { continue }
-                if let until = state.failedUntil[index], until > now {
-                    fallback = fallback ?? index
-                    continue
-                }
-                return (index, upstreams[index])
+        guard let index = nextIndex(excluding: excluding) else { return nil }
+        return (index, members[index].upstream)
+    }
+
+    /// The index of ``next(excluding:)``.
+    func nextIndex(excluding: Int? = nil) -> Int? {
+        guard !members.isEmpty else { return nil }
+        let start = Int(cursor.wrappingAdd(1, ordering: .relaxed).oldValue % UInt(members.count))
+        if members.count == 1 { return excluding == 0 ? nil : 0 }
+        let now = NIODeadline.now().uptimeNanoseconds
+        var fallback: Int?
+        for offset in 0..<members.count {
+            let index = (start + offset) % members.count
+            if index == excluding { continue }
+            if members[index].failedUntil.load(ordering: .relaxed) > now {
+                fallback = fallback ?? index
+                continue
             }
-            return fallback.map { ($0, upstreams[$0]) }
+            return index
         }
+        return fallback
     }
 
     /// Records a connect failure: the upstream is skipped for the quarantine period.
     public func markFailed(_ index: Int) {
-        let until = ContinuousClock.now + quarantine
-        state.withLock { $0.failedUntil[index] = until }
+        guard members.indices.contains(index) else { return }
+        members[index].failedUntil.store(NIODeadline.now().uptimeNanoseconds + quarantine, ordering: .relaxed)
     }
 
     /// Records a success: the upstream is healthy again.
     public func markHealthy(_ index: Int) {
-        state.withLock { $0.failedUntil[index] = nil }
+        guard members.indices.contains(index), members[index].failedUntil.load(ordering: .relaxed) != 0 else { return }
+        members[index].failedUntil.store(0, ordering: .relaxed)
     }
 }

@@ -6,10 +6,16 @@ public import AuthGateCore
 /// Matching takes a normalized path (``RequestTarget``) and a canonical host (``HostName``):
 /// the decision is made on the form that is forwarded.
 public struct RouteTable: Sendable {
-    /// A route ready to match; its upstreams' rotation state is kept by ``EdgeProxy``.
-    public struct Route: Sendable {
+    /// A route ready to match; its upstreams' rotation state is kept by ``EdgeProxy``. A class,
+    /// so that a plan holding it copies a reference, not the whole configuration.
+    public final class Route: Sendable {
         public let index: Int
         public let configuration: RouteConfiguration
+
+        init(index: Int, configuration: RouteConfiguration) {
+            self.index = index
+            self.configuration = configuration
+        }
     }
 
     private let routes: [Route]
@@ -56,7 +62,7 @@ public struct RouteTable: Sendable {
     /// normalized (the configuration refuses a prefix or base path that is not), so the result
     /// holds no dot segment either.
     public static func upstreamPath(for path: String, route: RouteConfiguration, upstream: RouteConfiguration.Upstream) -> String {
-        guard route.stripPrefix else { return upstream.basePath + path }
+        guard route.stripPrefix else { return upstream.basePath.isEmpty ? path : upstream.basePath + path }
         let prefixLength = min(route.pathPrefix.utf8.count, path.utf8.count)
         var forwarded = path[path.utf8.index(path.utf8.startIndex, offsetBy: prefixLength)...]
         if forwarded.utf8.first == UInt8(ascii: "/") { forwarded = forwarded.dropFirst() }

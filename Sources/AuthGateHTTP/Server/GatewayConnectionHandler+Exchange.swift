@@ -214,15 +214,14 @@ extension GatewayConnectionHandler: UpstreamExchangeDelegate {
 
     /// Tries the request again: on the route's next upstream, or on a fresh connection.
     private func retry(_ exchange: ProxyExchange, otherUpstream: Bool) {
-        guard var plan = exchange.plan else { return }
+        guard let plan = exchange.plan else { return }
         if otherUpstream {
-            guard let (index, upstream) = proxy?.otherUpstream(for: plan) else {
+            guard let moved = proxy?.planOnOtherUpstream(plan) else {
                 // No other upstream: the machine answers the failure on its next attempt.
                 perform(exchange.machine.connectFailed(.connectFailed), exchange)
                 return
             }
-            plan.use(upstream, index: index)
-            exchange.plan = plan
+            exchange.plan = moved
         }
         connect(exchange)
     }
@@ -300,6 +299,10 @@ extension GatewayConnectionHandler: UpstreamExchangeDelegate {
 
     // MARK: Access line
 
+    /// Requests refused before a route matched, made once (on first use, after `authgate serve`
+    /// bootstrapped the metrics).
+    static let otherRequests = GatewayMetrics.RouteRequests(route: "other")
+
     func logger(for exchange: ProxyExchange) -> Logger {
         var logger = self.logger
         logger[metadataKey: "gw.request_id"] = .string(exchange.context.requestID)
@@ -310,7 +313,11 @@ extension GatewayConnectionHandler: UpstreamExchangeDelegate {
     private func logAccess(_ exchange: ProxyExchange) {
         let route = exchange.context.routeName ?? "other"
         let duration = ContinuousClock.now - exchange.started
-        GatewayMetrics.request(route: route, status: exchange.status, duration: duration)
+        if let index = exchange.context.routeIndex, let metrics = proxy?.routeMetrics[index] {
+            metrics.record(status: exchange.status, duration: duration)
+        } else {
+            Self.otherRequests.record(status: exchange.status, duration: duration)
+        }
         if let spans = exchange.spans { ProxySpans.end(spans, status: exchange.status) }
         guard logger.logLevel <= .info else { return }
         RequestLogMiddleware.logAccess(

@@ -72,6 +72,7 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
     /// The gateway serves a request without a body: the decoder's `end` for it is taken
     /// whenever it comes, even after the exchange is over.
     private var skipsClientEnd = false
+    private var cachedPeerAddress: String?
 
     init(proxy: EdgeProxy?, connectionGuard: ClientConnectionGuard?, logger: Logger, drainTimeout: TimeAmount, tracing: Bool, eventLoop: any EventLoop) {
         self.proxy = proxy
@@ -130,7 +131,7 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
             let refusal = ProxyRefusal(
                 .badRequest, code: "validation_failed", message: "The request could not be parsed", reason: "parse_error", closesConnection: true,
                 context: ProxyRequestContext(
-                    method: .GET, path: "", version: .http1_1, requestID: RequestLogMiddleware.newRequestID(), routeName: nil, userID: nil,
+                    method: .GET, path: "", version: .http1_1, requestID: RequestLogMiddleware.newRequestID(), routeName: nil, routeIndex: nil, userID: nil,
                     apiVersion: nil, keepAlive: false, hasBody: false
                 )
             )
@@ -205,9 +206,10 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
                 return
             }
             connectionGuard?.requestHeadReceived()
-            if EdgeProxy.isUpgradeRequest(head) { closeAfterResponse = true }
-            let decision = EdgeProxy.decide(head, peer: context.channel.remoteAddress, proxy: proxy, now: Date())
-            if case .application = decision {} else if !EdgeProxy.hasBody(head.headers) { skipsClientEnd = true }
+            let facts = RequestHeadFacts(head.headers)
+            if facts.isUpgrade { closeAfterResponse = true }
+            let decision = EdgeProxy.decide(head, facts: facts, peerAddress: peerAddress(context), proxy: proxy, now: Date())
+            if case .application = decision {} else if !facts.hasBody { skipsClientEnd = true }
             decided(decision)
         case .application:
             pass(part, context)
@@ -315,6 +317,12 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
         guard readHeld, wantsRead, let context else { return }
         readHeld = false
         context.read()
+    }
+
+    /// The TCP peer's address text, made on the connection's first request.
+    private func peerAddress(_ context: ChannelHandlerContext) -> String? {
+        if cachedPeerAddress == nil { cachedPeerAddress = context.channel.remoteAddress?.ipAddress }
+        return cachedPeerAddress
     }
 
     /// How long a closing connection keeps reading what the client still sends.

@@ -66,9 +66,11 @@ final class LoopConnections: Sendable {
     let eventLoop: any EventLoop
     private let limit: Int
     private let connector: any UpstreamConnector
-    private let state: NIOLoopBoundBox<[UpstreamConnectionPool.Key: PerUpstream]>
+    private let upstreams: NIOLoopBoundBox<[UpstreamConnectionPool.Key: PerUpstream]>
 
-    private struct PerUpstream {
+    /// One upstream's connections on this loop; a reference, so taking and returning a connection
+    /// mutates it in place (no copy of its lists).
+    private final class PerUpstream {
         var idle: [UpstreamConnection] = []
         var open = 0
         var waiters = CircularBuffer<Waiter>()
@@ -83,30 +85,31 @@ final class LoopConnections: Sendable {
         self.eventLoop = eventLoop
         self.limit = limit
         self.connector = connector
-        self.state = NIOLoopBoundBox.makeBoxSendingValue([:], eventLoop: eventLoop)
+        self.upstreams = NIOLoopBoundBox.makeBoxSendingValue([:], eventLoop: eventLoop)
+    }
+
+    private func upstream(_ key: UpstreamConnectionPool.Key) -> PerUpstream {
+        if let upstream = upstreams.value[key] { return upstream }
+        let upstream = PerUpstream()
+        upstreams.value[key] = upstream
+        return upstream
     }
 
     /// A connection to `key`: an idle one, else a new one when under the limit, else the next to
     /// come free. ``UpstreamConnection/hasServed`` tells whether the upstream may have closed it
     /// meanwhile.
     func acquire(_ key: UpstreamConnectionPool.Key, connectTimeout: TimeAmount) -> EventLoopFuture<UpstreamConnection> {
-        var upstream = state.value[key, default: PerUpstream()]
-        var idle: UpstreamConnection?
-        while idle == nil, let connection = upstream.idle.popLast() {
-            if connection.isActive { idle = connection }
+        let upstream = upstream(key)
+        while let connection = upstream.idle.popLast() {
+            if connection.isActive { return eventLoop.makeSucceededFuture(connection) }
         }
-        let connects = idle == nil && upstream.open < limit
-        if connects { upstream.open += 1 }
-        var waiter: EventLoopPromise<UpstreamConnection>?
-        if idle == nil, !connects {
-            let promise = eventLoop.makePromise(of: UpstreamConnection.self)
-            upstream.waiters.append(Waiter(promise: promise, connectTimeout: connectTimeout))
-            waiter = promise
+        if upstream.open < limit {
+            upstream.open += 1
+            return connect(key, timeout: connectTimeout)
         }
-        state.value[key] = upstream
-        if let idle { return eventLoop.makeSucceededFuture(idle) }
-        if let waiter { return waiter.futureResult }
-        return connect(key, timeout: connectTimeout)
+        let promise = eventLoop.makePromise(of: UpstreamConnection.self)
+        upstream.waiters.append(Waiter(promise: promise, connectTimeout: connectTimeout))
+        return promise.futureResult
     }
 
     /// A connection of its own for a WebSocket tunnel: never pooled, not counted against the limit.
@@ -124,19 +127,17 @@ final class LoopConnections: Sendable {
             return
         }
         connection.hasServed = true
-        var upstream = state.value[connection.key, default: PerUpstream()]
+        let upstream = upstream(connection.key)
         if let waiter = upstream.waiters.popFirst() {
-            state.value[connection.key] = upstream
             waiter.promise.succeed(connection)
             return
         }
         upstream.idle.append(connection)
-        state.value[connection.key] = upstream
     }
 
     /// Closes every idle connection.
     func closeIdle() {
-        for (_, upstream) in state.value {
+        for (_, upstream) in upstreams.value {
             for connection in upstream.idle { connection.channel.close(promise: nil) }
         }
     }
@@ -156,23 +157,21 @@ final class LoopConnections: Sendable {
 
     /// A pooled connection closed: one fewer open, and the first waiter may connect.
     private func closed(_ connection: UpstreamConnection) {
-        var upstream = state.value[connection.key, default: PerUpstream()]
+        let upstream = upstream(connection.key)
         upstream.idle.removeAll { $0 === connection }
         upstream.open -= 1
-        state.value[connection.key] = upstream
         connectNextWaiter(connection.key)
     }
 
     private func connectFailed(_ key: UpstreamConnectionPool.Key) {
-        state.value[key, default: PerUpstream()].open -= 1
+        upstream(key).open -= 1
         connectNextWaiter(key)
     }
 
     private func connectNextWaiter(_ key: UpstreamConnectionPool.Key) {
-        var upstream = state.value[key, default: PerUpstream()]
+        let upstream = upstream(key)
         guard upstream.open < limit, let waiter = upstream.waiters.popFirst() else { return }
         upstream.open += 1
-        state.value[key] = upstream
         connect(key, timeout: waiter.connectTimeout).cascade(to: waiter.promise)
     }
 }

@@ -1,0 +1,91 @@
+import NIOHTTP1
+
+/// What the decision needs from a request's header lines, read in one pass without allocating
+/// per line: the proxy decides every request, and a lookup per fact (each a scan with a
+/// case-insensitive compare) cost more than the rest of the decision.
+struct RequestHeadFacts {
+    /// `Host` lines: how many, and the first one's value.
+    var hostCount = 0
+    var host: String?
+    /// `Content-Length` lines, and the first one's value.
+    var contentLengthCount = 0
+    var contentLength: String?
+    /// The `Transfer-Encoding` codings, lower-cased, in order (empty without the header).
+    var transferCodings: [String] = []
+    var hasTransferEncoding = false
+    var hasUpgrade = false
+    var upgradesToWebSocket = false
+    var connectionUpgrade = false
+    var expectsContinue = false
+    var authorization: String?
+    var requestID: String?
+    var apiVersion: String?
+
+    init(_ headers: HTTPHeaders) {
+        for (name, value) in headers {
+            switch name.utf8.count {
+            case 4 where Self.is(name, "host"):
+                hostCount += 1
+                if host == nil { host = value }
+            case 6 where Self.is(name, "expect"):
+                if value.trimmingOWS.lowercased() == "100-continue" { expectsContinue = true }
+            case 7 where Self.is(name, "upgrade"):
+                hasUpgrade = true
+                if Self.listContains(value, "websocket") { upgradesToWebSocket = true }
+            case 10 where Self.is(name, "connection"):
+                if Self.listContains(value, "upgrade") { connectionUpgrade = true }
+            case 12 where Self.is(name, "x-request-id"):
+                if requestID == nil { requestID = value }
+            case 13 where Self.is(name, "authorization"):
+                if authorization == nil { authorization = value }
+            case 14 where Self.is(name, "content-length"):
+                contentLengthCount += 1
+                if contentLength == nil { contentLength = value }
+            case 17 where Self.is(name, "transfer-encoding"):
+                hasTransferEncoding = true
+                for coding in value.split(separator: ",") { transferCodings.append(coding.trimmingOWS.lowercased()) }
+            case 22 where Self.is(name, "x-supabase-api-version"):
+                if apiVersion == nil { apiVersion = value }
+            default:
+                continue
+            }
+        }
+    }
+
+    /// Body parts follow the head: a `Content-Length` over 0, or a transfer coding.
+    var hasBody: Bool {
+        hasTransferEncoding || (contentLength.map { $0 != "0" } ?? false)
+    }
+
+    /// The head asks to switch protocols (NIO's decoder stops parsing after such a request).
+    var isUpgrade: Bool { hasUpgrade && connectionUpgrade }
+
+    /// Why the body's length is ambiguous, or nil. NIO's parser already refuses `Content-Length`
+    /// with `Transfer-Encoding`, repeated or listed `Content-Length` and obs-fold; this adds what it
+    /// lets through: a transfer coding other than exactly `chunked` (RFC 9112 §6.3: the length
+    /// cannot be determined), and a `Content-Length` that is not a plain number.
+    var framingProblem: String? {
+        if hasTransferEncoding {
+            guard transferCodings == ["chunked"] else { return "transfer_coding_not_chunked" }
+            guard contentLengthCount == 0 else { return "length_and_transfer_coding" }
+        }
+        if contentLengthCount > 1 { return "several_content_lengths" }
+        if let length = contentLength, length.isEmpty || length.utf8.count > 18 || !length.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) {
+            return "content_length_not_a_number"
+        }
+        return nil
+    }
+
+    /// `name` equals `lower` (already lower case, same length checked by the caller) ignoring
+    /// ASCII case.
+    private static func `is`(_ name: String, _ lower: StaticString) -> Bool {
+        lower.withUTF8Buffer { expected in
+            zip(name.utf8, expected).allSatisfy { ($0 >= 65 && $0 <= 90 ? $0 | 0x20 : $0) == $1 }
+        }
+    }
+
+    /// A comma-separated header value holds `token` (ASCII case-insensitive, spaces trimmed).
+    private static func listContains(_ value: String, _ token: String) -> Bool {
+        value.split(separator: ",").contains { $0.trimmingOWS.lowercased() == token }
+    }
+}
