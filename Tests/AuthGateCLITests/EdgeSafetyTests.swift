@@ -62,6 +62,30 @@ struct EdgeSafetyTests {
         #expect(await rig.stop() == 0)
     }
 
+    @Test("an over-limit body to AuthGate's own endpoint is answered 413, then the connection closes even if the client never does")
+    func overLimitBodyToOwnEndpoint() async throws {
+        let rig = try await EdgeRig()
+        var connections: [RawConnection] = []
+        for close in [true, false] {
+            let connection = try RawConnection(port: rig.server.port)
+            connection.send("POST /auth/v1/signup HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: 2097152\r\n\(close ? "Connection: close\r\n" : "")\r\n")
+            connection.send(bytes: [UInt8](repeating: 0x20, count: 300_000))
+            connections.append(connection)
+        }
+        let clock = ContinuousClock()
+        let start = clock.now
+        for connection in connections {
+            let (bytes, closed) = await connection.receiveUntilClosed()
+            #expect(String(decoding: bytes, as: UTF8.self).hasPrefix("HTTP/1.1 413"), "\(String(decoding: bytes.prefix(200), as: UTF8.self))")
+            #expect(closed, "the gateway kept a connection whose client stopped mid-body")
+        }
+        #expect(clock.now - start < .seconds(8))
+        // Nothing is left to hold graceful shutdown.
+        let stopping = clock.now
+        #expect(await rig.stop() == 0)
+        #expect(clock.now - stopping < .seconds(10), "graceful shutdown waited \(clock.now - stopping)")
+    }
+
     // MARK: Finding 2: dot segments
 
     @Test("dot-segment and encoding spellings are decided on the normalized path; the upstream gets exactly that path")

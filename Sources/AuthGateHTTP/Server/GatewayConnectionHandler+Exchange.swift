@@ -142,9 +142,10 @@ extension GatewayConnectionHandler: UpstreamExchangeDelegate {
         case .none:
             break
         case .sendRequest(let buffered, let end):
-            guard let connection = exchange.connection, var head = exchange.plan?.upstreamHead else { return perform(.closeBoth, exchange) }
+            guard let connection = exchange.connection, let plan = exchange.plan else { return perform(.closeBoth, exchange) }
+            var head = plan.upstreamHead
             if let spans = exchange.spans { ProxySpans.inject(spans.upstream, into: &head.headers) }
-            connection.begin(head, delegate: self, timeouts: .init(exchange.plan!.route.configuration), expectsUpgrade: exchange.isTunnelHandshake)
+            connection.begin(head, delegate: self, timeouts: .init(plan.route.configuration), expectsUpgrade: exchange.isTunnelHandshake)
             for buffer in buffered { connection.writeBody(buffer) }
             if end { connection.writeEnd() } else { connection.flush() }
             proxy?.forwarded.add(1, ordering: .relaxed)

@@ -72,6 +72,7 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
     /// The gateway serves a request without a body: the decoder's `end` for it is taken
     /// whenever it comes, even after the exchange is over.
     private var skipsClientEnd = false
+
     private var cachedPeerAddress: String?
 
     init(proxy: EdgeProxy?, connectionGuard: ClientConnectionGuard?, logger: Logger, drainTimeout: TimeAmount, tracing: Bool, eventLoop: any EventLoop) {
@@ -108,7 +109,12 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
             exchange?.connection?.flush()
         }
         context.fireChannelReadComplete()
+        if readsItself { context.read() }
     }
+
+    /// Lingering: what arrives is dropped here, so reading must not wait for Hummingbird to ask
+    /// (it may never ask again).
+    private var readsItself: Bool { mode == .closed }
 
     func channelInactive(context: ChannelHandlerContext) {
         if mode == .exchange { exchangeClientClosed() }
@@ -268,15 +274,24 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
             return
         }
         var part = unwrapOutboundIn(data)
-        if case .head(var head) = part, closeAfterResponse {
-            head.headers.replaceOrAdd(name: "Connection", value: "close")
-            part = .head(head)
+        if case .head(var head) = part {
+            // Answered before its body ended (a 413, a 401): the connection closes after the
+            // answer rather than wait for the rest of a body nobody will read.
+            if !requestEnded { closeAfterResponse = true }
+            if closeAfterResponse {
+                head.headers.replaceOrAdd(name: "Connection", value: "close")
+                part = .head(head)
+            }
         }
         context.write(wrapOutboundOut(part), promise: promise)
         if case .end = part {
             mode = .application(requestEnded: requestEnded, responseEnded: true)
             connectionGuard?.responseEnded()
-            finishApplicationRequestIfDone()
+            if requestEnded {
+                finishApplicationRequestIfDone()
+            } else {
+                closeAfterAnswer()
+            }
         }
     }
 
@@ -325,6 +340,18 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
         return cachedPeerAddress
     }
 
+    func close(context: ChannelHandlerContext, mode closeMode: CloseMode, promise: EventLoopPromise<Void>?) {
+        // Hummingbird half-closes a connection it is done with (`Connection: close`, a parse
+        // error) and waits for the client to close: a client that never does would hold the
+        // connection (and graceful shutdown) for ever. It lingers like the gateway's own closes.
+        if closeMode == .output, mode != .closed, mode != .tunnel {
+            closeAfterAnswer()
+            promise?.succeed(())
+            return
+        }
+        context.close(mode: closeMode, promise: promise)
+    }
+
     /// How long a closing connection keeps reading what the client still sends.
     static let lingerTimeout = TimeAmount.seconds(2)
 
@@ -341,7 +368,8 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
         context.flush()
         channel.close(mode: .output).whenFailure { _ in channel.close(promise: nil) }
         context.eventLoop.scheduleTask(in: Self.lingerTimeout) { channel.close(promise: nil) }
-        resumeReadingIfWanted()
+        readHeld = false
+        context.read()
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
