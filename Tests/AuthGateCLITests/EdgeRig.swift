@@ -16,7 +16,8 @@ final class EdgeRig {
     let admin: RecordingUpstream
     let server: AuthGateServer
 
-    init(extraServer: String = "") async throws {
+    /// - Parameter logLevel: the gateway's `logging.level` (its log is in ``AuthGateServer/log``).
+    init(extraServer: String = "", logLevel: String = "warning") async throws {
         files = try GatewayFiles("edge-safety")
         nginx = try await NginxServer.start(locations: #"location / { return 200 "ok\n"; }"#)
         open = try await RecordingUpstream.start()
@@ -34,7 +35,7 @@ final class EdgeRig {
               - { name: api, path_prefix: /api, upstreams: [\(api.url)], auth: required, allow_anonymous: true, strip_prefix: true }
               - { name: members, path_prefix: /members/, upstreams: [\(members.url)], auth: required }
               - { name: admin, path_prefix: /admin/, upstreams: [\(admin.url)], auth: required, allow_anonymous: true, require_claims: { role: service_role } }
-            logging: { level: warning }
+            logging: { level: \(logLevel) }
             """)
         server = try await AuthGateServer.start(arguments: ["--config", files.config.path])
     }

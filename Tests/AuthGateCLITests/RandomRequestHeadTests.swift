@@ -15,7 +15,7 @@ struct RandomRequestHeadTests {
 
     @Test("the gateway survives and decides rightly on 3,000 generated request heads")
     func randomHeads() async throws {
-        let rig = try await EdgeRig(extraServer: ", client_idle_timeout: 2s")
+        let rig = try await EdgeRig(extraServer: ", client_idle_timeout: 2s", logLevel: "debug")
         let token = try await rig.anonymousToken()
         var generator = SeededGenerator(seed: 0xA11CE)
         var unanswered: [String] = []
@@ -25,14 +25,16 @@ struct RandomRequestHeadTests {
             connection.send(bytes: request)
             let (bytes, closed) = await connection.receiveUntilClosed()
             if !closed || !bytes.starts(with: Array("HTTP/1.".utf8)) {
-                unanswered.append(String(decoding: request.prefix(300), as: UTF8.self))
+                let outcome = closed ? "closed after \(bytes.count) bytes" : "still open after the receive timeout, \(bytes.count) bytes"
+                unanswered.append("#\(index) (\(outcome)): " + String(decoding: request.prefix(300), as: UTF8.self))
             }
             if index % 250 == 0 {
                 try #require(rig.server.isRunning, "the gateway died after request \(index):\n\(rig.server.log.suffix(3000))")
             }
         }
         #expect(rig.server.isRunning, "\(rig.server.log.suffix(3000))")
-        #expect(unanswered.isEmpty, "\(unanswered.count) requests got no answer, like: \(unanswered.prefix(3))")
+        let notable = rig.server.log.split(separator: "\n").filter { !$0.contains("\"info\"") && !$0.contains(" info ") }.suffix(40)
+        #expect(unanswered.isEmpty, "\(unanswered.count) requests got no answer, like: \(unanswered.prefix(3))\nthe gateway's log:\n\(notable.joined(separator: "\n"))")
 
         #expect(rig.members.requests.isEmpty, "members (no anonymous users) was reached: \(rig.members.requests.prefix(3).map(\.uri))")
         #expect(rig.admin.requests.isEmpty, "admin (service_role only) was reached: \(rig.admin.requests.prefix(3).map(\.uri))")

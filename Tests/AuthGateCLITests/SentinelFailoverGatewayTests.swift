@@ -13,8 +13,9 @@ import Testing
 struct SentinelFailoverGatewayTests {
     /// One client round: when it ran and whether its refresh and proxy call succeeded.
     struct Round: Sendable {
-        /// When the round began: a round that began before the kill may well end after it.
+        /// When the round began and ended: one that straddles the kill belongs to neither side.
         let at: ContinuousClock.Instant
+        let ended: ContinuousClock.Instant
         let ok: Bool
         let detail: String
     }
@@ -75,13 +76,14 @@ struct SentinelFailoverGatewayTests {
                         ok = proxied == 200
                         detail = "proxy \(proxied)"
                     }
-                    rounds.withLock { $0.append(Round(at: started, ok: ok, detail: detail)) }
+                    rounds.withLock { $0.append(Round(at: started, ended: .now, ok: ok, detail: detail)) }
                     try? await Task.sleep(for: .milliseconds(100))
                 }
             }
             let clock = ContinuousClock()
             try await cluster.waitUntil("five good rounds before the failover") { rounds.withLock { $0.filter(\.ok).count } >= 5 }
             try await cluster.waitForReplication()
+            let killing = clock.now
             await cluster.master.kill()
             let killed = clock.now
             try await cluster.waitUntil("ten good rounds after the failover") {
@@ -91,7 +93,7 @@ struct SentinelFailoverGatewayTests {
             await client.value
 
             let all = rounds.withLock { $0 }
-            let before = all.filter { $0.at < killed }
+            let before = all.filter { $0.ended < killing }
             let failedBefore = before.filter { !$0.ok }.map(\.detail)
             #expect(failedBefore.isEmpty, "errors before the master died: \(failedBefore)")
             let after = all.filter { $0.at > killed }

@@ -30,7 +30,7 @@ public final class RawConnection: Sendable {
 
     public func send(_ text: String) {
         let bytes = Array(text.utf8)
-        _ = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, 0) }
+        send(bytes: bytes)
     }
 
     /// Everything the peer sends until it closes the connection, and whether it did close within
@@ -39,10 +39,22 @@ public final class RawConnection: Sendable {
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
         while true {
-            let received = recv(descriptor, &buffer, buffer.count, 0)
+            let received = Self.retryingInterrupted { recv(descriptor, &buffer, buffer.count, 0) }
             if received == 0 { return (bytes, true) }
             if received < 0 { return (bytes, false) }
             bytes += buffer.prefix(received)
+        }
+    }
+
+    /// `call` again while it fails with `EINTR`. A socket with a receive timeout is never
+    /// restarted by the kernel after a signal (signal(7)), and the test process gets SIGCHLD
+    /// whenever another test's server process exits: read as "no answer", an interrupted `recv`
+    /// once failed a test that had been answered.
+    private static func retryingInterrupted(_ call: () -> Int) -> Int {
+        while true {
+            let result = call()
+            if result < 0, errno == EINTR { continue }
+            return result
         }
     }
 
@@ -50,7 +62,7 @@ public final class RawConnection: Sendable {
     public func send(bytes: [UInt8]) {
         var offset = 0
         while offset < bytes.count {
-            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let sent = Self.retryingInterrupted { bytes[offset...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
             if sent <= 0 { return }
             offset += sent
         }
@@ -78,7 +90,7 @@ public final class RawConnection: Sendable {
     /// Up to `maximum` bytes; empty at the end of the stream or after the 10 s receive timeout.
     public func receive(maximum: Int = 64 << 10) -> [UInt8] {
         var buffer = [UInt8](repeating: 0, count: maximum)
-        let received = recv(descriptor, &buffer, maximum, 0)
+        let received = Self.retryingInterrupted { recv(descriptor, &buffer, maximum, 0) }
         return received > 0 ? Array(buffer.prefix(received)) : []
     }
 }
