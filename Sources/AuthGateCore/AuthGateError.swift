@@ -2,7 +2,8 @@
 /// switch on ``code``; codes are never renamed and new ones may be added.
 ///
 /// ``message`` is for operators and logs. It never reaches a client: the HTTP layer maps codes to
-/// GoTrue's client-facing texts.
+/// GoTrue's client-facing texts, from a fixed table, or from ``clientText`` where GoTrue's text for
+/// the case differs (built only by ``ClientText``'s named constructors, never from a message).
 public struct AuthGateError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A stable, machine-readable reason.
     public struct Code: Sendable, Hashable, CustomStringConvertible {
@@ -96,11 +97,42 @@ public struct AuthGateError: Error, Sendable, Hashable, CustomStringConvertible 
 
     public let code: Code
     public let message: String
+    /// GoTrue's text for this case when the table's text for ``code`` does not fit it.
+    public let clientText: ClientText?
 
-    public init(_ code: Code, _ message: String) {
+    public init(_ code: Code, _ message: String, clientText: ClientText? = nil) {
         self.code = code
         self.message = message
+        self.clientText = clientText
     }
 
     public var description: String { "\(code): \(message)" }
+}
+
+/// A client-facing error text, made only from constants or from values GoTrue itself puts in its
+/// text (bounded and printable): the one way a text other than the table's reaches a client.
+public struct ClientText: Sendable, Hashable {
+    public let text: String
+
+    private init(_ text: String) {
+        self.text = text
+    }
+
+    /// A constant text.
+    public static func fixed(_ text: StaticString) -> ClientText {
+        ClientText(text.description)
+    }
+
+    /// GoTrue's "Unacceptable audience in id_token: [a b]", with the token's (signed) audiences,
+    /// at most five, each printable and bounded.
+    public static func unacceptableAudience(_ audiences: [String]) -> ClientText {
+        ClientText("Unacceptable audience in id_token: [\(audiences.prefix(5).map(ProviderKeySet.printable).joined(separator: " "))]")
+    }
+
+    /// GoTrue's text for linking an identity whose email the provider did not verify; `provider`
+    /// is a configured provider's name.
+    public static func unverifiedEmail(provider: String) -> ClientText {
+        let name = ProviderKeySet.printable(provider)
+        return ClientText("Unverified email with \(name). A confirmation email has been sent to your \(name) email")
+    }
 }

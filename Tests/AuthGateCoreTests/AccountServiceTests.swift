@@ -9,57 +9,8 @@ import Testing
 /// The GoTrue flows on both stores: one conformance suite, so the memory and Redis stores keep
 /// the same rules.
 @Suite("Accounts and sessions on the memory and Redis stores", .serialized)
-struct AccountServiceTests {
+struct AccountServiceTests: AccountsTesting {
     typealias StoreKind = TestStoreKind
-
-    private static let logger = Logger(label: "accounts-test")
-
-    /// A service over a fresh store and a file-backed fake provider named `fake` (issuer
-    /// `https://fake.example`), with anonymous sign-in on.
-    private func withService(_ kind: StoreKind, reuse: String = "10s", extra: String = "", _ body: (AccountService, any AuthStore) async throws -> Void) async throws {
-        let jwks = FileManager.default.temporaryDirectory.appendingPathComponent("jwks-\(UUID().uuidString).json")
-        try FakeProvider.jwks(FakeProvider.sharedKeys).write(to: jwks, atomically: true, encoding: .utf8)
-        let configuration = try AuthGateConfiguration.parse(
-            yaml: """
-                tokens: { refresh: { reuse_interval: \(reuse) \(extra) } }
-                providers:
-                  anonymous: { enabled: true }
-                  oidc: [ { name: fake, issuer: "https://fake.example", audiences: [app], jwks_file: "\(jwks.path)" } ]
-                """,
-            baseDirectory: "",
-            environment: [:]
-        )
-        let keyRing = try SigningKeyRing.load(configuration.tokens, allowGenerated: true)
-        let registry = IdentityVerifierRegistry(providers: configuration.providers, fetcher: UnusedFetcher(), logger: Self.logger)
-        func make(_ store: any AuthStore) -> AccountService {
-            AccountService(
-                store: store, tokens: configuration.tokens, keyRing: keyRing,
-                idTokens: IDTokenSignInVerifier(
-                    registry: registry, replayGuard: ReplayGuard(store: store, configuration: configuration.replay),
-                    nonces: ServerNonceIssuer(store: store, lifetime: .seconds(60))
-                ),
-                logger: Self.logger
-            )
-        }
-        try await withTestStore(kind) { store in try await body(make(store), store) }
-    }
-
-    private func idToken(subject: String, email: String? = nil, verified: Bool = true, now: Date = Date()) -> String {
-        var extra: [String: JSONValue] = ["email_verified": .bool(verified), "jti": .string(UUID().uuidString)]
-        extra["email"] = email.map(JSONValue.string) ?? .null
-        var claims = FakeProvider.claims(issuer: "https://fake.example", audience: "app", subject: subject, now: now, extra: extra)
-        if email == nil { claims.removeValue(forKey: "email") }
-        return FakeProvider.token(claims: claims, key: FakeProvider.sharedKeys[0])
-    }
-
-    private func code(_ body: () async throws -> Void) async -> AuthGateError.Code? {
-        do {
-            try await body()
-            return nil
-        } catch {
-            return (error as? AuthGateError)?.code
-        }
-    }
 
     @Test("id_token sign-in creates a user once, then finds it; the access token carries GoTrue's claims", arguments: StoreKind.allCases)
     func signIn(kind: StoreKind) async throws {
@@ -144,7 +95,7 @@ struct AccountServiceTests {
             let first = try await accounts.signUpAnonymously(data: [:], now: start)
             let second = try await accounts.refresh(first.refreshToken, now: start.addingTimeInterval(1))
             let third = try await accounts.refresh(second.refreshToken, now: start.addingTimeInterval(2))
-            #expect(await code { _ = try await accounts.refresh("x", now: start) } == .validationFailed)
+            #expect(await code { _ = try await accounts.refresh("x", now: start) } == .refreshTokenNotFound)
             let forged = RefreshToken.generate(userID: first.user.id, sessionID: first.session.id)?.value ?? ""
             #expect(await code { _ = try await accounts.refresh(forged, now: start.addingTimeInterval(3)) } == .refreshTokenNotFound)
             _ = try await accounts.refresh(third.refreshToken, now: start.addingTimeInterval(3))
@@ -210,7 +161,7 @@ struct AccountServiceTests {
         try await withService(kind) { accounts, _ in
             let session = try await accounts.signUpAnonymously(data: ["a": 1, "b": "x"], now: Date())
             let caller = try await accounts.authenticate(bearer: session.accessToken, now: Date())
-            let (user, _) = try await accounts.updateMetadata(of: caller, data: ["b": .null, "full_name": "Grace Hopper"], now: Date())
+            let (user, _) = try await accounts.updateMetadata(of: caller, data: ["b": .null, "full_name": "Grace Hopper"], limit: 16 << 10, now: Date())
             #expect(user.userMetadata == ["a": 1, "full_name": "Grace Hopper"])
             let reread = try await accounts.authenticate(bearer: session.accessToken, now: Date())
             #expect(reread.user.userMetadata == user.userMetadata)

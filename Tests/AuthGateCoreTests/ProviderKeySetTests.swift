@@ -215,14 +215,16 @@ struct ProviderKeySetTests {
             _ = try await verifier.verify(idToken: sign(["aud": .array(["x", "app"])]), rawNonce: nil, now: now)
             #expect(await code { try await verifier.verify(idToken: sign([:], removing: ["exp"]), rawNonce: nil, now: now) } == .expired)
             #expect(await code { try await verifier.verify(idToken: sign(["exp": .integer(issued)]), rawNonce: nil, now: now) } == .expired)
-            #expect(await code { try await verifier.verify(idToken: sign(["nbf": .integer(issued + 60)]), rawNonce: nil, now: now) } == .notYetValid)
-            #expect(await code { try await verifier.verify(idToken: sign(["iat": .integer(issued + 60)]), rawNonce: nil, now: now) } == .issuedInFuture)
+            // nbf and iat may be up to clock_skew (60 s by default) ahead; exp has no leeway by default.
+            _ = try await verifier.verify(idToken: sign(["nbf": .integer(issued + 60), "iat": .integer(issued + 60)]), rawNonce: nil, now: now)
+            #expect(await code { try await verifier.verify(idToken: sign(["nbf": .integer(issued + 61)]), rawNonce: nil, now: now) } == .notYetValid)
+            #expect(await code { try await verifier.verify(idToken: sign(["iat": .integer(issued + 61)]), rawNonce: nil, now: now) } == .issuedInFuture)
             #expect(await code { try await verifier.verify(idToken: sign(["sub": ""]), rawNonce: nil, now: now) } == .missingSubject)
             #expect(await code { try await verifier.verify(idToken: sign([:], removing: ["sub"]), rawNonce: nil, now: now) } == .missingSubject)
             var lenient = verifier.configuration
             lenient.leeway = .seconds(120)
             let tolerant = OIDCVerifier(configuration: lenient, keySet: verifier.keySet)
-            _ = try await tolerant.verify(idToken: sign(["nbf": .integer(issued + 60), "iat": .integer(issued + 60)]), rawNonce: nil, now: now)
+            _ = try await tolerant.verify(idToken: sign(["nbf": .integer(issued + 120), "iat": .integer(issued + 120)]), rawNonce: nil, now: now)
             _ = try await tolerant.verify(idToken: sign(["exp": .integer(issued - 60)]), rawNonce: nil, now: now)
         }
     }

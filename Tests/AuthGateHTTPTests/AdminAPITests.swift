@@ -55,13 +55,16 @@ struct AdminAPITests {
         try #require(try JSONValue.parse(Array(response.body.readableBytesView)).objectValue)
     }
 
-    @Test("only tokens with an admin role get in: 401 without one, 403 not_admin for a user's token")
+    @Test("only tokens with an admin role get in: 401 without one, 403 bad_jwt for a bad one (as GoTrue), 403 not_admin for a user's token")
     func authorization() async throws {
         let upstream = try await EchoUpstream.start()
         let gateway = try gateway(upstream: upstream)
         try await gateway.app.test(.router) { client in
             try await client.execute(uri: "/auth/v1/admin/users", method: .get) { #expect($0.status == .unauthorized) }
-            try await client.execute(uri: "/auth/v1/admin/users", method: .get, headers: [.authorization: "Bearer x.y.z"]) { #expect($0.status == .unauthorized) }
+            try await client.execute(uri: "/auth/v1/admin/users", method: .get, headers: [.authorization: "Bearer x.y.z"]) { response in
+                #expect(response.status == .forbidden)
+                #expect(response.headers[GoTrueError.errorCodeHeader] == "bad_jwt")
+            }
             let (userToken, _) = try await signUp(client)
             try await client.execute(uri: "/auth/v1/admin/users", method: .get, headers: [.authorization: "Bearer \(userToken)"]) { (response: TestResponse) throws in
                 #expect(response.status == .forbidden)

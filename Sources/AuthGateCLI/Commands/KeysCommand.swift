@@ -63,7 +63,7 @@ struct GenerateKeyCommand: AsyncParsableCommand {
         }
         let keyID = kid ?? Self.defaultKeyID()
         let key = try SigningKey.generate(kid: keyID, algorithm: parsed)
-        guard FileManager.default.createFile(atPath: out, contents: Data(key.pemRepresentation.utf8), attributes: [.posixPermissions: 0o600]) else {
+        guard PrivateFile.create(out, contents: Array(key.pemRepresentation.utf8)) else {
             throw refusal("cannot write \(out)")
         }
         print("wrote \(parsed.rawValue) key to \(out)")

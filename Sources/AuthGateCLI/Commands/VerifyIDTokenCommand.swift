@@ -40,6 +40,12 @@ struct VerifyIDTokenCommand: AsyncParsableCommand {
     @Argument(help: "The ID token (compact JWS).")
     var token: String
 
+    func validate() throws {
+        if let at, !(0...253_402_300_799).contains(at) {
+            throw ValidationError("--at must be a UNIX time in seconds from 0 to 253402300799 (the year 9999), got \(at)")
+        }
+    }
+
     func run() async throws {
         let loaded: AuthGateConfiguration
         do {
@@ -54,6 +60,10 @@ struct VerifyIDTokenCommand: AsyncParsableCommand {
             throw ExitStatus.configurationError
         }
         configuration.enabled = true
+        // Without --nonce, everything else is checked and the output says the nonce was not: a
+        // token captured in the field can still be diagnosed.
+        let nonceUnchecked = nonce == nil
+        if nonceUnchecked { configuration.skipNonceCheck = true }
         if !audiences.isEmpty { configuration.audiences = audiences }
         if let jwksFile { configuration.keySource = .file(jwksFile) }
         guard !configuration.audiences.isEmpty else {
@@ -80,7 +90,7 @@ struct VerifyIDTokenCommand: AsyncParsableCommand {
         }
         try? await client.shutdown()
         do {
-            print(try render(try outcome.get()))
+            print(try render(try outcome.get(), nonceUnchecked: nonceUnchecked))
         } catch let error as AuthGateError {
             if json {
                 print(try Self.jsonText(["valid": .bool(false), "reason": .string(error.code.description), "message": .string(error.message)]))
@@ -91,10 +101,12 @@ struct VerifyIDTokenCommand: AsyncParsableCommand {
         }
     }
 
-    private func render(_ identity: VerifiedIdentity) throws -> String {
+    private func render(_ identity: VerifiedIdentity, nonceUnchecked: Bool) throws -> String {
+        let nonceNote = nonceUnchecked && identity.claims["nonce"] != nil ? "not checked (pass --nonce RAW to check it)" : nil
         if json {
             return try Self.jsonText([
                 "valid": .bool(true),
+                "nonce": nonceNote.map(JSONValue.string) ?? (nonceUnchecked ? "absent" : "checked"),
                 "provider": .string(identity.provider),
                 "subject": .string(identity.subject),
                 "email": identity.email.map(JSONValue.string) ?? .null,
@@ -105,6 +117,7 @@ struct VerifyIDTokenCommand: AsyncParsableCommand {
         }
         var lines = ["valid: \(identity.provider) ID token for subject \(identity.subject)"]
         if let email = identity.email { lines.append("email: \(email) (\(identity.emailVerified ? "verified" : "not verified"))") }
+        if let nonceNote { lines.append("nonce: \(nonceNote)") }
         lines.append("claims:")
         lines.append(try Self.jsonText(identity.claims))
         return lines.joined(separator: "\n")

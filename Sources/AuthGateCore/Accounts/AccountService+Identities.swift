@@ -7,14 +7,14 @@ import Foundation
 /// GoTrue's find-or-create and linking rules (`internal/models/linking.go`, `internal/api/external.go`,
 /// `internal/api/token_oidc.go` for `link_identity`).
 extension AccountService {
-    /// The user an identity signs in as: its owner; or, for a new identity with a verified
-    /// email, the user holding that email (automatic linking); or a new user.
+    /// The user an identity signs in as: its owner; or, for a new identity with a verified ASCII
+    /// email, the user holding that email (automatic linking, ``EmailAddress``); or a new user.
     func findOrCreateUser(for identity: VerifiedIdentity, now: Date) async throws -> UserRecord {
         if let owner = try await store.owner(ofIdentity: identity.provider, subject: identity.subject) {
             return try await refreshExisting(identity, ownerID: owner, now: now)
         }
-        if identity.emailVerified, let email = identity.email, let holder = try await store.owner(ofEmail: email),
-            let user = try await store.user(id: holder)
+        if identity.emailVerified, let email = identity.email, EmailAddress.allowsAutomaticLinking(email), let holder = try await store.owner(ofEmail: email),
+            let user = try await store.user(id: holder), user.deletedAt == nil
         {
             let owner = try await store.claimIdentity(provider: identity.provider, subject: identity.subject, userID: user.id)
             return try await refreshExisting(identity, ownerID: owner, now: now)
@@ -40,32 +40,39 @@ extension AccountService {
     }
 
     /// `link_identity: true`: attaches the identity to the caller's user (the anonymous upgrade).
+    /// Every condition is checked before anything is written: a refused link changes nothing.
     func link(_ identity: VerifiedIdentity, to target: UserRecord, now: Date) async throws -> UserRecord {
         if let owner = try await store.owner(ofIdentity: identity.provider, subject: identity.subject) {
-            throw AuthGateError(
-                .identityAlreadyExists,
-                owner == target.id ? "Identity is already linked" : "Identity is already linked to another user"
-            )
+            throw owner == target.id
+                ? AuthGateError(.identityAlreadyExists, "identity already linked to this user", clientText: .fixed("Identity is already linked"))
+                : AuthGateError(.identityAlreadyExists, "identity linked to another user")
+        }
+        var emailToClaim: String?
+        if target.email == nil, let email = identity.email {
+            guard identity.emailVerified else {
+                throw AuthGateError(
+                    .emailNotConfirmed, "the \(identity.provider) email is not verified", clientText: .unverifiedEmail(provider: identity.provider)
+                )
+            }
+            if let holder = try await store.owner(ofEmail: email), holder != target.id {
+                throw AuthGateError(.emailExists, "A user with this email address has already been registered")
+            }
+            emailToClaim = email
         }
         let owner = try await store.claimIdentity(provider: identity.provider, subject: identity.subject, userID: target.id)
         guard owner == target.id else { throw AuthGateError(.identityAlreadyExists, "Identity is already linked to another user") }
-        try await store.saveIdentity(newIdentity(identity, userID: target.id, now: now))
         var user = target
-        user.userMetadata = Self.merged(user.userMetadata, with: identity.identityData)
-        if user.email == nil, let email = identity.email {
-            guard identity.emailVerified else {
-                user.appMetadata = try await appMetadata(for: user)
-                try await store.saveUser(user)
-                throw AuthGateError(.emailNotConfirmed, "Unverified email with \(identity.provider). A confirmation email has been sent to your \(identity.provider) email")
-            }
+        if let email = emailToClaim {
             guard try await store.claimEmail(email, userID: user.id) == user.id else {
-                user.appMetadata = try await appMetadata(for: user)
-                try await store.saveUser(user)
+                // Taken meanwhile by a concurrent sign-in: undo the claim, so nothing changed.
+                try await store.deleteIdentity(provider: identity.provider, subject: identity.subject, userID: user.id)
                 throw AuthGateError(.emailExists, "A user with this email address has already been registered")
             }
             user.email = email
             user.emailConfirmedAt = now
         }
+        try await store.saveIdentity(newIdentity(identity, userID: target.id, now: now))
+        user.userMetadata = Self.merged(user.userMetadata, with: identity.identityData)
         if user.email != nil, user.emailConfirmedAt != nil { user.isAnonymous = false }
         user.appMetadata = try await appMetadata(for: user)
         user.updatedAt = now

@@ -84,7 +84,12 @@ public struct AccountService: Sendable {
 
     /// `POST /token?grant_type=refresh_token`: rotation with GoTrue's reuse rules.
     public func refresh(_ presented: String, now: Date) async throws -> IssuedSession {
-        guard let token = RefreshToken(parsing: presented) else { throw AuthGateError(.validationFailed, "Refresh token is not valid") }
+        // Anything that is not one of our refresh tokens (a legacy 12-character GoTrue token, a
+        // typo) is "not found": official clients sign out only for that code (and a few others).
+        guard let token = RefreshToken(parsing: presented) else {
+            GatewayMetrics.refresh(outcome: "not_found")
+            throw AuthGateError(.refreshTokenNotFound, "the refresh token does not parse")
+        }
         guard var user = try await store.user(id: token.userID) else {
             throw AuthGateError(.refreshTokenNotFound, "Invalid Refresh Token: Refresh Token Not Found")
         }
@@ -93,7 +98,7 @@ public struct AccountService: Sendable {
             throw AuthGateError(.userBanned, "Invalid Refresh Token: User Banned")
         }
         guard let child = RefreshToken.generate(userID: token.userID, sessionID: token.sessionID) else {
-            throw AuthGateError(.validationFailed, "Refresh token is not valid")
+            throw AuthGateError(.storeCorrupt, "a refresh token's user or session id is not a UUID")
         }
         let outcome = try await store.rotateRefreshToken(
             RefreshRotation(
@@ -121,7 +126,7 @@ public struct AccountService: Sendable {
             throw AuthGateError(.sessionExpired, "Invalid Refresh Token: Session Expired")
         case .expiredInactivity:
             try await revoked(userID: token.userID, sessionID: token.sessionID, reason: "inactivity", now: now)
-            throw AuthGateError(.sessionExpired, "Invalid Refresh Token: Session Expired (Inactivity)")
+            throw AuthGateError(.sessionExpired, "session inactive too long", clientText: .fixed("Invalid Refresh Token: Session Expired (Inactivity)"))
         case .notFound:
             throw AuthGateError(.refreshTokenNotFound, "Invalid Refresh Token: Refresh Token Not Found")
         }
@@ -153,6 +158,34 @@ public struct AccountService: Sendable {
         return AuthenticatedUser(claims: claims, user: user)
     }
 
+    /// An admin caller (the admin API): a valid token whose role is one of `roles`. A token that
+    /// names a session or an existing user is held to the rules of ``authenticate(bearer:now:)``
+    /// too (the session alive, the user neither banned nor deleted), so a role cannot outlive a
+    /// revocation. A token naming neither (`authgate tokens service-role`) needs the role alone.
+    public func authenticateAdmin(bearer token: String, roles: Set<String>, now: Date) async throws -> AccessTokenClaims {
+        let claims: AccessTokenClaims
+        do {
+            claims = try accessTokens.verify(token, now: now)
+        } catch let error as AuthGateError {
+            throw AuthGateError(.badJWT, "invalid JWT: unable to parse or verify signature, \(error.code)")
+        }
+        guard roles.contains(claims.role) else { throw AuthGateError(.notAdmin, "User not allowed") }
+        let user = try await store.user(id: claims.sub)
+        if let sessionID = claims.sessionID {
+            guard let user else { throw AuthGateError(.userNotFound, "User from sub claim in JWT does not exist") }
+            guard try await store.session(userID: user.id, sessionID: sessionID) != nil else {
+                throw AuthGateError(.sessionNotFound, "Session from session_id claim in JWT does not exist")
+            }
+        }
+        if let user, user.isBanned(at: now) { throw AuthGateError(.userBanned, "User is banned") }
+        return claims
+    }
+
+    /// A client-named provider as it may be logged (see ``IdentityVerifierRegistry/label(for:)``).
+    public func providerLabel(_ provider: String) -> String {
+        idTokens.registry.label(for: provider)
+    }
+
     /// Which sessions `POST /logout` ends.
     public enum LogoutScope: String, Sendable, CaseIterable {
         case global, local, others
@@ -179,11 +212,14 @@ public struct AccountService: Sendable {
     }
 
     /// `PUT /user` with `data`: a shallow merge into `user_metadata`; `null` deletes a key.
-    public func updateMetadata(of caller: AuthenticatedUser, data: [String: JSONValue], now: Date) async throws -> (UserRecord, [IdentityRecord]) {
+    /// - Throws: ``AuthGateError`` `validation_failed` when the merged metadata is over `limit`
+    ///   bytes of JSON (nothing is saved).
+    public func updateMetadata(of caller: AuthenticatedUser, data: [String: JSONValue], limit: Int, now: Date) async throws -> (UserRecord, [IdentityRecord]) {
         var user = caller.user
         for (key, value) in data {
             if value == .null { user.userMetadata.removeValue(forKey: key) } else { user.userMetadata[key] = value }
         }
+        try MetadataLimit.check(user.userMetadata, limit: limit, name: "user_metadata")
         user.updatedAt = now
         try await store.saveUser(user)
         return (user, try await store.identities(ofUser: user.id))

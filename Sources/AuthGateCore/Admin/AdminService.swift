@@ -28,7 +28,7 @@ public struct AdminService: Sendable {
     public func findUser(_ reference: String) async throws -> UserRecord? {
         let text = reference.trimmed
         if let id = UUIDBytes.canonical(text), let user = try await store.user(id: id) { return user }
-        if text.contains("@"), let owner = try await store.owner(ofEmail: text.lowercased()) { return try await store.user(id: owner) }
+        if text.contains("@"), let owner = try await store.owner(ofEmail: EmailAddress.canonical(text)) { return try await store.user(id: owner) }
         if let colon = text.firstIndex(of: ":") {
             let provider = String(text[..<colon])
             let subject = String(text[text.index(after: colon)...])
@@ -82,6 +82,7 @@ public struct AdminService: Sendable {
             for identity in try await store.identities(ofUser: userID) {
                 try await store.deleteIdentity(provider: identity.provider, subject: identity.subject, userID: userID)
             }
+            if let email = user.email { try await store.releaseEmail(email, userID: userID) }
             _ = try await signOutEverywhere(userID, reason: "user_deleted", now: now)
             user.email = nil
             user.phone = nil

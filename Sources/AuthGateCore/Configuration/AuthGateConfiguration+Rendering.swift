@@ -50,6 +50,11 @@ extension AuthGateConfiguration {
                 "token": Node(rateLimits.token?.description ?? "off"),
                 "signup": Node(rateLimits.signup?.description ?? "off"),
                 "nonce": Node(rateLimits.nonce?.description ?? "off"),
+                "user_update": Node(rateLimits.userUpdate?.description ?? "off"),
+            ],
+            "users": [
+                "max_user_metadata": Node(ConfigurationValueParsers.format(bytes: users.maxUserMetadata)),
+                "max_app_metadata": Node(ConfigurationValueParsers.format(bytes: users.maxAppMetadata)),
             ],
             "routes": Node(routes.map(rendered)),
             "proxy": [
@@ -112,6 +117,7 @@ extension AuthGateConfiguration {
             (Node("skip_nonce_check"), Node(String(provider.skipNonceCheck))),
             (Node("require_server_nonce"), Node(String(provider.requireServerNonce))),
             (Node("leeway"), Node(format(provider.leeway))),
+            (Node("clock_skew"), Node(format(provider.clockSkew))),
         ]
         return Node(pairs)
     }

@@ -18,6 +18,7 @@ public struct AuthGateConfiguration: Sendable {
     public var providers: ProvidersConfiguration
     public var replay: ReplayConfiguration
     public var rateLimits: RateLimitsConfiguration
+    public var users: UsersConfiguration
     public var routes: [RouteConfiguration]
     public var proxy: ProxyConfiguration
     public var logging: LoggingConfiguration
@@ -69,6 +70,7 @@ public struct AuthGateConfiguration: Sendable {
         let providers = ProvidersConfiguration(reading: root.section("providers"))
         let replay = ReplayConfiguration(reading: root.section("replay"))
         let rateLimits = RateLimitsConfiguration(reading: root.section("rate_limits"))
+        let users = UsersConfiguration(reading: root.section("users"))
         let routes = root.sections("routes").map(RouteConfiguration.init(reading:))
         let proxy = ProxyConfiguration(reading: root.section("proxy"))
         let logging = LoggingConfiguration(reading: root.section("logging"))
@@ -114,6 +116,7 @@ public struct AuthGateConfiguration: Sendable {
             providers: providers,
             replay: replay,
             rateLimits: rateLimits,
+            users: users,
             routes: routes,
             proxy: proxy,
             logging: logging,

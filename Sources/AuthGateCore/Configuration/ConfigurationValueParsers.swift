@@ -1,16 +1,23 @@
 /// Parsers for the value syntaxes the configuration accepts: durations, byte sizes, rates and CIDRs.
 public enum ConfigurationValueParsers {
-    /// Parses `3600s`, `10m`, `1h30m`, `250ms`, `2d`, or `0`; nil for anything else.
+    /// The longest duration any value may spell: about 100 years. Anything longer, from a
+    /// configuration file or a request (`ban_duration`), is refused rather than overflowing.
+    public static let maximumDuration = Duration.seconds(100 * 365 * 86_400)
+
+    /// Parses `3600s`, `10m`, `1h30m`, `250ms`, `2d`, or `0`; nil for anything else, and for
+    /// anything longer than ``maximumDuration`` (the arithmetic is checked: no input traps).
     public static func duration(_ text: String) -> Duration? {
         let trimmed = text.trimmed
         if trimmed == "0" { return .zero }
-        var total: Duration = .zero
+        let limit = maximumDuration.components.seconds * 1000
+        var milliseconds: Int64 = 0
         var digits = ""
         var index = trimmed.startIndex
         var sawComponent = false
         while index < trimmed.endIndex {
             let character = trimmed[index]
             if character.isASCII, character.isNumber {
+                guard digits.count < 18 else { return nil }
                 digits.append(character)
                 index = trimmed.index(after: index)
                 continue
@@ -24,25 +31,31 @@ public enum ConfigurationValueParsers {
             } else {
                 index = next
             }
+            let unitMilliseconds: Int64
             switch unit {
-            case "ms": total += .milliseconds(value)
-            case "s": total += .seconds(value)
-            case "m": total += .seconds(value * 60)
-            case "h": total += .seconds(value * 3600)
-            case "d": total += .seconds(value * 86_400)
+            case "ms": unitMilliseconds = 1
+            case "s": unitMilliseconds = 1000
+            case "m": unitMilliseconds = 60_000
+            case "h": unitMilliseconds = 3_600_000
+            case "d": unitMilliseconds = 86_400_000
             default: return nil
             }
+            let (part, overflow) = value.multipliedReportingOverflow(by: unitMilliseconds)
+            guard !overflow, part <= limit - milliseconds else { return nil }
+            milliseconds += part
             digits = ""
             sawComponent = true
         }
         guard digits.isEmpty, sawComponent else { return nil }
-        return total
+        return .milliseconds(milliseconds)
     }
 
     /// Formats a duration the way ``duration(_:)`` reads it, using the largest exact unit.
     /// The shortest configuration spelling of a duration.
     public static func format(_ duration: Duration) -> String {
-        let milliseconds = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+        let (whole, overflow) = duration.components.seconds.multipliedReportingOverflow(by: 1000)
+        guard !overflow else { return "\(duration.components.seconds)s" }
+        let milliseconds = whole + duration.components.attoseconds / 1_000_000_000_000_000
         if milliseconds == 0 { return "0s" }
         if milliseconds % 1000 != 0 { return "\(milliseconds)ms" }
         let seconds = milliseconds / 1000
@@ -56,7 +69,7 @@ public enum ConfigurationValueParsers {
     static func byteSize(_ text: String) -> Int? {
         let trimmed = text.trimmed
         let digits = trimmed.prefix(while: { $0.isASCII && $0.isNumber })
-        guard let value = Int(digits) else { return nil }
+        guard digits.count <= 18, let value = Int(digits) else { return nil }
         let units: [String: Int] = [
             "": 1, "B": 1, "KB": 1000, "KiB": 1024, "MB": 1_000_000, "MiB": 1 << 20, "GB": 1_000_000_000, "GiB": 1 << 30,
         ]
@@ -76,7 +89,7 @@ public enum ConfigurationValueParsers {
     /// Parses a rate `150/5m`: a count per window.
     static func rate(_ text: String) -> RateLimit? {
         let parts = text.split(separator: "/", maxSplits: 1).map { $0.trimmed }
-        guard parts.count == 2, let count = Int(parts[0]), count > 0 else { return nil }
+        guard parts.count == 2, let count = Int(parts[0]), count > 0, count <= 1_000_000_000 else { return nil }
         let windowText = parts[1].first?.isNumber == true ? parts[1] : "1" + parts[1]
         guard let window = duration(windowText), window > .zero else { return nil }
         return RateLimit(count: count, window: window)

@@ -34,8 +34,11 @@ public struct ProvidersConfiguration: Sendable {
         public var skipNonceCheck: Bool
         /// Require the raw nonce to be one AuthGate issued (`POST /auth/v1/nonce`).
         public var requireServerNonce: Bool
-        /// Allowed clock skew for `exp`, `nbf` and `iat`.
+        /// Allowed lateness for `exp` (none by default: an expired token is expired).
         public var leeway: Duration
+        /// Allowed clock skew for `nbf` and `iat`: a provider whose clock runs a little ahead
+        /// still signs users in (Google's own libraries allow 300 s).
+        public var clockSkew: Duration
     }
 
     /// `providers.anonymous`.
@@ -128,7 +131,8 @@ public struct ProvidersConfiguration: Sendable {
             algorithm: section.choice("algorithm", default: .rs256),
             skipNonceCheck: section.bool("skip_nonce_check", default: false),
             requireServerNonce: section.bool("require_server_nonce", default: false),
-            leeway: section.duration("leeway", default: .zero, maximum: .seconds(600))
+            leeway: section.duration("leeway", default: .zero, maximum: .seconds(600)),
+            clockSkew: section.duration("clock_skew", default: .seconds(60), maximum: .seconds(600))
         )
         if provider.skipNonceCheck, provider.requireServerNonce {
             section.report("require_server_nonce", "cannot be combined with skip_nonce_check")

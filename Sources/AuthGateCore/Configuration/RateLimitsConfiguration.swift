@@ -1,4 +1,5 @@
-/// `rate_limits:`: per-client-IP budgets shared across replicas; `off` disables one.
+/// `rate_limits:`: budgets shared across replicas, per client IP (per user for `user_update`);
+/// `off` disables one.
 public struct RateLimitsConfiguration: Sendable {
     /// `POST /auth/v1/token` (every grant).
     public var token: RateLimit?
@@ -6,11 +7,14 @@ public struct RateLimitsConfiguration: Sendable {
     public var signup: RateLimit?
     /// `POST /auth/v1/nonce`.
     public var nonce: RateLimit?
+    /// `PUT /auth/v1/user`, per user.
+    public var userUpdate: RateLimit?
 
     init(reading section: ConfigurationSection) {
         token = section.rate("token", default: RateLimit(count: 150, window: .seconds(300)))
         signup = section.rate("signup", default: RateLimit(count: 30, window: .seconds(3600)))
         nonce = section.rate("nonce", default: RateLimit(count: 300, window: .seconds(300)))
+        userUpdate = section.rate("user_update", default: RateLimit(count: 60, window: .seconds(60)))
         section.finish()
     }
 }

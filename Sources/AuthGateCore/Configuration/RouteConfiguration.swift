@@ -126,7 +126,17 @@ public struct RouteConfiguration: Sendable, Hashable {
         auth = section.choice("auth", default: .required)
         allowAnonymous = section.bool("allow_anonymous", default: false)
         var claims: [String: String] = [:]
-        for (key, value) in section.stringMap("require_claims") { claims[key] = value }
+        for (key, value) in section.stringMap("require_claims") {
+            if key == "user_metadata" || key.hasPrefix("user_metadata.") {
+                // Every user writes their own user_metadata (PUT /user): it decides nothing.
+                section.report(
+                    "require_claims",
+                    "\"\(key)\" cannot authorize: every user can set their own user_metadata; use app_metadata.<key>, which only admins set"
+                )
+                continue
+            }
+            claims[key] = value
+        }
         requireClaims = claims
         forwardAuthorization = section.bool("forward_authorization", default: false)
         timeout = section.duration("timeout", default: .seconds(30), minimum: .milliseconds(1))

@@ -64,8 +64,8 @@ struct CompactJWT: Sendable {
         return claims
     }
 
-    /// Decodes base64url, with or without `=` padding; nil for anything else.
+    /// Decodes canonical base64url (``Base64URL/decode(_:)``); nil for any other spelling.
     static func base64URLDecode(_ text: some StringProtocol) -> [UInt8]? {
         Base64URL.decode(text)
-}
+    }
 }

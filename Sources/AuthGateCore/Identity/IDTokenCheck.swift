@@ -28,6 +28,16 @@ struct IDTokenCheck: Sendable {
         let tokenHash: String
     }
 
+    /// The longest an ID token may claim to live from now (31 days; Auth0 allows 30).
+    static let maximumLifetime: Double = 31 * 86_400
+
+    /// What single use is keyed on: the SHA-256 of the signed part (`header.payload`), which the
+    /// signature fixes. Decoding is strict, so that part has one spelling; the signature is left
+    /// out because ECDSA allows a second valid one for the same claims (`s` and `n - s`).
+    static func replayKey(_ token: CompactJWT) -> String {
+        Base64URL.hex(SHA256.hash(data: token.signedBytes))
+    }
+
     func run(idToken: String, rawNonce: String?, now: Date) async throws -> Verified {
         let token = try CompactJWT(parsing: idToken)
         guard token.algorithm == configuration.algorithm.rawValue else {
@@ -49,16 +59,23 @@ struct IDTokenCheck: Sendable {
         let current = now.timeIntervalSince1970
         guard let expiry = claims["exp"]?.integerValue else { throw AuthGateError(.expired, "the token has no exp") }
         guard current < Double(expiry) + leeway else {
-            throw AuthGateError(.expired, "the token expired at \(expiry) (now \(Int64(current)), leeway \(Int(leeway)) s)")
+            throw AuthGateError(.expired, "the token expired at \(expiry) (now \(now.unixSeconds), leeway \(Int(leeway)) s)")
         }
+        // A provider's token lives minutes or hours; one claiming to live longer than
+        // `maximumLifetime` is refused (its single-use record would be kept for as long).
+        guard Double(expiry) <= current + Self.maximumLifetime else {
+            throw AuthGateError(.malformed, "the token's exp \(expiry) is more than \(Int(Self.maximumLifetime / 86_400)) days ahead")
+        }
+        // nbf and iat are the provider's clock against ours: a small skew is allowed (clock_skew).
+        let skew = max(configuration.clockSkew.inSeconds, leeway)
         if let notBefore = claims["nbf"] {
             guard let value = notBefore.integerValue else { throw AuthGateError(.malformed, "nbf is not a number") }
-            guard Double(value) <= current + leeway else { throw AuthGateError(.notYetValid, "the token is not valid before \(value)") }
+            guard Double(value) <= current + skew else { throw AuthGateError(.notYetValid, "the token is not valid before \(value)") }
         }
         var issuedAt: Date?
         if let issued = claims["iat"] {
             guard let value = issued.integerValue else { throw AuthGateError(.malformed, "iat is not a number") }
-            guard Double(value) <= current + leeway else { throw AuthGateError(.issuedInFuture, "the token was issued in the future (\(value))") }
+            guard Double(value) <= current + skew else { throw AuthGateError(.issuedInFuture, "the token was issued in the future (\(value))") }
             issuedAt = Date(timeIntervalSince1970: Double(value))
         }
         let subject = claims["sub"]?.stringValue ?? ""
@@ -72,7 +89,7 @@ struct IDTokenCheck: Sendable {
         default: audiences = []
         }
         guard audiences.contains(where: { configuration.audiences.contains($0) }) else {
-            throw AuthGateError(.audience, "Unacceptable audience in id_token: [\(audiences.joined(separator: " "))]")
+            throw AuthGateError(.audience, "aud \(audiences) names none of \(configuration.name)'s audiences", clientText: .unacceptableAudience(audiences))
         }
         if purpose == .signIn, !configuration.skipNonceCheck {
             try NonceRule.check(rawNonce: rawNonce, claim: claims["nonce"]?.stringValue)
@@ -83,7 +100,7 @@ struct IDTokenCheck: Sendable {
             issuer: issuer,
             expiresAt: Date(timeIntervalSince1970: Double(expiry)),
             issuedAt: issuedAt,
-            tokenHash: NonceRule.hashed(idToken)
+            tokenHash: Self.replayKey(token)
         )
     }
 }

@@ -9,7 +9,7 @@ enum IdentityClaimsMapper {
         customClaimNames: [String]
     ) -> VerifiedIdentity {
         let claims = verified.claims
-        let email = claims["email"]?.stringValue.map { $0.lowercased() }.flatMap { $0.isEmpty ? nil : $0 }
+        let email = claims["email"]?.stringValue.map(EmailAddress.canonical).flatMap { $0.isEmpty ? nil : $0 }
         var data: [String: JSONValue] = [
             "iss": .string(verified.issuer),
             "sub": .string(verified.subject),

@@ -41,12 +41,18 @@ public struct IdentityVerifierRegistry: Sendable {
         self.anonymous = anonymous
     }
 
+    /// `provider` as it may appear in logs, spans and metric labels: a configured provider's name,
+    /// else `unknown` (the field comes from the client and may hold anything, a token included).
+    public func label(for provider: String) -> String {
+        verifiers[provider] != nil || disabled.contains(provider) ? provider : "unknown"
+    }
+
     /// The verifier for `provider`.
     /// - Throws: ``AuthGateError`` ``AuthGateError/Code/providerDisabled`` or ``AuthGateError/Code/unknownProvider``.
     public func verifier(for provider: String) throws -> any IdentityVerifier {
         if let verifier = verifiers[provider] { return verifier }
-        if disabled.contains(provider) { throw AuthGateError(.providerDisabled, "Provider \(provider) is not enabled") }
-        throw AuthGateError(.unknownProvider, "Unknown provider \(ProviderKeySet.printable(provider))")
+        if disabled.contains(provider) { throw AuthGateError(.providerDisabled, "provider \(provider) is not enabled") }
+        throw AuthGateError(.unknownProvider, "no provider by the name the request gave")
     }
 
     /// The verifier type for a provider: Apple and Google by name, OIDC for every other.

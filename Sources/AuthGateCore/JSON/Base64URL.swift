@@ -1,10 +1,19 @@
 /// Base64url (RFC 4648 §5) without padding, as JWS and JWK use it, plus lower-case hex. Byte-level
 /// code: these run several times per request.
+///
+/// Decoding is strict (RFC 7515 §2): the URL-safe alphabet only, no `=` padding, and the unused
+/// bits of the last character zero. Every byte string then has exactly one spelling, so a token
+/// cannot be re-encoded into a "new" token that a replay record, a cache or a deny-list misses.
 public enum Base64URL {
     private static let alphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
     private static let reverse: [UInt8] = {
         var table = [UInt8](repeating: 0xff, count: 256)
         for (index, byte) in alphabet.enumerated() { table[Int(byte)] = UInt8(index) }
+        return table
+    }()
+    /// ``reverse`` plus the standard alphabet's `+` and `/`.
+    private static let lenientReverse: [UInt8] = {
+        var table = reverse
         table[Int(UInt8(ascii: "+"))] = 62
         table[Int(UInt8(ascii: "/"))] = 63
         return table
@@ -39,25 +48,39 @@ public enum Base64URL {
         return String(decoding: output, as: UTF8.self)
     }
 
-    /// Decodes base64url (or standard base64), with or without `=` padding; nil for anything else.
+    /// Decodes canonical base64url: the URL-safe alphabet, no padding, zero trailing bits; nil
+    /// for anything else (including every other spelling of the same bytes).
     public static func decode(_ text: some StringProtocol) -> [UInt8]? {
+        decode(Array(text.utf8), table: reverse, strict: true)
+    }
+
+    /// Decodes base64url or standard base64, with or without `=` padding, ignoring trailing bits.
+    /// Only for key material a provider publishes (JWK `n`, `e`, `x`, `y`), where some publishers
+    /// pad and no key is derived from the text; never for tokens.
+    public static func decodeLenient(_ text: some StringProtocol) -> [UInt8]? {
         var input = Array(text.utf8)
         while input.last == UInt8(ascii: "=") { input.removeLast() }
+        return decode(input, table: lenientReverse, strict: false)
+    }
+
+    private static func decode(_ input: [UInt8], table: [UInt8], strict: Bool) -> [UInt8]? {
         guard input.count % 4 != 1 else { return nil }
         var output = [UInt8]()
         output.reserveCapacity(input.count * 3 / 4)
         var accumulator: UInt32 = 0
         var bits = 0
         for byte in input {
-            let value = reverse[Int(byte)]
+            let value = table[Int(byte)]
             guard value != 0xff else { return nil }
-            accumulator = accumulator << 6 | UInt32(value)
+            accumulator = (accumulator << 6 | UInt32(value)) & 0xffff
             bits += 6
             if bits >= 8 {
                 bits -= 8
                 output.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
             }
         }
+        // The bits of the last character past the last whole byte must be zero (RFC 4648 §3.5).
+        if strict, bits > 0, accumulator & ((1 << UInt32(bits)) - 1) != 0 { return nil }
         return output
     }
 

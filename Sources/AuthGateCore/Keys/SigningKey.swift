@@ -73,17 +73,19 @@ public struct SigningKey: Sendable {
     func sign(_ bytes: [UInt8]) throws -> [UInt8] {
         switch privateKey {
         case .es256(let key):
-            return Array(try key.signature(for: SHA256.hash(data: bytes)).rawRepresentation)
+            // Low s: one spelling per token (see ECDSALowS).
+            return ECDSALowS.normalized(Array(try key.signature(for: SHA256.hash(data: bytes)).rawRepresentation), order: ECDSALowS.p256Order)
         case .rs256(let key):
             return Array(try key.signature(for: SHA256.hash(data: bytes), padding: .insecurePKCS1v1_5).rawRepresentation)
         }
     }
 
-    /// True when `signature` is this key's signature over `bytes`.
+    /// True when `signature` is this key's signature over `bytes`, in its one canonical form (an
+    /// ECDSA signature with a high `s` is refused: AuthGate never issues one).
     func isValidSignature(_ signature: [UInt8], for bytes: [UInt8]) -> Bool {
         switch privateKey {
         case .es256(let key):
-            guard let parsed = try? P256.Signing.ECDSASignature(rawRepresentation: signature) else { return false }
+            guard ECDSALowS.isLow(signature, order: ECDSALowS.p256Order), let parsed = try? P256.Signing.ECDSASignature(rawRepresentation: signature) else { return false }
             return key.publicKey.isValidSignature(parsed, for: SHA256.hash(data: bytes))
         case .rs256(let key):
             return key.publicKey.isValidSignature(.init(rawRepresentation: signature), for: SHA256.hash(data: bytes), padding: .insecurePKCS1v1_5)

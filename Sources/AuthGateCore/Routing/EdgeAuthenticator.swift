@@ -154,7 +154,8 @@ public final class EdgeAuthenticator: Sendable {
     }
 
     /// A claim as text: `role`, `aal`, `sub`, `email`, `is_anonymous`, or a key inside
-    /// `app_metadata.` / `user_metadata.`.
+    /// `app_metadata.` (never `user_metadata.`: each user writes their own, so it decides nothing;
+    /// the configuration refuses it too).
     static func claim(_ path: String, in claims: AccessTokenClaims) -> String? {
         switch path {
         case "role": return claims.role
@@ -165,7 +166,8 @@ public final class EdgeAuthenticator: Sendable {
         default:
             let parts = path.split(separator: ".", maxSplits: 1).map(String.init)
             guard parts.count == 2 else { return nil }
-            let container = parts[0] == "app_metadata" ? claims.appMetadata : (parts[0] == "user_metadata" ? claims.userMetadata : [:])
+            guard parts[0] == "app_metadata" else { return nil }
+            let container = claims.appMetadata
             switch container[parts[1]] {
             case .string(let text): return text
             case .integer(let value): return String(value)

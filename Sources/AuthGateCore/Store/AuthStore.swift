@@ -46,6 +46,9 @@ public protocol AuthStore: Sendable {
     func owner(ofEmail email: String) async throws -> String?
     /// Makes `userID` the holder of `email` unless someone is; returns the holder.
     func claimEmail(_ email: String, userID: String) async throws -> String
+    /// Removes the email index entry when it points at `userID` (a soft-deleted user, a user whose
+    /// email changed); another holder's entry is left alone.
+    func releaseEmail(_ email: String, userID: String) async throws
 
     // MARK: sessions
 

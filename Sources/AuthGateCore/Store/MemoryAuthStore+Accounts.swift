@@ -39,9 +39,13 @@ extension MemoryAuthStore {
         return userID
     }
 
+    public func releaseEmail(_ email: String, userID: String) async throws {
+        if emailOwners[email] == userID { emailOwners.removeValue(forKey: email) }
+    }
+
     public func listUsers(offset: Int, limit: Int) async throws -> (users: [UserRecord], total: Int) {
         let ordered = users.values.sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
-        return (Array(ordered.dropFirst(offset).prefix(max(0, limit))), ordered.count)
+        return (Array(ordered.dropFirst(max(0, offset)).prefix(max(0, limit))), ordered.count)
     }
 
     public func deleteIdentity(provider: String, subject: String, userID: String) async throws {
@@ -53,7 +57,7 @@ extension MemoryAuthStore {
         for identity in identitiesByUser[userID] ?? [] {
             try await deleteIdentity(provider: identity.provider, subject: identity.subject, userID: userID)
         }
-        if let email = users[userID]?.email, emailOwners[email] == userID { emailOwners.removeValue(forKey: email) }
+        if let email = users[userID]?.email { try await releaseEmail(email, userID: userID) }
         let ended = Array((sessionsByUser.removeValue(forKey: userID) ?? [:]).keys).sorted()
         identitiesByUser.removeValue(forKey: userID)
         users.removeValue(forKey: userID)

@@ -47,6 +47,10 @@ extension RedisAuthStore {
         try await claim(keys.emailIndex(email), for: userID)
     }
 
+    public func releaseEmail(_ email: String, userID: String) async throws {
+        try await run(Self.deleteIfOwnedScript, keys: [keys.emailIndex(email)], arguments: [.string(userID)])
+    }
+
     public func listUsers(offset: Int, limit: Int) async throws -> (users: [UserRecord], total: Int) {
         let total = Int(try await run(RedisCommand("ZCARD", .string(keys.users))).int ?? 0)
         guard limit > 0, offset < total else { return ([], total) }
@@ -68,7 +72,7 @@ extension RedisAuthStore {
             try await deleteIdentity(provider: identity.provider, subject: identity.subject, userID: userID)
         }
         if let email = try await user(id: userID)?.email {
-            try await run(Self.deleteIfOwnedScript, keys: [keys.emailIndex(email)], arguments: [.string(userID)])
+            try await releaseEmail(email, userID: userID)
         }
         let sessionIDs = try await sessions(ofUser: userID).map(\.id)
         let ended = try await deleteSessions(userID: userID, sessionIDs: sessionIDs)

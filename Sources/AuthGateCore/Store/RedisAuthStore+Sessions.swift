@@ -128,6 +128,6 @@ extension RedisAuthStore {
         try await mappingRedisErrors { try await redis.appendToStream(keys.revocations, fields: fields, approximateMaxLength: 100_000) }
     }
 
-    static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
+    static func milliseconds(_ date: Date) -> Int64 { date.unixMilliseconds }
     static func milliseconds(_ duration: Duration) -> Int64 { duration.nanoseconds / 1_000_000 }
 }

@@ -57,7 +57,7 @@ public struct RedisAuthStore: AuthStore {
     }
 
     public func insertIfAbsent(_ key: String, expiresAt: Date) async throws -> Bool {
-        let milliseconds = Int64((expiresAt.timeIntervalSince1970 * 1000).rounded(.up))
+        let milliseconds = expiresAt.unixMilliseconds(rounded: .up)
         let reply = try await run(RedisCommand("SET", .string(keys.expiring(key)), "1", "PXAT", .integer(milliseconds), "NX"))
         return !reply.isNull
     }
@@ -73,7 +73,7 @@ public struct RedisAuthStore: AuthStore {
 
     public func increment(_ key: String, expiresAt: Date) async throws -> Int {
         let reply = try await run(
-            Self.incrementScript, keys: [keys.expiring(key)], arguments: [.integer(Int64((expiresAt.timeIntervalSince1970 * 1000).rounded(.up)))]
+            Self.incrementScript, keys: [keys.expiring(key)], arguments: [.integer(expiresAt.unixMilliseconds(rounded: .up))]
         )
         guard let count = reply.int else { throw AuthGateError(.storeCorrupt, "INCR answered \(reply)") }
         return Int(count)

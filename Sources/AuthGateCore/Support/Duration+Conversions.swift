@@ -1,13 +1,37 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+
 extension Duration {
     /// The duration in whole nanoseconds (saturating).
     public var nanoseconds: Int64 {
         let (seconds, attoseconds) = components
         let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        return overflow ? .max : product + attoseconds / 1_000_000_000
+        guard !overflow else { return seconds < 0 ? .min : .max }
+        let (total, overflowed) = product.addingReportingOverflow(attoseconds / 1_000_000_000)
+        return overflowed ? (seconds < 0 ? .min : .max) : total
     }
 
     /// The duration in seconds, as a `Double` (for `Date` arithmetic).
     public var inSeconds: Double {
         Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}
+
+extension Date {
+    /// Seconds since 1970, whole, clamped to years 0 through 9999: a date from outside (a token's
+    /// claim, a command-line option) cannot trap the conversion.
+    public var unixSeconds: Int64 {
+        Int64(min(max(timeIntervalSince1970, -62_135_596_800), 253_402_300_799))
+    }
+
+    /// Milliseconds since 1970, rounded to the nearest, clamped like ``unixSeconds``.
+    public var unixMilliseconds: Int64 { unixMilliseconds(rounded: .toNearestOrAwayFromZero) }
+
+    /// Milliseconds since 1970, rounded by `rule`, clamped like ``unixSeconds``.
+    public func unixMilliseconds(rounded rule: FloatingPointRoundingRule) -> Int64 {
+        Int64((min(max(timeIntervalSince1970, -62_135_596_800), 253_402_300_799) * 1000).rounded(rule))
     }
 }

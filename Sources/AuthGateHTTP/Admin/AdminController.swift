@@ -17,37 +17,26 @@ public import Hummingbird
 /// go on the revocation stream, so the proxy refuses the user's tokens at once, not at expiry.
 public struct AdminController: Sendable {
     let admin: AdminService
-    let verifier: AccessTokenVerifier
+    let accounts: AccountService
     let adminRoles: Set<String>
+    let users: UsersConfiguration
 
-    public init(admin: AdminService, verifier: AccessTokenVerifier, adminRoles: [String]) {
+    public init(admin: AdminService, accounts: AccountService, adminRoles: [String], users: UsersConfiguration) {
         self.admin = admin
-        self.verifier = verifier
+        self.accounts = accounts
         self.adminRoles = Set(adminRoles)
+        self.users = users
     }
 
+    /// Every admin endpoint sits behind ``BearerAuthenticator`` (`.admin`).
     public func register(on router: Router<AuthGateRequestContext>) {
-        router.get("/auth/v1/admin/users") { request, _ in try await authorized(request) { try await listUsers(request) } }
-        router.get("/auth/v1/admin/users/:id") { request, context in try await authorized(request) { try await showUser(context) } }
-        router.put("/auth/v1/admin/users/:id") { request, context in try await authorized(request) { try await updateUser(request, context) } }
-        router.delete("/auth/v1/admin/users/:id") { request, context in try await authorized(request) { try await deleteUser(request, context) } }
-        router.get("/auth/v1/admin/users/:id/sessions") { request, context in try await authorized(request) { try await listSessions(context) } }
-        router.delete("/auth/v1/admin/sessions/:id") { request, context in try await authorized(request) { try await revokeSession(context) } }
-    }
-
-    /// Runs `body` when the bearer is an admin token.
-    private func authorized(_ request: Request, _ body: () async throws -> Response) async throws -> Response {
-        guard let bearer = RequestSupport.bearerToken(request) else { throw RequestSupport.missingBearer }
-        let claims: AccessTokenClaims
-        do {
-            claims = try verifier.verify(bearer, now: Date())
-        } catch let error as AuthGateError {
-            throw GoTrueError(.unauthorized, code: "bad_jwt", message: "invalid JWT: unable to parse or verify signature, \(error.code)")
-        }
-        guard adminRoles.contains(claims.role) else {
-            throw GoTrueError(.forbidden, code: "not_admin", message: "User not allowed")
-        }
-        return try await body()
+        let group = router.group().add(middleware: BearerAuthenticator(accounts: accounts, requirement: .admin(roles: adminRoles)))
+        group.get("/auth/v1/admin/users") { request, _ in try await listUsers(request) }
+        group.get("/auth/v1/admin/users/:id") { _, context in try await showUser(context) }
+        group.put("/auth/v1/admin/users/:id") { request, context in try await updateUser(request, context) }
+        group.delete("/auth/v1/admin/users/:id") { request, context in try await deleteUser(request, context) }
+        group.get("/auth/v1/admin/users/:id/sessions") { _, context in try await listSessions(context) }
+        group.delete("/auth/v1/admin/sessions/:id") { _, context in try await revokeSession(context) }
     }
 
     private func listUsers(_ request: Request) async throws -> Response {
@@ -87,8 +76,18 @@ public struct AdminController: Sendable {
 
     private func updateUser(_ request: Request, _ context: AuthGateRequestContext) async throws -> Response {
         var user = try await existingUser(context)
-        let body = try await RequestSupport.decode(UpdateBody.self, from: request)
+        let body = try await RequestSupport.decode(UpdateBody.self, from: request, limit: users.maxUserMetadata + users.maxAppMetadata + 4096)
         let now = Date()
+        // The ban's length is parsed before anything is written: a bad one changes nothing.
+        var banLength: Duration?
+        if let banDuration = body.banDuration, banDuration != "none" {
+            // At most about a century (ConfigurationValueParsers.maximumDuration); longer, or any
+            // other spelling, is refused rather than overflowing a date.
+            guard let duration = ConfigurationValueParsers.duration(banDuration), duration > .zero else {
+                throw GoTrueError(.badRequest, code: "validation_failed", message: "invalid format for ban duration: \(ProviderKeySet.printable(banDuration))")
+            }
+            banLength = duration
+        }
         if body.userMetadata != nil || body.appMetadata != nil {
             for (key, value) in body.userMetadata ?? [:] {
                 if value == .null { user.userMetadata.removeValue(forKey: key) } else { user.userMetadata[key] = value }
@@ -96,15 +95,18 @@ public struct AdminController: Sendable {
             for (key, value) in body.appMetadata ?? [:] {
                 if value == .null { user.appMetadata.removeValue(forKey: key) } else { user.appMetadata[key] = value }
             }
+            do {
+                try MetadataLimit.check(user.userMetadata, limit: users.maxUserMetadata, name: "user_metadata")
+                try MetadataLimit.check(user.appMetadata, limit: users.maxAppMetadata, name: "app_metadata")
+            } catch let error as AuthGateError {
+                throw ErrorMapping.clientError(for: error, in: .authenticated)
+            }
             user = try await admin.saveMetadata(of: user, now: now)
         }
         if let banDuration = body.banDuration {
             if banDuration == "none" {
                 user = try await admin.liftBan(user.id, now: now) ?? user
-            } else {
-                guard let duration = ConfigurationValueParsers.duration(banDuration), duration > .zero else {
-                    throw GoTrueError(.badRequest, code: "validation_failed", message: "invalid format for ban duration: \(banDuration)")
-                }
+            } else if let duration = banLength {
                 user = try await admin.ban(user.id, until: now.addingTimeInterval(duration.inSeconds), now: now) ?? user
             }
         }
@@ -121,7 +123,7 @@ public struct AdminController: Sendable {
 
     private func deleteUser(_ request: Request, _ context: AuthGateRequestContext) async throws -> Response {
         let user = try await existingUser(context)
-        let body = try await RequestSupport.decode(DeleteBody.self, from: request)
+        let body = try await RequestSupport.decode(DeleteBody.self, from: request, limit: 4096)
         _ = try await admin.deleteUser(user.id, soft: body.shouldSoftDelete ?? false, now: Date())
         return try RequestSupport.json([:])
     }

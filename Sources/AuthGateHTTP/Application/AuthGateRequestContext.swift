@@ -1,3 +1,4 @@
+public import AuthGateCore
 public import Hummingbird
 public import Logging
 public import NIOCore
@@ -16,6 +17,10 @@ public struct AuthGateRequestContext: RequestContext, RemoteAddressRequestContex
     public let outcome = RequestOutcome()
     /// The client connection's event loop (new upstream connections are made on it).
     public let eventLoop: any EventLoop
+    /// The caller of a bearer-protected endpoint, set by ``BearerAuthenticator`` (`.user`).
+    public var caller: AuthenticatedUser?
+    /// The admin's claims, set by ``BearerAuthenticator`` (`.admin`).
+    public var adminClaims: AccessTokenClaims?
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)

@@ -136,33 +136,41 @@ public enum GatewayApplication {
         if dependencies.configuration.tracing.enabled {
             router.add(middleware: TracingMiddleware<AuthGateRequestContext>())
         }
-        router.add(
-            middleware: RateLimitMiddleware(
-                store: dependencies.store,
-                limits: dependencies.configuration.rateLimits,
-                trustedProxies: dependencies.configuration.server.trustedProxies
-            )
-        )
         if let metrics = dependencies.metrics, dependencies.configuration.server.metricsPort == 0 {
             MetricsController(registry: metrics).register(on: router)
         }
-        let probe = ReadinessProbe(store: dependencies.store, keys: dependencies.signingKeys, keySets: dependencies.verifiers.keySets)
+        let probe = ReadinessProbe(store: dependencies.store, keys: dependencies.signingKeys, keySets: dependencies.verifiers.keySets, logger: dependencies.logger)
         HealthController(version: version, probe: probe).register(on: router)
-        NonceController(issuer: dependencies.nonces).register(on: router)
+        // Rate limits are attached to the endpoints themselves: they count what the router
+        // resolved, however the path was spelled.
+        let limits = dependencies.configuration.rateLimits
+        func limited(_ bucket: String, _ limit: RateLimit?) -> RouterGroup<AuthGateRequestContext> {
+            let group = router.group()
+            if let limit {
+                group.add(
+                    middleware: RateLimitMiddleware(
+                        bucket: bucket, limit: limit, store: dependencies.store, trustedProxies: dependencies.configuration.server.trustedProxies
+                    )
+                )
+            }
+            return group
+        }
+        NonceController(issuer: dependencies.nonces).register(on: limited("nonce", limits.nonce))
         if let keys = dependencies.signingKeys {
             JWKSController(keys: keys, issuer: dependencies.configuration.tokens.issuer).register(on: router)
         }
         if let accounts = dependencies.accounts {
-            TokenController(accounts: accounts).register(on: router)
-            UserController(accounts: accounts, providers: dependencies.configuration.providers).register(on: router)
+            TokenController(accounts: accounts).register(on: limited("token", limits.token))
+            UserController(accounts: accounts, configuration: dependencies.configuration, store: dependencies.store)
+                .register(on: router, signup: limited("signup", limits.signup))
             if let apple = (try? dependencies.verifiers.verifier(for: "apple")) as? AppleVerifier {
                 AppleNotificationController(
                     service: AppleNotificationService(verifier: apple, store: dependencies.store, logger: dependencies.logger)
                 ).register(on: router)
             }
             AdminController(
-                admin: AdminService(store: dependencies.store, logger: dependencies.logger), verifier: accounts.accessTokens,
-                adminRoles: dependencies.configuration.tokens.adminRoles
+                admin: AdminService(store: dependencies.store, logger: dependencies.logger), accounts: accounts,
+                adminRoles: dependencies.configuration.tokens.adminRoles, users: dependencies.configuration.users
             ).register(on: router)
         }
         return router

@@ -28,7 +28,7 @@ public struct AppleNotificationController: Sendable {
     }
 
     private func receive(_ request: Request, _ context: AuthGateRequestContext) async throws -> Response {
-        let body = try await RequestSupport.decode(Body.self, from: request)
+        let body = try await RequestSupport.decode(Body.self, from: request, limit: RequestSupport.tokenBodyBytes)
         guard let payload = body.payload, !payload.isEmpty else {
             throw GoTrueError(.badRequest, code: "validation_failed", message: "payload is required")
         }

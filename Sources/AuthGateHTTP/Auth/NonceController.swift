@@ -19,7 +19,7 @@ public struct NonceController: Sendable {
         self.issuer = issuer
     }
 
-    public func register(on router: Router<AuthGateRequestContext>) {
+    public func register(on router: some RouterMethods<AuthGateRequestContext>) {
         router.post("/auth/v1/nonce") { _, context in try await issue(context: context) }
     }
 

@@ -11,14 +11,18 @@ import Hummingbird
 /// bearer tokens, and JSON responses.
 enum RequestSupport {
     static let maximumBodyBytes = 1 << 20
+    /// The body cap of endpoints that take an ID token or a refresh token (a few KiB at most).
+    static let tokenBodyBytes = 64 << 10
 
     /// Decodes the body; an empty body decodes as `{}`.
-    /// - Throws: 400 `bad_json` for JSON that does not fit, 413 `request_entity_too_large` over 1 MiB.
-    static func decode<Body: Decodable>(_ type: Body.Type, from request: Request) async throws -> Body {
+    /// - Parameter limit: the largest body the endpoint can need (each endpoint names its own;
+    ///   1 MiB at most).
+    /// - Throws: 400 `bad_json` for JSON that does not fit, 413 `request_entity_too_large` over `limit`.
+    static func decode<Body: Decodable>(_ type: Body.Type, from request: Request, limit: Int = maximumBodyBytes) async throws -> Body {
         var request = request
         let buffer: ByteBuffer
         do {
-            buffer = try await request.collectBody(upTo: maximumBodyBytes)
+            buffer = try await request.collectBody(upTo: min(limit, maximumBodyBytes))
         } catch {
             throw GoTrueError(.contentTooLarge, code: "request_entity_too_large", message: "Request body too large")
         }

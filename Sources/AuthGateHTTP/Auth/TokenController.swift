@@ -17,7 +17,7 @@ public struct TokenController: Sendable {
         self.accounts = accounts
     }
 
-    public func register(on router: Router<AuthGateRequestContext>) {
+    public func register(on router: some RouterMethods<AuthGateRequestContext>) {
         router.post("/auth/v1/token") { request, context in try await token(request, context: context) }
     }
 
@@ -51,12 +51,14 @@ public struct TokenController: Sendable {
     }
 
     private func idTokenGrant(_ request: Request, context: AuthGateRequestContext) async throws -> Response {
-        let body = try await RequestSupport.decode(IDTokenBody.self, from: request)
+        let body = try await RequestSupport.decode(IDTokenBody.self, from: request, limit: RequestSupport.tokenBodyBytes)
         guard let idToken = body.idToken, !idToken.isEmpty else { throw OAuthError(error: "invalid request", description: "id_token required") }
         guard let provider = body.provider, !provider.isEmpty else {
             throw OAuthError(error: "invalid request", description: "provider or client_id and issuer required")
         }
         let now = Date()
+        // The provider field is the client's: logs, spans and metrics get a configured name or "unknown".
+        let label = accounts.providerLabel(provider)
         var linkTarget: AuthenticatedUser?
         if body.linkIdentity == true {
             guard let bearer = RequestSupport.bearerToken(request) else {
@@ -70,27 +72,26 @@ public struct TokenController: Sendable {
         }
         do {
             let issued = try await withSpan("auth.sign_in") { span in
-                span.attributes["auth.provider"] = provider
+                span.attributes["auth.provider"] = label
                 return try await accounts.signInWithIDToken(provider: provider, idToken: idToken, rawNonce: body.nonce, linkingTo: linkTarget, now: now)
             }
-            GatewayMetrics.signIn(provider: provider, outcome: "ok")
+            GatewayMetrics.signIn(provider: label, outcome: "ok")
             context.outcome.userID = issued.user.id
             context.logger.info(
                 "id_token sign-in",
-                metadata: ["gw.provider": "\(provider)", "gw.user_id": "\(issued.user.id)", "gw.linked": "\(linkTarget != nil)", "gw.outcome": "ok"]
+                metadata: ["gw.provider": "\(label)", "gw.user_id": "\(issued.user.id)", "gw.linked": "\(linkTarget != nil)", "gw.outcome": "ok"]
             )
             return try RequestSupport.json(GoTrueJSON.session(issued))
         } catch let error as AuthGateError {
-            // Only configured providers name a label; anything a client made up counts as "unknown".
-            GatewayMetrics.signIn(provider: error.code == .unknownProvider ? "unknown" : provider, outcome: error.code.description)
+            GatewayMetrics.signIn(provider: label, outcome: error.code.description)
             context.outcome.reason = error.code.description
-            context.logger.notice("id_token sign-in refused", metadata: ["gw.provider": "\(provider)", "gw.outcome": "\(error.code)", "gw.reason": "\(error.message)"])
+            context.logger.notice("id_token sign-in refused", metadata: ["gw.provider": "\(label)", "gw.outcome": "\(error.code)", "gw.reason": "\(error.message)"])
             throw ErrorMapping.clientError(for: error, in: .idTokenGrant)
         }
     }
 
     private func refreshGrant(_ request: Request, context: AuthGateRequestContext) async throws -> Response {
-        let body = try await RequestSupport.decode(IDTokenBody.self, from: request)
+        let body = try await RequestSupport.decode(IDTokenBody.self, from: request, limit: RequestSupport.tokenBodyBytes)
         guard let refreshToken = body.refreshToken, !refreshToken.isEmpty else {
             throw GoTrueError(.badRequest, code: "validation_failed", message: "Refresh token is not valid")
         }

@@ -7,22 +7,37 @@ public import AuthGateCore
 public import Hummingbird
 
 /// `POST /signup` (anonymous), `GET`/`PUT /user`, `POST /logout`, `GET /settings`.
+///
+/// `/user` and `/logout` sit behind ``BearerAuthenticator``. What a user may write is bounded:
+/// `user_metadata` by `users.max_user_metadata` after the merge, each request body by what its
+/// endpoint can need, and `PUT /user` by `rate_limits.user_update` per user.
 public struct UserController: Sendable {
     let accounts: AccountService
     let providers: ProvidersConfiguration
+    let users: UsersConfiguration
+    let userUpdateLimit: RateLimit?
+    let limiter: RateLimiter
 
-    public init(accounts: AccountService, providers: ProvidersConfiguration) {
+    public init(accounts: AccountService, configuration: AuthGateConfiguration, store: any AuthStore) {
         self.accounts = accounts
-        self.providers = providers
+        self.providers = configuration.providers
+        self.users = configuration.users
+        self.userUpdateLimit = configuration.rateLimits.userUpdate
+        self.limiter = RateLimiter(store: store)
     }
 
-    public func register(on router: Router<AuthGateRequestContext>) {
-        router.post("/auth/v1/signup") { request, _ in try await signup(request) }
-        router.get("/auth/v1/user") { request, context in try await currentUser(request, context) }
-        router.put("/auth/v1/user") { request, context in try await updateUser(request, context) }
-        router.post("/auth/v1/logout") { request, context in try await logout(request, context) }
+    /// Registers the endpoints; `signup` is the (rate-limited) group sign-up goes on.
+    public func register(on router: Router<AuthGateRequestContext>, signup: some RouterMethods<AuthGateRequestContext>) {
+        signup.post("/auth/v1/signup") { request, _ in try await self.signup(request) }
+        let authenticated = router.group().add(middleware: BearerAuthenticator(accounts: accounts, requirement: .user))
+        authenticated.get("/auth/v1/user") { _, context in try await currentUser(context) }
+        authenticated.put("/auth/v1/user") { request, context in try await updateUser(request, context) }
+        authenticated.post("/auth/v1/logout") { request, context in try await logout(request, context) }
         router.get("/auth/v1/settings") { _, _ in try settings() }
     }
+
+    /// The largest body `PUT /user` and `/signup` read: the metadata cap plus room for the rest.
+    private var bodyLimit: Int { users.maxUserMetadata + 4096 }
 
     struct SignupBody: Decodable {
         let email: String?
@@ -44,45 +59,36 @@ public struct UserController: Sendable {
     }
 
     private func signup(_ request: Request) async throws -> Response {
-        let body = try await RequestSupport.decode(SignupBody.self, from: request)
+        let body = try await RequestSupport.decode(SignupBody.self, from: request, limit: bodyLimit)
         guard (body.email ?? "").isEmpty, (body.phone ?? "").isEmpty else {
             throw GoTrueError(.unprocessableContent, code: "email_provider_disabled", message: "Email and phone signups are not supported by this gateway")
         }
         do {
+            try MetadataLimit.check(body.data ?? [:], limit: users.maxUserMetadata, name: "user_metadata")
             return try RequestSupport.json(GoTrueJSON.session(try await accounts.signUpAnonymously(data: body.data ?? [:], now: Date())))
         } catch let error as AuthGateError {
             throw ErrorMapping.clientError(for: error, in: .signup)
         }
     }
 
-    /// The caller, recorded on the request's access line.
-    private func authenticated(_ request: Request, _ context: AuthGateRequestContext) async throws -> AuthenticatedUser {
-        guard let bearer = RequestSupport.bearerToken(request) else { throw RequestSupport.missingBearer }
-        do {
-            let caller = try await accounts.authenticate(bearer: bearer, now: Date())
-            context.outcome.userID = caller.user.id
-            return caller
-        } catch let error as AuthGateError {
-            context.outcome.reason = error.code.description
-            throw ErrorMapping.clientError(for: error, in: .authenticated)
-        }
-    }
-
-    private func currentUser(_ request: Request, _ context: AuthGateRequestContext) async throws -> Response {
-        let caller = try await authenticated(request, context)
+    private func currentUser(_ context: AuthGateRequestContext) async throws -> Response {
+        let caller = try context.requireCaller()
         let (user, identities) = try await accounts.profile(of: caller)
         return try RequestSupport.json(GoTrueJSON.user(user, identities: identities))
     }
 
     private func updateUser(_ request: Request, _ context: AuthGateRequestContext) async throws -> Response {
-        let caller = try await authenticated(request, context)
-        let body = try await RequestSupport.decode(UpdateBody.self, from: request)
+        let caller = try context.requireCaller()
+        if let userUpdateLimit {
+            try await RateLimitMiddleware.enforce(limiter, bucket: "user_update", key: caller.user.id, limit: userUpdateLimit, logger: context.logger)
+        }
+        let body = try await RequestSupport.decode(UpdateBody.self, from: request, limit: bodyLimit)
         if body.appMetadata != nil { throw GoTrueError(.forbidden, code: "not_admin", message: "Updating app_metadata requires admin privileges") }
         if body.email != nil || body.phone != nil || body.password != nil {
             throw GoTrueError(.unprocessableContent, code: "validation_failed", message: "Updating email, phone or password is not supported by this gateway; sign in with a provider")
         }
         do {
-            let (user, identities) = try await accounts.updateMetadata(of: caller, data: body.data ?? [:], now: Date())
+            let (user, identities) = try await accounts.updateMetadata(of: caller, data: body.data ?? [:], limit: users.maxUserMetadata, now: Date())
             return try RequestSupport.json(GoTrueJSON.user(user, identities: identities))
         } catch let error as AuthGateError {
             throw ErrorMapping.clientError(for: error, in: .authenticated)
@@ -90,7 +96,7 @@ public struct UserController: Sendable {
     }
 
     private func logout(_ request: Request, _ context: AuthGateRequestContext) async throws -> Response {
-        let caller = try await authenticated(request, context)
+        let caller = try context.requireCaller()
         let scopeText = request.uri.queryParameters.get("scope") ?? "global"
         guard let scope = AccountService.LogoutScope(rawValue: scopeText.isEmpty ? "global" : scopeText) else {
             throw GoTrueError(.badRequest, code: "validation_failed", message: "Unsupported logout scope \"\(scopeText)\"")

@@ -9,41 +9,69 @@ public enum ErrorMapping {
         case idTokenGrant, refreshGrant, authenticated, signup
     }
 
-    /// The client-facing error for `error` in `flow`.
+    /// The client-facing error for `error` in `flow`: GoTrue's status, code and text. The text
+    /// comes from ``text(for:)`` or the error's ``AuthGateError/clientText``, never from its
+    /// message, which is for the log.
     public static func clientError(for error: AuthGateError, in flow: Flow) -> any Error {
+        let text = error.clientText?.text ?? Self.text(for: error.code)
         switch error.code {
         case .malformed, .algorithmNotAllowed, .missingKeyID, .unknownKeyID, .badSignature, .issuer, .expired, .notYetValid, .issuedInFuture:
             return OAuthError(error: "invalid request", description: "Bad ID token")
-        case .missingSubject:
-            return OAuthError(error: "invalid request", description: "Missing sub claim in id_token")
-        case .audience, .nonceMissing:
-            return OAuthError(error: "invalid request", description: error.message)
-        case .nonceMismatch:
-            return OAuthError(error: "invalid nonce", description: NonceRule.mismatchMessage)
-        case .serverNonceUnknown:
-            return OAuthError(error: "invalid nonce", description: "Nonce was not issued by this server, has expired, or was already used")
-        case .replayed:
-            return OAuthError(error: "invalid request", description: "ID token has already been used")
+        case .missingSubject, .audience, .nonceMissing, .replayed:
+            return OAuthError(error: "invalid request", description: text)
+        case .nonceMismatch, .serverNonceUnknown:
+            return OAuthError(error: "invalid nonce", description: text)
         case .keysUnavailable:
-            return GoTrueError(.serviceUnavailable, code: "unexpected_failure", message: "The provider's keys are unavailable; try again")
+            return GoTrueError(.serviceUnavailable, code: "unexpected_failure", message: text)
         case .unknownProvider:
-            return GoTrueError(.badRequest, code: "validation_failed", message: error.message)
+            return GoTrueError(.badRequest, code: "validation_failed", message: text)
         case .providerDisabled:
-            return GoTrueError(.badRequest, code: "provider_disabled", message: error.message)
+            return GoTrueError(.badRequest, code: "provider_disabled", message: text)
         case .storeUnavailable:
-            return GoTrueError(.serviceUnavailable, code: "unexpected_failure", message: "The session store is unavailable; try again")
+            return GoTrueError(.serviceUnavailable, code: "unexpected_failure", message: text)
         case .userBanned, .userNotFound, .sessionNotFound, .badJWT:
-            return GoTrueError(flow == .authenticated || flow == .idTokenGrant ? .forbidden : .badRequest, code: error.code.description, message: error.message)
+            return GoTrueError(flow == .authenticated || flow == .idTokenGrant ? .forbidden : .badRequest, code: error.code.description, message: text)
         case .noAuthorization:
-            return GoTrueError(.unauthorized, code: "no_authorization", message: error.message)
+            return GoTrueError(.unauthorized, code: "no_authorization", message: text)
         case .identityAlreadyExists, .emailNotConfirmed, .anonymousProviderDisabled:
-            return GoTrueError(.unprocessableContent, code: error.code.description, message: error.message)
+            return GoTrueError(.unprocessableContent, code: error.code.description, message: text)
         case .notAdmin:
-            return GoTrueError(.forbidden, code: "not_admin", message: error.message)
+            return GoTrueError(.forbidden, code: "not_admin", message: text)
         case .validationFailed, .refreshTokenNotFound, .refreshTokenAlreadyUsed, .sessionExpired, .emailExists:
-            return GoTrueError(.badRequest, code: error.code.description, message: error.message)
+            return GoTrueError(.badRequest, code: error.code.description, message: text)
         default:
-            return GoTrueError(.internalServerError, code: "unexpected_failure", message: "Unexpected failure, please check server logs for more information")
+            return GoTrueError(.internalServerError, code: "unexpected_failure", message: text)
+        }
+    }
+
+    /// GoTrue's text for each code (`internal/api/errors.go`, `token.go`, `auth.go`).
+    static func text(for code: AuthGateError.Code) -> String {
+        switch code {
+        case .missingSubject: "Missing sub claim in id_token"
+        case .audience: "Unacceptable audience in id_token"
+        case .nonceMissing: NonceRule.presenceMessage
+        case .nonceMismatch: NonceRule.mismatchMessage
+        case .serverNonceUnknown: "Nonce was not issued by this server, has expired, or was already used"
+        case .replayed: "ID token has already been used"
+        case .keysUnavailable: "The provider's keys are unavailable; try again"
+        case .unknownProvider: "Unsupported provider"
+        case .providerDisabled: "Provider is not enabled"
+        case .storeUnavailable: "The session store is unavailable; try again"
+        case .userBanned: "User is banned"
+        case .userNotFound: "User from sub claim in JWT does not exist"
+        case .sessionNotFound: "Session from session_id claim in JWT does not exist"
+        case .badJWT: "invalid JWT: unable to parse or verify signature"
+        case .noAuthorization: "This endpoint requires a valid Bearer token"
+        case .identityAlreadyExists: "Identity is already linked to another user"
+        case .emailNotConfirmed: "Unverified email with the provider. A confirmation email has been sent to your provider email"
+        case .anonymousProviderDisabled: "Anonymous sign-ins are disabled"
+        case .notAdmin: "User not allowed"
+        case .validationFailed: "Invalid request"
+        case .refreshTokenNotFound: "Invalid Refresh Token: Refresh Token Not Found"
+        case .refreshTokenAlreadyUsed: "Invalid Refresh Token: Already Used"
+        case .sessionExpired: "Invalid Refresh Token: Session Expired"
+        case .emailExists: "A user with this email address has already been registered"
+        default: "Unexpected failure, please check server logs for more information"
         }
     }
 }

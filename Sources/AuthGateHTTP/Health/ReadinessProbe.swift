@@ -1,4 +1,5 @@
 public import AuthGateCore
+public import Logging
 
 /// Decides whether this replica should get traffic: the store answers and the signing keys are
 /// loaded. Provider key sets are reported too: a missing or stale set degrades sign-in with that
@@ -19,7 +20,10 @@ public struct ReadinessProbe: Sendable {
     private let keys: SigningKeys?
     private let keySets: [ProviderKeySet]
 
-    public init(store: any AuthStore, keys: SigningKeys?, keySets: [ProviderKeySet] = []) {
+    private let logger: Logger
+
+    public init(store: any AuthStore, keys: SigningKeys?, keySets: [ProviderKeySet] = [], logger: Logger = Logger(label: "authgate")) {
+        self.logger = logger
         self.store = store
         self.keys = keys
         self.keySets = keySets
@@ -32,7 +36,9 @@ public struct ReadinessProbe: Sendable {
             try await store.checkReadiness()
             checks.append(Check(name: "store", isReady: true, isCritical: true, detail: "ok (\(store.kind))"))
         } catch let error as AuthGateError {
-            checks.append(Check(name: "store", isReady: false, isCritical: true, detail: "\(store.kind) unavailable: \(error.message)"))
+            // The cause (addresses, Redis's words) is for the log; /readyz is often public.
+            logger.warning("readiness: store unavailable", metadata: ["gw.error": "\(error.message)"])
+            checks.append(Check(name: "store", isReady: false, isCritical: true, detail: "\(store.kind) unavailable"))
         } catch {
             checks.append(Check(name: "store", isReady: false, isCritical: true, detail: "\(store.kind) unavailable"))
         }

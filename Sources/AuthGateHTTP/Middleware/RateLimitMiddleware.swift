@@ -8,48 +8,50 @@ import HTTPTypes
 public import Hummingbird
 import Logging
 
-/// Applies `rate_limits` per client IP to `POST /auth/v1/token`, `/signup` and `/nonce`:
-/// over the budget, 429 `over_request_rate_limit` "Request rate limit reached" with `Retry-After`.
-/// Counters live in the store, so every replica shares them.
+/// Applies one of `rate_limits` per client IP to the endpoints it is attached to: over the budget,
+/// 429 `over_request_rate_limit` "Request rate limit reached" with `Retry-After`. Counters live in
+/// the store, so every replica shares them.
+///
+/// It is attached to routes (a router group), not to the whole router: it counts the endpoint the
+/// router resolved, however its path was spelled (`/auth/v1/signup/` and `/auth/v1/signup` are one
+/// endpoint, one budget).
 public struct RateLimitMiddleware: RouterMiddleware {
     public typealias Context = AuthGateRequestContext
 
     private let limiter: RateLimiter
-    private let limits: RateLimitsConfiguration
+    private let bucket: String
+    private let limit: RateLimit
     private let trustedProxies: [IPNetwork]
 
-    public init(store: any AuthStore, limits: RateLimitsConfiguration, trustedProxies: [IPNetwork]) {
+    public init(bucket: String, limit: RateLimit, store: any AuthStore, trustedProxies: [IPNetwork]) {
         self.limiter = RateLimiter(store: store)
-        self.limits = limits
+        self.bucket = bucket
+        self.limit = limit
         self.trustedProxies = trustedProxies
     }
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard request.method == .post, let (bucket, limit) = budget(for: request.uri.path) else { return try await next(request, context) }
         let client = ClientAddress.resolve(request.headers, peer: context.remoteAddress, trustedProxies: trustedProxies).address
+        try await Self.enforce(limiter, bucket: bucket, key: client, limit: limit, logger: context.logger)
+        return try await next(request, context)
+    }
+
+    /// Counts one request of `key` against `limit` in `bucket`, or throws GoTrue's 429 (503 when
+    /// the store cannot count).
+    static func enforce(_ limiter: RateLimiter, bucket: String, key: String, limit: RateLimit, logger: Logger) async throws {
         let decision: RateLimiter.Decision
         do {
-            decision = try await limiter.check(bucket: bucket, client: client, limit: limit, now: Date())
+            decision = try await limiter.check(bucket: bucket, client: key, limit: limit, now: Date())
         } catch {
-            context.logger.error("rate limit store unavailable", metadata: ["gw.error": "\(error)"])
+            logger.error("rate limit store unavailable", metadata: ["gw.error": "\(error)"])
             throw GoTrueError(.serviceUnavailable, code: "unexpected_failure", message: "The session store is unavailable; try again")
         }
         guard decision.isAllowed else {
-            context.logger.notice("rate limited", metadata: ["gw.bucket": "\(bucket)", "gw.outcome": "over_request_rate_limit"])
+            logger.notice("rate limited", metadata: ["gw.bucket": "\(bucket)", "gw.outcome": "over_request_rate_limit"])
             throw GoTrueError(
                 .tooManyRequests, code: "over_request_rate_limit", message: "Request rate limit reached",
                 headers: [.retryAfter: String(decision.retryAfterSeconds)]
             )
-        }
-        return try await next(request, context)
-    }
-
-    private func budget(for path: String) -> (String, RateLimit)? {
-        switch path {
-        case "/auth/v1/token": return limits.token.map { ("token", $0) }
-        case "/auth/v1/signup": return limits.signup.map { ("signup", $0) }
-        case "/auth/v1/nonce": return limits.nonce.map { ("nonce", $0) }
-        default: return nil
         }
     }
 }

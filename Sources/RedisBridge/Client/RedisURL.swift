@@ -35,18 +35,24 @@ public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
             throw invalid(scheme == "rediss" ? "TLS (rediss://) is not supported" : "the scheme must be redis://")
         }
         var rest = Substring(text[schemeEnd.upperBound...])
-        if let query = rest.firstIndex(where: { $0 == "?" || $0 == "#" }) {
-            throw invalid("query parameters are not supported: \(rest[query...])")
+        // Credentials first, up to the last "@" (nothing after the host may hold one: the path is
+        // a database number): a password may hold "?", "#" or "/", and no message below may quote
+        // any part of it.
+        var userInfo: Substring?
+        if let at = rest.lastIndex(of: "@") {
+            userInfo = rest[..<at]
+            rest = rest[rest.index(after: at)...]
+        }
+        if rest.contains(where: { $0 == "?" || $0 == "#" }) {
+            throw invalid("query parameters and fragments are not supported")
         }
         var path: Substring = ""
         if let slash = rest.firstIndex(of: "/") {
             path = rest[rest.index(after: slash)...]
             rest = rest[..<slash]
         }
-        var hostPort = rest
-        if let at = rest.lastIndex(of: "@") {
-            let userInfo = rest[..<at]
-            hostPort = rest[rest.index(after: at)...]
+        let hostPort = rest
+        if let userInfo {
             if let colon = userInfo.firstIndex(of: ":") {
                 let user = try Self.percentDecoded(userInfo[..<colon]) ?? { throw invalid("bad percent-encoding in the user") }()
                 let pass = try Self.percentDecoded(userInfo[userInfo.index(after: colon)...])
@@ -100,13 +106,11 @@ public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
         return text + ":\(port)/\(database)"
     }
 
-    /// A URL string with its password masked, for error messages about text that did not parse.
+    /// A URL string for error messages about text that did not parse: everything before the last
+    /// `@` after the scheme (user and password, whatever characters they hold) is shown as `***`.
     static func masked(_ text: String) -> String {
         guard let schemeEnd = text.firstRange(of: "://"), let at = text[schemeEnd.upperBound...].lastIndex(of: "@") else { return text }
-        let userInfo = text[schemeEnd.upperBound..<at]
-        let user = userInfo.split(separator: ":", maxSplits: 1).first.map(String.init) ?? ""
-        let maskedUserInfo = userInfo.contains(":") ? "\(user):***" : "***"
-        return String(text[..<schemeEnd.upperBound]) + maskedUserInfo + String(text[at...])
+        return String(text[..<schemeEnd.upperBound]) + "***" + String(text[at...])
     }
 
     private static func percentDecoded(_ text: Substring) -> String? {

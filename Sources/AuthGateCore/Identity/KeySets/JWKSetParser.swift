@@ -67,8 +67,8 @@ enum JWKSetParser {
             switch algorithm {
             case .rs256, .rs384, .rs512:
                 guard keyType == "RSA" else { return skip("kty \(keyType.isEmpty ? "missing" : keyType) cannot verify \(algorithm.rawValue)") }
-                guard let modulus = members["n"]?.stringValue.flatMap(CompactJWT.base64URLDecode),
-                    let exponent = members["e"]?.stringValue.flatMap(CompactJWT.base64URLDecode)
+                guard let modulus = members["n"]?.stringValue.flatMap(Base64URL.decodeLenient),
+                    let exponent = members["e"]?.stringValue.flatMap(Base64URL.decodeLenient)
                 else { return skip("RSA key without a base64url n or e") }
                 return .success((kid, try ProviderPublicKey(kid: kid, algorithm: algorithm, modulus: modulus, exponent: exponent)))
             case .es256, .es384:
@@ -76,8 +76,8 @@ enum JWKSetParser {
                 let curve = members["crv"]?.stringValue ?? ""
                 let expected = algorithm == .es256 ? "P-256" : "P-384"
                 guard curve == expected else { return skip("crv \(curve.isEmpty ? "missing" : curve) does not fit \(algorithm.rawValue)") }
-                guard let x = members["x"]?.stringValue.flatMap(CompactJWT.base64URLDecode),
-                    let y = members["y"]?.stringValue.flatMap(CompactJWT.base64URLDecode)
+                guard let x = members["x"]?.stringValue.flatMap(Base64URL.decodeLenient),
+                    let y = members["y"]?.stringValue.flatMap(Base64URL.decodeLenient)
                 else { return skip("EC key without a base64url x or y") }
                 return .success((kid, try ProviderPublicKey(kid: kid, algorithm: algorithm, x: x, y: y)))
             }

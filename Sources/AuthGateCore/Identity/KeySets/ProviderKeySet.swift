@@ -221,7 +221,7 @@ public actor ProviderKeySet {
     }
 
     /// A kid as it may appear in logs: printable ASCII, at most 64 characters.
-    static func printable(_ kid: String) -> String {
+    public static func printable(_ kid: String) -> String {
         String(kid.unicodeScalars.filter { $0.value >= 0x20 && $0.value < 0x7f && $0 != "\"" }.prefix(64).map(Character.init))
     }
 }
