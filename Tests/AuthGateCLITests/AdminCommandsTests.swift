@@ -1,10 +1,11 @@
 import AuthGateCore
 import AuthGateTestSupport
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// The admin commands as operators run them: the real binary against a real Redis, beside a
 /// running gateway whose proxy must refuse revoked tokens within a second.
@@ -23,7 +24,8 @@ struct AdminCommandsTests {
             files = try GatewayFiles("admin")
             provider = try await FakeProvider.start(keys: [FakeProvider.sharedKeys[0]])
             upstream = try await EchoUpstream.start()
-            try files.writeConfig("""
+            try files.writeConfig(
+                """
                 server: { host: 127.0.0.1, public_url: "https://auth.example.com" }
                 store: { kind: redis, redis: { url: "\(try await SharedRedis.url())", key_prefix: "admin-\(UInt32.random(in: 0...UInt32.max)):" } }
                 tokens: { signing_keys: [ { kid: k1, file: k1.pem } ] }
@@ -68,7 +70,10 @@ struct AdminCommandsTests {
         private func postIDToken(_ subject: String) async throws -> (Data, HTTPURLResponse) {
             let now = Int64(Date().timeIntervalSince1970)
             let idToken = FakeProvider.token(
-                claims: ["iss": .string(provider.issuer), "aud": "app", "sub": .string(subject), "iat": .integer(now), "exp": .integer(now + 600), "jti": .string(UUID().uuidString)],
+                claims: [
+                    "iss": .string(provider.issuer), "aud": "app", "sub": .string(subject), "iat": .integer(now), "exp": .integer(now + 600),
+                    "jti": .string(UUID().uuidString)
+                ],
                 key: FakeProvider.sharedKeys[0]
             )
             return try await HTTP.send(
@@ -126,7 +131,9 @@ struct AdminCommandsTests {
             #expect(sessions.compactMap { $0.objectValue?["id"]?.stringValue } == [second.sessionID])
 
             let inspected = try await setup.admin(["tokens", "inspect", first.access])
-            #expect(inspected.standardOutput.contains("verdict: valid") && inspected.standardOutput.contains("session: revoked or ended"), "\(inspected.standardOutput)")
+            #expect(
+                inspected.standardOutput.contains("verdict: valid") && inspected.standardOutput.contains("session: revoked or ended"),
+                "\(inspected.standardOutput)")
             let again = try await setup.admin(["sessions", "revoke", first.sessionID])
             #expect(again.status == 1, "revoking a session that is gone is refused")
         }
@@ -177,7 +184,9 @@ struct AdminCommandsTests {
             #expect(accepted, "after --lift the user's new tokens must be accepted")
 
             let list = try await setup.admin(["users", "list", "--provider", "fake", "--json"])
-            let ids = try JSONValue.parse(Array(list.standardOutput.utf8)).objectValue?["users"]?.arrayValue?.compactMap { $0.objectValue?["id"]?.stringValue }
+            let ids = try JSONValue.parse(Array(list.standardOutput.utf8)).objectValue?["users"]?.arrayValue?.compactMap {
+                $0.objectValue?["id"]?.stringValue
+            }
             #expect(ids == [carol.userID])
         }
     }
@@ -210,7 +219,8 @@ struct AdminCommandsTests {
             let memory = try await AuthGateBinary.run(["sessions", "list", "--user", "x"])
             #expect(memory.status == 2, "the memory store cannot be administered from outside")
             let down = try await AuthGateBinary.run(
-                ["sessions", "list", "--user", "x", "--config", setup.config.path], environment: ["AUTHGATE_STORE_REDIS_URL": "redis://127.0.0.1:\(try freeLoopbackPort())/0"]
+                ["sessions", "list", "--user", "x", "--config", setup.config.path],
+                environment: ["AUTHGATE_STORE_REDIS_URL": "redis://127.0.0.1:\(try freeLoopbackPort())/0"]
             )
             #expect(down.status == 1)
             #expect(down.standardError.contains("Redis unreachable"))

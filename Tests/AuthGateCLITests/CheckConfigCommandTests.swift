@@ -1,9 +1,10 @@
 import AuthGateTestSupport
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// `authgate check-config` through the real executable.
 @Suite("authgate check-config")
@@ -38,7 +39,7 @@ struct CheckConfigCommandTests {
             ("tokens: { access_token_ttl: 1 hour }", "tokens.access_token_ttl: \"1 hour\" is not a duration"),
             ("store: { kind: postgres }", "store.kind: \"postgres\" is not one of memory, redis"),
             ("routes: [ { name: api, path_prefix: /api/ } ]", "routes[0].upstreams: list at least one upstream"),
-            ("server: { port: http }", "server.port: expected a whole number from 0 to 65535, got \"http\""),
+            ("server: { port: http }", "server.port: expected a whole number from 0 to 65535, got \"http\"")
         ]
     )
     func invalid(yaml: String, expected: String) async throws {

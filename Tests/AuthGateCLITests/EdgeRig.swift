@@ -24,7 +24,8 @@ final class EdgeRig {
         api = try await RecordingUpstream.start()
         members = try await RecordingUpstream.start()
         admin = try await RecordingUpstream.start()
-        try files.writeConfig("""
+        try files.writeConfig(
+            """
             server: { host: 127.0.0.1\(extraServer) }
             providers: { anonymous: { enabled: true } }
             rate_limits: { token: off, signup: off, nonce: off }
@@ -63,4 +64,3 @@ final class EdgeRig {
         return (String(text.split(separator: "\r\n", maxSplits: 1).first ?? ""), text, closed)
     }
 }
-

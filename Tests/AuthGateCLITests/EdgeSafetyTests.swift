@@ -1,10 +1,11 @@
 import AuthGateCore
 import AuthGateTestSupport
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// The outside audit's findings against the edge proxy, each reproduced against a separate
 /// `authgate serve` (the production pipeline) in front of real upstreams: nginx answering early,
@@ -29,7 +30,9 @@ struct EdgeSafetyTests {
                 // (1 MiB) as soon as it sees the length: either way before the body arrives.
                 let statuses = Self.statusLines(text)
                 #expect(statuses.count == 2, "both requests answered on one connection: \(text.prefix(400))")
-                #expect(statuses.first == (size > 1 << 20 ? "HTTP/1.1 413 Payload Too Large" : "HTTP/1.1 200 OK"), "\(path), \(size) bytes: \(text.prefix(200))")
+                #expect(
+                    statuses.first == (size > 1 << 20 ? "HTTP/1.1 413 Payload Too Large" : "HTTP/1.1 200 OK"),
+                    "\(path), \(size) bytes: \(text.prefix(200))")
                 #expect(statuses.last == "HTTP/1.1 200 OK")
                 #expect(closed)
                 #expect(rig.server.isRunning, "the gateway died on a \(size)-byte body to \(path):\n\(rig.server.log.suffix(2000))")
@@ -68,7 +71,9 @@ struct EdgeSafetyTests {
         var connections: [RawConnection] = []
         for close in [true, false] {
             let connection = try RawConnection(port: rig.server.port)
-            connection.send("POST /auth/v1/signup HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: 2097152\r\n\(close ? "Connection: close\r\n" : "")\r\n")
+            connection.send(
+                "POST /auth/v1/signup HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: 2097152\r\n\(close ? "Connection: close\r\n" : "")\r\n"
+            )
             connection.send(bytes: [UInt8](repeating: 0x20, count: 300_000))
             connections.append(connection)
         }
@@ -95,7 +100,7 @@ struct EdgeSafetyTests {
         let withoutToken = [
             "/public/../admin/users", "/public/%2e%2e/admin/users", "/public/%2E%2E/admin/users", "/public/.%2e/admin/users",
             "/public/..%2fadmin/users", "/public/..;/admin/users", "/public/..\\admin/users", "/public//../admin/users",
-            "/public/./../members/x", "/public/%2e%2e%2fmembers/x", "http://gw/public/../members/x", "/public/%2e%2e/%2e%2e/members/x",
+            "/public/./../members/x", "/public/%2e%2e%2fmembers/x", "http://gw/public/../members/x", "/public/%2e%2e/%2e%2e/members/x"
         ]
         for target in withoutToken {
             let (status, text, closed) = try await rig.exchange("GET \(target) HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n")
@@ -103,13 +108,15 @@ struct EdgeSafetyTests {
             #expect(closed)
         }
         for target in ["/api/../members/x", "/api/x/../../members/x", "/api/%2e%2e/members/x"] {
-            let (status, text, _) = try await rig.exchange("GET \(target) HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer \(token)\r\nConnection: close\r\n\r\n")
+            let (status, text, _) = try await rig.exchange(
+                "GET \(target) HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer \(token)\r\nConnection: close\r\n\r\n")
             #expect(status == "HTTP/1.1 403 Forbidden", "an anonymous token on \(target): \(text.prefix(300))")
         }
         #expect(rig.members.requests.isEmpty && rig.admin.requests.isEmpty, "a protected upstream was reached")
         #expect(rig.open.requests.isEmpty, "none of those paths is under /public/ once normalized")
 
-        let (status, _, _) = try await rig.exchange("GET /api/a/./b/../c//d%7e?q=/../x HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer \(token)\r\nConnection: close\r\n\r\n")
+        let (status, _, _) = try await rig.exchange(
+            "GET /api/a/./b/../c//d%7e?q=/../x HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer \(token)\r\nConnection: close\r\n\r\n")
         #expect(status == "HTTP/1.1 200 OK")
         #expect(rig.api.requests.map(\.uri) == ["/a/c/d~?q=/../x"], "strip_prefix forwards the normalized path; the query as sent")
         #expect(await rig.stop() == 0)
@@ -165,7 +172,11 @@ struct EdgeSafetyTests {
         for connection in slow {
             let (bytes, closed) = await connection.receiveUntilClosed()
             #expect(closed, "a slow connection was left open")
-            if String(decoding: bytes, as: UTF8.self).hasPrefix("HTTP/1.1 503 Service Unavailable") { refused += 1 } else if bytes.isEmpty { cut += 1 }
+            if String(decoding: bytes, as: UTF8.self).hasPrefix("HTTP/1.1 503 Service Unavailable") {
+                refused += 1
+            } else if bytes.isEmpty {
+                cut += 1
+            }
         }
         #expect(refused == 20 && cut == 40, "\(refused) refused, \(cut) cut")
         #expect(clock.now - start < .seconds(5), "all closed after \(clock.now - start)")
@@ -213,7 +224,7 @@ struct EdgeSafetyTests {
             "Content-Length: 4, 5\r\n\r\nabcd",
             "Content-Length: +4\r\n\r\nabcd",
             "X-A: b\r\n c\r\n\r\n",
-            "Host: other\r\n\r\n",
+            "Host: other\r\n\r\n"
         ]
     )
     func ambiguousFraming(headers: String) async throws {

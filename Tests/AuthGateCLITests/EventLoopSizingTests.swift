@@ -1,11 +1,12 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Testing
 
 @testable import AuthGateCLI
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 @Suite struct EventLoopSizingTests {
     @Test(arguments: [("0", 1), ("0-1", 2), ("0-3,8,10-11", 7), (" 2 ", 1), ("\t0-1", 2)])

@@ -1,11 +1,12 @@
 import AuthGateCore
 import AuthGateTestSupport
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Synchronization
 import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// Signing-key rotation without downtime, as the runbook in docs/operations.md does it, on two
 /// `authgate serve` processes sharing Redis and the configuration file.
@@ -19,7 +20,9 @@ struct KeyRotationTests {
         let token = Mutex<String>("")
     }
 
-    @Test("published, active, retired, removed on two gateways while a client calls and refreshes: zero failed requests; a retired key's token works until removal, then not")
+    @Test(
+        "published, active, retired, removed on two gateways while a client calls and refreshes: zero failed requests; a retired key's token works until removal, then not"
+    )
     func rotation() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rotation-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -33,23 +36,26 @@ struct KeyRotationTests {
         /// Rewrites the configuration (atomically) with these `tokens.signing_keys` entries.
         func keys(_ keys: String) throws {
             try """
-                server: { host: 127.0.0.1, public_url: "https://auth.example.com" }
-                store: { kind: redis, redis: { url: "\(redis)", key_prefix: "\(prefix)" } }
-                tokens: { signing_keys: [ \(keys) ] }
-                providers: { anonymous: { enabled: true } }
-                rate_limits: { token: off, signup: off, nonce: off }
-                routes: [ { name: api, path_prefix: /api/, upstreams: [\(upstream.url)], auth: required, allow_anonymous: true } ]
-                logging: { level: warning }
-                """.write(to: config, atomically: true, encoding: .utf8)
+            server: { host: 127.0.0.1, public_url: "https://auth.example.com" }
+            store: { kind: redis, redis: { url: "\(redis)", key_prefix: "\(prefix)" } }
+            tokens: { signing_keys: [ \(keys) ] }
+            providers: { anonymous: { enabled: true } }
+            rate_limits: { token: off, signup: off, nonce: off }
+            routes: [ { name: api, path_prefix: /api/, upstreams: [\(upstream.url)], auth: required, allow_anonymous: true } ]
+            logging: { level: warning }
+            """.write(to: config, atomically: true, encoding: .utf8)
         }
         try keys("{ kid: k1, file: k1.pem, state: active }")
         let a = try await AuthGateServer.start(arguments: ["--config", config.path])
         let b = try await AuthGateServer.start(arguments: ["--config", config.path])
         let gateways = [a, b]
 
-        func call(_ server: AuthGateServer, _ method: String, _ path: String, token: String? = nil, json: String? = nil) async throws -> (Int, [String: JSONValue]) {
+        func call(_ server: AuthGateServer, _ method: String, _ path: String, token: String? = nil, json: String? = nil) async throws -> (
+            Int, [String: JSONValue]
+        ) {
             let (data, response) = try await HTTP.send(
-                URL(string: "http://127.0.0.1:\(server.port)\(path)")!, method: method, headers: token.map { ["Authorization": "Bearer \($0)"] } ?? [:], json: json
+                URL(string: "http://127.0.0.1:\(server.port)\(path)")!, method: method,
+                headers: token.map { ["Authorization": "Bearer \($0)"] } ?? [:], json: json
             )
             return (response.statusCode, (try? JSONValue.parse(Array(data)).objectValue) ?? [:])
         }
@@ -86,7 +92,8 @@ struct KeyRotationTests {
             while !record.stop.load(ordering: .relaxed) {
                 let through = gateways[round % 2]
                 round += 1
-                let (status, body) = try await call(through, "POST", "/auth/v1/token?grant_type=refresh_token", json: "{\"refresh_token\":\"\(refresh)\"}")
+                let (status, body) = try await call(
+                    through, "POST", "/auth/v1/token?grant_type=refresh_token", json: "{\"refresh_token\":\"\(refresh)\"}")
                 guard status == 200, let access = body["access_token"]?.stringValue, let next = body["refresh_token"]?.stringValue else {
                     record.failures.withLock { $0.append("refresh via \(through.port): \(status) \(body)") }
                     continue

@@ -1,10 +1,11 @@
 import AuthGateCore
 import AuthGateTestSupport
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// No secret reaches the logs, at the most verbose level: tokens, refresh tokens, ID tokens,
 /// `Authorization` values, signing keys.
@@ -18,7 +19,8 @@ struct LogSecretsTests {
         let provider = try await FakeProvider.start(keys: [FakeProvider.sharedKeys[0]])
         let upstream = try await EchoUpstream.start()
         let config = files.config
-        try files.writeConfig("""
+        try files.writeConfig(
+            """
             server: { host: 127.0.0.1, public_url: "https://auth.example.com" }
             store: { kind: redis, redis: { url: "\(try await SharedRedis.url())", key_prefix: "logs-\(UInt32.random(in: 0...UInt32.max)):" } }
             tokens: { signing_keys: [ { kid: k1, file: k1.pem } ] }
@@ -33,14 +35,18 @@ struct LogSecretsTests {
         var secrets: [String] = []
         func call(_ method: String, _ path: String, token: String? = nil, json: String? = nil) async throws -> [String: JSONValue] {
             let (data, _) = try await HTTP.send(
-                URL(string: "http://127.0.0.1:\(server.port)\(path)")!, method: method, headers: token.map { ["Authorization": "Bearer \($0)"] } ?? [:], json: json
+                URL(string: "http://127.0.0.1:\(server.port)\(path)")!, method: method,
+                headers: token.map { ["Authorization": "Bearer \($0)"] } ?? [:], json: json
             )
             return (try? JSONValue.parse(Array(data)).objectValue) ?? [:]
         }
         do {
             let now = Int64(Date().timeIntervalSince1970)
             let idToken = FakeProvider.token(
-                claims: ["iss": .string(provider.issuer), "aud": "app", "sub": "secret-subject", "iat": .integer(now), "exp": .integer(now + 600), "jti": "j1"],
+                claims: [
+                    "iss": .string(provider.issuer), "aud": "app", "sub": "secret-subject", "iat": .integer(now), "exp": .integer(now + 600),
+                    "jti": "j1"
+                ],
                 key: FakeProvider.sharedKeys[0]
             )
             secrets.append(idToken)
@@ -62,7 +68,8 @@ struct LogSecretsTests {
             _ = try await call("GET", "/api/x", token: forged)
             _ = try await call("POST", "/auth/v1/token?grant_type=refresh_token", json: "{\"refresh_token\":\"not-a-real-refresh-token-0123456789\"}")
             secrets.append("not-a-real-refresh-token-0123456789")
-            let minted = try await AuthGateBinary.run(["tokens", "service-role", "--config", config.path]).standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
+            let minted = try await AuthGateBinary.run(["tokens", "service-role", "--config", config.path]).standardOutput.trimmingCharacters(
+                in: .whitespacesAndNewlines)
             secrets.append(minted)
             _ = try await call("GET", "/auth/v1/admin/users", token: minted)
         } catch {
@@ -78,7 +85,9 @@ struct LogSecretsTests {
         let log = server.log
         #expect(log.contains("\"msg\":\"request\""), "the log must hold the request lines the check reads")
         let requestLines = log.split(separator: "\n").filter { $0.contains("\"msg\":\"request\"") }
-        #expect(requestLines.contains { $0.contains("\"gw.user_id\"") && $0.contains("\"gw.route\":\"api\"") }, "a proxied request's line names its user and route")
+        #expect(
+            requestLines.contains { $0.contains("\"gw.user_id\"") && $0.contains("\"gw.route\":\"api\"") },
+            "a proxied request's line names its user and route")
         #expect(requestLines.contains { $0.contains("\"gw.outcome\":\"bad_signature\"") }, "a refused request's line says why")
         for secret in secrets where !secret.isEmpty {
             // Any 24-character piece of a secret is enough to count as a leak.

@@ -1,10 +1,11 @@
 import AuthGateCore
 import AuthGateTestSupport
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// `/metrics` of a running `authgate serve` after traffic of every kind.
 @Suite("Metrics", .serialized)
@@ -17,7 +18,8 @@ struct MetricsTests {
         let upstream = try await EchoUpstream.start()
         let metricsPort = try freeLoopbackPort()
         let config = files.config
-        try files.writeConfig("""
+        try files.writeConfig(
+            """
             server: { host: 127.0.0.1, public_url: "https://auth.example.com", metrics_port: \(metricsPort) }
             store: { kind: redis, redis: { url: "\(try await SharedRedis.url())", key_prefix: "metrics-\(UInt32.random(in: 0...UInt32.max)):" } }
             tokens: { signing_keys: [ { kid: k1, file: k1.pem } ], refresh: { reuse_interval: 0s } }
@@ -33,7 +35,8 @@ struct MetricsTests {
         let server = try await AuthGateServer.start(arguments: ["--config", config.path])
         func call(_ method: String, _ path: String, token: String? = nil, json: String? = nil) async throws -> (Int, [String: JSONValue]) {
             let (data, response) = try await HTTP.send(
-                URL(string: "http://127.0.0.1:\(server.port)\(path)")!, method: method, headers: token.map { ["Authorization": "Bearer \($0)"] } ?? [:], json: json
+                URL(string: "http://127.0.0.1:\(server.port)\(path)")!, method: method,
+                headers: token.map { ["Authorization": "Bearer \($0)"] } ?? [:], json: json
             )
             return (response.statusCode, (try? JSONValue.parse(Array(data)).objectValue) ?? [:])
         }
@@ -43,17 +46,25 @@ struct MetricsTests {
         do {
             let now = Int64(Date().timeIntervalSince1970)
             let good = FakeProvider.token(
-                claims: ["iss": .string(provider.issuer), "aud": "app", "sub": "metrics-user", "iat": .integer(now), "exp": .integer(now + 600), "jti": "m1"],
+                claims: [
+                    "iss": .string(provider.issuer), "aud": "app", "sub": "metrics-user", "iat": .integer(now), "exp": .integer(now + 600),
+                    "jti": "m1"
+                ],
                 key: FakeProvider.sharedKeys[0]
             )
             let expired = FakeProvider.token(
-                claims: ["iss": .string(provider.issuer), "aud": "app", "sub": "metrics-user", "iat": .integer(now - 7200), "exp": .integer(now - 3600)],
+                claims: [
+                    "iss": .string(provider.issuer), "aud": "app", "sub": "metrics-user", "iat": .integer(now - 7200), "exp": .integer(now - 3600)
+                ],
                 key: FakeProvider.sharedKeys[0]
             )
-            let (status, session) = try await call("POST", "/auth/v1/token?grant_type=id_token", json: "{\"provider\":\"fake\",\"id_token\":\"\(good)\"}")
+            let (status, session) = try await call(
+                "POST", "/auth/v1/token?grant_type=id_token", json: "{\"provider\":\"fake\",\"id_token\":\"\(good)\"}")
             try #require(status == 200)
-            #expect(try await call("POST", "/auth/v1/token?grant_type=id_token", json: "{\"provider\":\"fake\",\"id_token\":\"\(expired)\"}").0 == 400)
-            #expect(try await call("POST", "/auth/v1/token?grant_type=id_token", json: "{\"provider\":\"made-up\",\"id_token\":\"\(good)\"}").0 != 200)
+            #expect(
+                try await call("POST", "/auth/v1/token?grant_type=id_token", json: "{\"provider\":\"fake\",\"id_token\":\"\(expired)\"}").0 == 400)
+            #expect(
+                try await call("POST", "/auth/v1/token?grant_type=id_token", json: "{\"provider\":\"made-up\",\"id_token\":\"\(good)\"}").0 != 200)
             access = try #require(session["access_token"]?.stringValue)
             userID = try #require(session["user"]?.objectValue?["id"]?.stringValue)
             let refresh = try #require(session["refresh_token"]?.stringValue)

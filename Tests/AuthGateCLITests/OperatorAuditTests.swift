@@ -1,10 +1,11 @@
 import AuthGateCore
 import AuthGateTestSupport
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// The outside audit's findings against what operators run: the `authgate` commands and what
 /// `authgate serve` writes to its log.
@@ -25,7 +26,7 @@ struct OperatorAuditTests {
         "a Redis password never reaches check-config's or serve's output, whatever the URL's other faults",
         arguments: [
             "redis://:hunter2@127.0.0.1:6379/x", "redis://:hunter2@127.0.0.1:99999/0", "redis://app:hunter2@/0", "redis://:hun?ter2@127.0.0.1/0",
-            "redis://:hunter2#x@127.0.0.1/0", "redis://:hunter2@127.0.0.1/0?db=1", "rediss://:hunter2@127.0.0.1/0", "redis://:hunter2%zz@127.0.0.1/0",
+            "redis://:hunter2#x@127.0.0.1/0", "redis://:hunter2@127.0.0.1/0?db=1", "rediss://:hunter2@127.0.0.1/0", "redis://:hunter2%zz@127.0.0.1/0"
         ]
     )
     func redisPasswords(url: String) async throws {
@@ -74,7 +75,7 @@ struct OperatorAuditTests {
         let issuedAt = try #require(claims["iat"]?.integerValue)
         let base = [
             "verify-id-token", "--provider", "apple", "--jwks-file", Self.fixtures.appendingPathComponent("jwks/apple-keys-collected.json").path,
-            "--audience", audience,
+            "--audience", audience
         ]
         let result = try await AuthGateBinary.run(base + ["--at", String(issuedAt + 1), token])
         #expect(result.status == 0, "\(result.standardOutput)\(result.standardError)")
@@ -89,7 +90,8 @@ struct OperatorAuditTests {
 
     @Test("require_claims on user_metadata is refused at check-config and at start, pointing to app_metadata")
     func userMetadataClaims() async throws {
-        let file = try writeConfig("routes: [ { name: r, path_prefix: /r/, upstreams: [\"http://127.0.0.1:1\"], require_claims: { user_metadata.plan: pro } } ]\n")
+        let file = try writeConfig(
+            "routes: [ { name: r, path_prefix: /r/, upstreams: [\"http://127.0.0.1:1\"], require_claims: { user_metadata.plan: pro } } ]\n")
         defer { try? FileManager.default.removeItem(at: file) }
         let check = try await AuthGateBinary.run(["check-config", "--config", file.path])
         #expect(check.status == 1)

@@ -34,7 +34,9 @@ struct RandomRequestHeadTests {
         }
         #expect(rig.server.isRunning, "\(rig.server.log.suffix(3000))")
         let notable = rig.server.log.split(separator: "\n").filter { !$0.contains("\"info\"") && !$0.contains(" info ") }.suffix(40)
-        #expect(unanswered.isEmpty, "\(unanswered.count) requests got no answer, like: \(unanswered.prefix(3))\nthe gateway's log:\n\(notable.joined(separator: "\n"))")
+        #expect(
+            unanswered.isEmpty,
+            "\(unanswered.count) requests got no answer, like: \(unanswered.prefix(3))\nthe gateway's log:\n\(notable.joined(separator: "\n"))")
 
         #expect(rig.members.requests.isEmpty, "members (no anonymous users) was reached: \(rig.members.requests.prefix(3).map(\.uri))")
         #expect(rig.admin.requests.isEmpty, "admin (service_role only) was reached: \(rig.admin.requests.prefix(3).map(\.uri))")
@@ -42,7 +44,8 @@ struct RandomRequestHeadTests {
         for request in rig.open.requests {
             #expect(request.uri.hasPrefix("/public/"), "the open upstream got \(request.uri)")
             Self.expectCanonical(request)
-            #expect(!request.headers.contains { Self.folded($0.name).hasPrefix("x-authgate-") }, "identity header on a public route: \(request.headers)")
+            #expect(
+                !request.headers.contains { Self.folded($0.name).hasPrefix("x-authgate-") }, "identity header on a public route: \(request.headers)")
         }
         for request in rig.api.requests {
             Self.expectCanonical(request)
@@ -85,24 +88,27 @@ struct RandomRequestHeadTests {
 
     /// Weighted toward the routes whose upstreams record what they get.
     private static let prefixes = [
-        "/public/", "/public/", "/public/", "/api", "/api/", "/api/", "/members/", "/admin/", "/auth/v1/", "/", "/early/", "/early-anon/", "/nowhere/",
+        "/public/", "/public/", "/public/", "/api", "/api/", "/api/", "/members/", "/admin/", "/auth/v1/", "/", "/early/", "/early-anon/", "/nowhere/"
     ]
     private static let pieces = [
         "a", "b", "x", "users", ".", "..", "/", "//", "%2e", "%2E", "%2e%2e", ".%2e", "%2f", "%2F", "%5c", "\\", "%00", "%41", "%7e", ";",
-        "..;", ";x=1", "~", "%", "%g1", "é", "%20", "%25", "members", "admin", "public", "api", "?", "?q=../x", "#f", "*",
+        "..;", ";x=1", "~", "%", "%g1", "é", "%20", "%25", "members", "admin", "public", "api", "?", "?q=../x", "#f", "*"
     ]
     private static let identityNames = [
         "X-AuthGate-User-Id", "x-authgate-user-id", "X_AuthGate_User_Id", "X-AUTHGATE-ROLE", "X-AuthGate_Role", "x_authgate_anonymous",
-        "X-AuthGate-Session-Id", "X-Forwarded-For", "X_Forwarded_For", "X-Real-IP", "Forwarded", "X-Request-Id",
+        "X-AuthGate-Session-Id", "X-Forwarded-For", "X_Forwarded_For", "X-Real-IP", "Forwarded", "X-Request-Id"
     ]
 
     private static func request(token: String, using generator: inout SeededGenerator) -> [UInt8] {
-        let method = ["GET", "GET", "GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS", "PATCH", "get", "CONNECT", "TRACE"].randomElement(using: &generator)!
+        let method = ["GET", "GET", "GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS", "PATCH", "get", "CONNECT", "TRACE"].randomElement(
+            using: &generator)!
         var target = prefixes.randomElement(using: &generator)!
         // Half of the targets use harmless pieces only, so that many requests get through.
         let harmless = Bool.random(using: &generator)
         for _ in 0..<Int.random(in: 0...6, using: &generator) {
-            target += harmless ? ["a", "b/", "x", "./", "c/../", "%41", "%7e", "~"].randomElement(using: &generator)! : pieces.randomElement(using: &generator)!
+            target +=
+                harmless
+                ? ["a", "b/", "x", "./", "c/../", "%41", "%7e", "~"].randomElement(using: &generator)! : pieces.randomElement(using: &generator)!
         }
         if Int.random(in: 0..<20, using: &generator) == 0 { target = "http://gw" + target }
         var lines = ["\(method) \(target) HTTP/1.1"]
@@ -120,7 +126,9 @@ struct RandomRequestHeadTests {
         default: break
         }
         for _ in 0..<Int.random(in: 0...3, using: &generator) {
-            lines.append("\(identityNames.randomElement(using: &generator)!): \(["admin", "service_role", "false", "6.6.6.6"].randomElement(using: &generator)!)")
+            lines.append(
+                "\(identityNames.randomElement(using: &generator)!): \(["admin", "service_role", "false", "6.6.6.6"].randomElement(using: &generator)!)"
+            )
         }
         var body: [UInt8] = []
         switch Int.random(in: 0..<12, using: &generator) {
@@ -133,7 +141,10 @@ struct RandomRequestHeadTests {
             body = Array("\(String(chunk.count, radix: 16))\r\n".utf8) + chunk + Array("\r\n0\r\n\r\n".utf8)
         case 2: lines += ["Content-Length: 3", "Content-Length: 4"]; body = Array("abcd".utf8)
         case 3: lines += ["Content-Length: 3", "Transfer-Encoding: chunked"]; body = Array("0\r\n\r\n".utf8)
-        case 4: lines.append(["Transfer-Encoding: identity, chunked", "Transfer-Encoding: xchunked", "Transfer-Encoding: chunked, gzip"].randomElement(using: &generator)!)
+        case 4:
+            lines.append(
+                ["Transfer-Encoding: identity, chunked", "Transfer-Encoding: xchunked", "Transfer-Encoding: chunked, gzip"].randomElement(
+                    using: &generator)!)
         case 5: lines += ["Connection: Upgrade", "Upgrade: websocket", "Sec-WebSocket-Version: 13", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=="]
         case 6: lines += ["Upgrade: h2c", "Connection: Upgrade, HTTP2-Settings", "HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA"]
         case 7: lines += ["Expect: 100-continue", "Content-Length: 5"]; body = Array("hello".utf8)

@@ -1,11 +1,12 @@
 import AuthGateCore
 import AuthGateTestSupport
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Synchronization
 import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// `authgate serve` on a Redis master watched by three Sentinels: the master is killed while a
 /// client keeps refreshing and calling the proxy.
@@ -27,7 +28,8 @@ struct SentinelFailoverGatewayTests {
         let files = try GatewayFiles("failover")
         defer { files.remove() }
         let nodes = cluster.sentinels.map { "\"127.0.0.1:\($0.port)\"" }.joined(separator: ", ")
-        try files.writeConfig("""
+        try files.writeConfig(
+            """
             server: { host: 127.0.0.1, public_url: "https://auth.example.com" }
             store:
               kind: redis
@@ -44,9 +46,12 @@ struct SentinelFailoverGatewayTests {
             """)
         let server = try await AuthGateServer.start(arguments: ["--config", files.config.path])
         func call(_ method: String, _ path: String, token: String? = nil, json: String? = nil) async -> (Int, [String: JSONValue]) {
-            guard let (data, response) = try? await HTTP.send(
-                URL(string: "http://127.0.0.1:\(server.port)\(path)")!, method: method, headers: token.map { ["Authorization": "Bearer \($0)"] } ?? [:], json: json
-            ) else { return (0, [:]) }
+            guard
+                let (data, response) = try? await HTTP.send(
+                    URL(string: "http://127.0.0.1:\(server.port)\(path)")!, method: method,
+                    headers: token.map { ["Authorization": "Bearer \($0)"] } ?? [:], json: json
+                )
+            else { return (0, [:]) }
             return (response.statusCode, (try? JSONValue.parse(Array(data)).objectValue) ?? [:])
         }
         let rounds = Mutex<[Round]>([])
@@ -64,9 +69,11 @@ struct SentinelFailoverGatewayTests {
                 var tokens = (current: firstRefresh, previous: firstRefresh, access: firstAccess)
                 while !stop.load(ordering: .relaxed) {
                     let started = ContinuousClock.now
-                    var (status, body) = await call("POST", "/auth/v1/token?grant_type=refresh_token", json: "{\"refresh_token\":\"\(tokens.current)\"}")
+                    var (status, body) = await call(
+                        "POST", "/auth/v1/token?grant_type=refresh_token", json: "{\"refresh_token\":\"\(tokens.current)\"}")
                     if status == 400, tokens.previous != tokens.current {
-                        (status, body) = await call("POST", "/auth/v1/token?grant_type=refresh_token", json: "{\"refresh_token\":\"\(tokens.previous)\"}")
+                        (status, body) = await call(
+                            "POST", "/auth/v1/token?grant_type=refresh_token", json: "{\"refresh_token\":\"\(tokens.previous)\"}")
                     }
                     var ok = false
                     var detail = "refresh \(status) \(body["error_code"]?.stringValue ?? "")"

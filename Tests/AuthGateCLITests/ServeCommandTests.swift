@@ -1,9 +1,10 @@
 import AuthGateTestSupport
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// `authgate serve` through the real executable.
 @Suite("authgate serve")
@@ -39,9 +40,9 @@ struct ServeCommandTests {
         try TestKeys.es256PEM().write(to: key, atomically: true, encoding: .utf8)
         let config = directory.appendingPathComponent("authgate.yaml")
         try """
-            store: { kind: redis, redis: { url: "\(redisURL)" } }
-            tokens: { signing_keys: [ { kid: k1, file: k1.pem } ] }
-            """.write(to: config, atomically: true, encoding: .utf8)
+        store: { kind: redis, redis: { url: "\(redisURL)" } }
+        tokens: { signing_keys: [ { kid: k1, file: k1.pem } ] }
+        """.write(to: config, atomically: true, encoding: .utf8)
         let server = try await AuthGateServer.start(arguments: ["--config", config.path])
         let (data, ready) = try await HTTP.get(server.baseURL.appendingPathComponent("readyz"))
         #expect(ready.statusCode == 200, "\(String(decoding: data, as: UTF8.self))")

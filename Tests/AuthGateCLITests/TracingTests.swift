@@ -1,10 +1,11 @@
 import AuthGateCore
 import AuthGateTestSupport
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// Tracing on: spans go to an OTLP/HTTP collector and upstreams receive W3C trace context.
 @Suite("Tracing", .serialized)
@@ -15,7 +16,8 @@ struct TracingTests {
         let upstream = try await EchoUpstream.start()
         let files = try GatewayFiles("tracing")
         defer { files.remove() }
-        try files.writeConfig("""
+        try files.writeConfig(
+            """
             server: { host: 127.0.0.1, public_url: "https://auth.example.com" }
             store: { kind: redis, redis: { url: "\(try await SharedRedis.url())", key_prefix: "tracing-\(UInt32.random(in: 0...UInt32.max)):" } }
             tokens: { signing_keys: [ { kid: k1, file: k1.pem } ] }

@@ -35,7 +35,9 @@ struct VerifyIDTokenCommandTests {
     @Test("a valid token prints its claims and exits 0; --json gives a machine-readable answer")
     func valid() async throws {
         let fixture = try appleFixture()
-        let arguments = ["verify-id-token", "--provider", "apple", "--jwks-file", appleJWKS, "--audience", fixture.audience, "--at", String(fixture.issuedAt + 60)]
+        let arguments = [
+            "verify-id-token", "--provider", "apple", "--jwks-file", appleJWKS, "--audience", fixture.audience, "--at", String(fixture.issuedAt + 60)
+        ]
         let text = try await AuthGateBinary.run(arguments + [fixture.token])
         #expect(text.status == 0, "\(text.standardError)")
         #expect(text.standardOutput.contains("valid: apple ID token for subject \(fixture.subject)"))
@@ -57,7 +59,8 @@ struct VerifyIDTokenCommandTests {
         let audience = try await AuthGateBinary.run(base + ["--audience", "com.example.other", "--at", String(fixture.issuedAt + 1), fixture.token])
         #expect(audience.status == 1)
         #expect(try JSONDecoder().decode([String: JSONValue].self, from: Data(audience.standardOutput.utf8))["reason"] == "audience")
-        let nonce = try await AuthGateBinary.run(base + ["--audience", fixture.audience, "--at", String(fixture.issuedAt + 1), "--nonce", "abc", fixture.token])
+        let nonce = try await AuthGateBinary.run(
+            base + ["--audience", fixture.audience, "--at", String(fixture.issuedAt + 1), "--nonce", "abc", fixture.token])
         #expect(nonce.status == 1)
         let nonceAnswer = try JSONDecoder().decode([String: JSONValue].self, from: Data(nonce.standardOutput.utf8))
         #expect(nonceAnswer["reason"] == "nonce_missing")

@@ -79,12 +79,13 @@ struct AccessTokenTests {
         let oldToken = try AccessTokenIssuer(keyRing: before).mint(claims())
         #expect(oldToken.contains(Base64URL.encode(Array("{\"alg\":\"ES256\",\"kid\":\"old\",\"typ\":\"JWT\"}".utf8))))
         let after = try ring([
-            SigningKey(kid: "old", state: .retired, privateKey: old.privateKey), SigningKey(kid: "new", state: .active, privateKey: new.privateKey),
+            SigningKey(kid: "old", state: .retired, privateKey: old.privateKey), SigningKey(kid: "new", state: .active, privateKey: new.privateKey)
         ])
         let verifier = AccessTokenVerifier(keyRing: after, issuer: Self.issuer, audience: "authenticated")
         _ = try verifier.verify(oldToken, now: Date())
         _ = try verifier.verify(AccessTokenIssuer(keyRing: after).mint(claims()), now: Date())
-        let removed = AccessTokenVerifier(keyRing: try ring([SigningKey(kid: "new", state: .active, privateKey: new.privateKey)]), issuer: Self.issuer, audience: "authenticated")
+        let removed = AccessTokenVerifier(
+            keyRing: try ring([SigningKey(kid: "new", state: .active, privateKey: new.privateKey)]), issuer: Self.issuer, audience: "authenticated")
         #expect(rejection { try removed.verify(oldToken, now: Date()) } == .unknownKeyID)
     }
 
@@ -111,6 +112,8 @@ struct AccessTokenTests {
         let parsed = try SigningKey.parse(pem: ec.pemRepresentation, kid: "e", algorithm: .es256, state: .active)
         #expect(parsed.publicJWK == ec.publicJWK)
         #expect(throws: AuthGateError.self) { try SigningKey.parse(pem: ec.pemRepresentation, kid: "e", algorithm: .rs256, state: .active) }
-        #expect(throws: AuthGateError.self) { try SigningKey.parse(pem: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----", kid: "x", algorithm: .es256, state: .active) }
+        #expect(throws: AuthGateError.self) {
+            try SigningKey.parse(pem: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----", kid: "x", algorithm: .es256, state: .active)
+        }
     }
 }

@@ -15,7 +15,8 @@ struct AccountServiceTests: AccountsTesting {
     @Test("id_token sign-in creates a user once, then finds it; the access token carries GoTrue's claims", arguments: StoreKind.allCases)
     func signIn(kind: StoreKind) async throws {
         try await withService(kind) { accounts, _ in
-            let first = try await accounts.signInWithIDToken(provider: "fake", idToken: idToken(subject: "s1", email: "Ann@Example.com"), rawNonce: nil, linkingTo: nil, now: Date())
+            let first = try await accounts.signInWithIDToken(
+                provider: "fake", idToken: idToken(subject: "s1", email: "Ann@Example.com"), rawNonce: nil, linkingTo: nil, now: Date())
             #expect(first.user.email == "ann@example.com")
             #expect(first.user.emailConfirmedAt != nil)
             #expect(first.user.appMetadata == ["provider": "fake", "providers": .array(["fake"])])
@@ -26,15 +27,19 @@ struct AccountServiceTests: AccountsTesting {
             #expect(claims.sessionID == first.session.id)
             #expect(claims.amr.map(\.method) == ["oauth"])
             #expect(claims.isAnonymous == false)
-            let again = try await accounts.signInWithIDToken(provider: "fake", idToken: idToken(subject: "s1", email: "ann@example.com"), rawNonce: nil, linkingTo: nil, now: Date())
+            let again = try await accounts.signInWithIDToken(
+                provider: "fake", idToken: idToken(subject: "s1", email: "ann@example.com"), rawNonce: nil, linkingTo: nil, now: Date())
             #expect(again.user.id == first.user.id)
             #expect(again.session.id != first.session.id)
             // Automatic linking by verified email: another provider subject with the same email joins the user.
-            let linked = try await accounts.signInWithIDToken(provider: "fake", idToken: idToken(subject: "s2", email: "ann@example.com"), rawNonce: nil, linkingTo: nil, now: Date())
+            let linked = try await accounts.signInWithIDToken(
+                provider: "fake", idToken: idToken(subject: "s2", email: "ann@example.com"), rawNonce: nil, linkingTo: nil, now: Date())
             #expect(linked.user.id == first.user.id)
             #expect(Set(linked.identities.map(\.subject)) == ["s1", "s2"])
             // An unverified email never links.
-            let stranger = try await accounts.signInWithIDToken(provider: "fake", idToken: idToken(subject: "s3", email: "ann@example.com", verified: false), rawNonce: nil, linkingTo: nil, now: Date())
+            let stranger = try await accounts.signInWithIDToken(
+                provider: "fake", idToken: idToken(subject: "s3", email: "ann@example.com", verified: false), rawNonce: nil, linkingTo: nil,
+                now: Date())
             #expect(stranger.user.id != first.user.id)
             #expect(stranger.user.email == nil)
         }
@@ -64,7 +69,8 @@ struct AccountServiceTests: AccountsTesting {
             let otherCaller = try await accounts.authenticate(bearer: other.accessToken, now: Date())
             #expect(
                 await code {
-                    _ = try await accounts.signInWithIDToken(provider: "fake", idToken: idToken(subject: "apple-1"), rawNonce: nil, linkingTo: otherCaller, now: Date())
+                    _ = try await accounts.signInWithIDToken(
+                        provider: "fake", idToken: idToken(subject: "apple-1"), rawNonce: nil, linkingTo: otherCaller, now: Date())
                 } == .identityAlreadyExists
             )
             let unchanged = try await accounts.authenticate(bearer: other.accessToken, now: Date())
@@ -82,9 +88,11 @@ struct AccountServiceTests: AccountsTesting {
             #expect(child.session.id == session.session.id)
             let sameChild = try await accounts.refresh(session.refreshToken, now: start.addingTimeInterval(9))
             #expect(sameChild.refreshToken == child.refreshToken)
-            #expect(await code { _ = try await accounts.refresh(session.refreshToken, now: start.addingTimeInterval(12)) } == .refreshTokenAlreadyUsed)
+            #expect(
+                await code { _ = try await accounts.refresh(session.refreshToken, now: start.addingTimeInterval(12)) } == .refreshTokenAlreadyUsed)
             #expect(await code { _ = try await accounts.refresh(child.refreshToken, now: start.addingTimeInterval(13)) } == .refreshTokenNotFound)
-            #expect(await code { _ = try await accounts.authenticate(bearer: child.accessToken, now: start.addingTimeInterval(13)) } == .sessionNotFound)
+            #expect(
+                await code { _ = try await accounts.authenticate(bearer: child.accessToken, now: start.addingTimeInterval(13)) } == .sessionNotFound)
         }
     }
 
@@ -137,9 +145,12 @@ struct AccountServiceTests: AccountsTesting {
     @Test("logout scopes: local, others, global; each revocation is on the stream", arguments: StoreKind.allCases)
     func logoutScopes(kind: StoreKind) async throws {
         try await withService(kind) { accounts, store in
-            let first = try await accounts.signInWithIDToken(provider: "fake", idToken: idToken(subject: "L"), rawNonce: nil, linkingTo: nil, now: Date())
-            let second = try await accounts.signInWithIDToken(provider: "fake", idToken: idToken(subject: "L"), rawNonce: nil, linkingTo: nil, now: Date())
-            let third = try await accounts.signInWithIDToken(provider: "fake", idToken: idToken(subject: "L"), rawNonce: nil, linkingTo: nil, now: Date())
+            let first = try await accounts.signInWithIDToken(
+                provider: "fake", idToken: idToken(subject: "L"), rawNonce: nil, linkingTo: nil, now: Date())
+            let second = try await accounts.signInWithIDToken(
+                provider: "fake", idToken: idToken(subject: "L"), rawNonce: nil, linkingTo: nil, now: Date())
+            let third = try await accounts.signInWithIDToken(
+                provider: "fake", idToken: idToken(subject: "L"), rawNonce: nil, linkingTo: nil, now: Date())
             try await accounts.logout(try await accounts.authenticate(bearer: first.accessToken, now: Date()), scope: .local, now: Date())
             #expect(Set(try await store.sessions(ofUser: first.user.id).map(\.id)) == [second.session.id, third.session.id])
             try await accounts.logout(try await accounts.authenticate(bearer: second.accessToken, now: Date()), scope: .others, now: Date())
@@ -149,7 +160,8 @@ struct AccountServiceTests: AccountsTesting {
             if let memory = store as? MemoryAuthStore {
                 #expect(await memory.revocations.map(\.sessionID) == [first.session.id, third.session.id, second.session.id])
             } else if let redis = store as? RedisAuthStore {
-                let entries = try RedisStreamEntry.entries(from: try await redis.redis.send(RedisCommand("XRANGE", .string(redis.keyPrefix + "revocations"), "-", "+")))
+                let entries = try RedisStreamEntry.entries(
+                    from: try await redis.redis.send(RedisCommand("XRANGE", .string(redis.keyPrefix + "revocations"), "-", "+")))
                 #expect(entries.map { $0["session"] } == [first.session.id, third.session.id, second.session.id])
                 #expect(entries.allSatisfy { $0["reason"] == "logout" && $0["kind"] == "session" })
             }
@@ -161,7 +173,8 @@ struct AccountServiceTests: AccountsTesting {
         try await withService(kind) { accounts, _ in
             let session = try await accounts.signUpAnonymously(data: ["a": 1, "b": "x"], now: Date())
             let caller = try await accounts.authenticate(bearer: session.accessToken, now: Date())
-            let (user, _) = try await accounts.updateMetadata(of: caller, data: ["b": .null, "full_name": "Grace Hopper"], limit: 16 << 10, now: Date())
+            let (user, _) = try await accounts.updateMetadata(
+                of: caller, data: ["b": .null, "full_name": "Grace Hopper"], limit: 16 << 10, now: Date())
             #expect(user.userMetadata == ["a": 1, "full_name": "Grace Hopper"])
             let reread = try await accounts.authenticate(bearer: session.accessToken, now: Date())
             #expect(reread.user.userMetadata == user.userMetadata)

@@ -14,7 +14,9 @@ protocol AccountsTesting {}
 extension AccountsTesting {
     /// A service over a fresh store and a file-backed fake provider named `fake` (issuer
     /// `https://fake.example`), with anonymous sign-in on.
-    func withService(_ kind: TestStoreKind, reuse: String = "10s", extra: String = "", _ body: (AccountService, any AuthStore) async throws -> Void) async throws {
+    func withService(_ kind: TestStoreKind, reuse: String = "10s", extra: String = "", _ body: (AccountService, any AuthStore) async throws -> Void)
+        async throws
+    {
         let jwks = FileManager.default.temporaryDirectory.appendingPathComponent("jwks-\(UUID().uuidString).json")
         try FakeProvider.jwks(FakeProvider.sharedKeys).write(to: jwks, atomically: true, encoding: .utf8)
         let configuration = try AuthGateConfiguration.parse(

@@ -22,7 +22,9 @@ struct AdminServiceTests {
         _ = try await store.claimEmail(email, userID: user.id)
         _ = try await store.claimIdentity(provider: "google", subject: subject, userID: user.id)
         try await store.saveIdentity(
-            IdentityRecord(identityID: UUIDBytes.random(), userID: user.id, provider: "google", subject: subject, identityData: [:], email: email, createdAt: createdAt, updatedAt: createdAt, lastSignInAt: createdAt)
+            IdentityRecord(
+                identityID: UUIDBytes.random(), userID: user.id, provider: "google", subject: subject, identityData: [:], email: email,
+                createdAt: createdAt, updatedAt: createdAt, lastSignInAt: createdAt)
         )
         var ids: [String] = []
         for _ in 0..<sessions {
@@ -43,7 +45,10 @@ struct AdminServiceTests {
             let admin = service(store)
             var seeded: [UserRecord] = []
             for index in 0..<5 {
-                seeded.append(try await seed(store, subject: "s\(index)", email: "u\(index)@example.com", sessions: 0, createdAt: now.addingTimeInterval(Double(index))).0)
+                seeded.append(
+                    try await seed(
+                        store, subject: "s\(index)", email: "u\(index)@example.com", sessions: 0, createdAt: now.addingTimeInterval(Double(index))
+                    ).0)
             }
             let first = try await admin.users(offset: 0, limit: 2)
             #expect(first.total == 5)
@@ -57,7 +62,9 @@ struct AdminServiceTests {
         }
     }
 
-    @Test("revoking a session by its id alone ends it and streams it; sign-out everywhere ends the rest and voids the user's tokens", arguments: TestStoreKind.allCases)
+    @Test(
+        "revoking a session by its id alone ends it and streams it; sign-out everywhere ends the rest and voids the user's tokens",
+        arguments: TestStoreKind.allCases)
     func sessions(kind: TestStoreKind) async throws {
         try await withTestStore(kind) { store in
             let admin = service(store)
@@ -78,7 +85,9 @@ struct AdminServiceTests {
         }
     }
 
-    @Test("ban ends the sessions and refuses sign-in until lifted; delete removes the user and its indexes, soft delete keeps a scrubbed record", arguments: TestStoreKind.allCases)
+    @Test(
+        "ban ends the sessions and refuses sign-in until lifted; delete removes the user and its indexes, soft delete keeps a scrubbed record",
+        arguments: TestStoreKind.allCases)
     func banAndDelete(kind: TestStoreKind) async throws {
         try await withTestStore(kind) { store in
             let admin = service(store)

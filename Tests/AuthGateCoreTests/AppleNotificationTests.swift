@@ -39,24 +39,29 @@ struct AppleNotificationTests {
         }
     }
 
-    @Test("consent-revoked signs the Apple identity's user out everywhere, once; a replay is refused; an unknown user is acknowledged", arguments: TestStoreKind.allCases)
+    @Test(
+        "consent-revoked signs the Apple identity's user out everywhere, once; a replay is refused; an unknown user is acknowledged",
+        arguments: TestStoreKind.allCases)
     func consentRevoked(kind: TestStoreKind) async throws {
         let testCase = try #require(Self.notifications.first)
         let at = Date(timeIntervalSince1970: Double(testCase.issuedAt + 1))
         let subject = try #require(try JSONValue.parse(Array((testCase.claims["events"]?.stringValue ?? "").utf8)).objectValue?["sub"]?.stringValue)
         try await withTestStore(kind) { store in
-            let service = AppleNotificationService(verifier: try appleVerifier(audience: testCase.audience), store: store, logger: Logger(label: "apple-test"))
+            let service = AppleNotificationService(
+                verifier: try appleVerifier(audience: testCase.audience), store: store, logger: Logger(label: "apple-test"))
             // Nobody holds the identity yet: acknowledged, nothing to do.
             #expect(try await service.handle(testCase.token, now: at).1 == .unknownUser)
             await #expect(throws: AuthGateError.self, "a replay is refused") { try await service.handle(testCase.token, now: at) }
 
             let other = try #require(Self.notifications.last)
-            let otherSubject = try #require(try JSONValue.parse(Array((other.claims["events"]?.stringValue ?? "").utf8)).objectValue?["sub"]?.stringValue)
+            let otherSubject = try #require(
+                try JSONValue.parse(Array((other.claims["events"]?.stringValue ?? "").utf8)).objectValue?["sub"]?.stringValue)
             let userID = UUIDBytes.random()
             _ = try await store.claimIdentity(provider: "apple", subject: otherSubject, userID: userID)
             let session = SessionRecord(id: UUIDBytes.random(), userID: userID, createdAt: at, refreshedAt: at, aal: "aal1", amr: [])
             try await store.createSession(session, refreshTokenHash: "h")
-            let otherService = AppleNotificationService(verifier: try appleVerifier(audience: other.audience), store: store, logger: Logger(label: "apple-test"))
+            let otherService = AppleNotificationService(
+                verifier: try appleVerifier(audience: other.audience), store: store, logger: Logger(label: "apple-test"))
             let otherAt = Date(timeIntervalSince1970: Double(other.issuedAt + 1))
             #expect(try await otherService.handle(other.token, now: otherAt).1 == .signedOut)
             #expect(try await store.sessions(ofUser: userID).isEmpty)

@@ -101,7 +101,10 @@ struct ConfigurationTests {
             """
         )
         let keys = Set(found.map(\.key))
-        #expect(keys.isSuperset(of: ["server.prot", "server.port", "tokens.access_token_ttl", "routes[0].path_prefix", "routes[0].upstreams", "routes[1].name"]))
+        #expect(
+            keys.isSuperset(of: [
+                "server.prot", "server.port", "tokens.access_token_ttl", "routes[0].path_prefix", "routes[0].upstreams", "routes[1].name"
+            ]))
         #expect(found.first { $0.key == "server.port" }?.message.contains("70000") == true)
     }
 
@@ -115,7 +118,7 @@ struct ConfigurationTests {
                 "AUTHGATE_PROVIDERS_APPLE_AUDIENCES": "com.a, com.b",
                 "AUTHGATE_ROUTES": "[{name: r, path_prefix: /r/, upstreams: [http://127.0.0.1:1]}]",
                 "AUTHGATE_TOKENS_REFRESH_REUSE_INTERVAL": "3s",
-                "UNRELATED": "1",
+                "UNRELATED": "1"
             ]
         )
         #expect(configuration.server.port == 7000)
@@ -177,10 +180,12 @@ struct ConfigurationTests {
 
 @Suite("Configuration value syntaxes")
 struct ConfigurationValueParserTests {
-    @Test("durations", arguments: [
-        ("3600s", Duration.seconds(3600)), ("10m", .seconds(600)), ("1h30m", .seconds(5400)), ("250ms", .milliseconds(250)),
-        ("2d", .seconds(172_800)), ("0", .zero),
-    ])
+    @Test(
+        "durations",
+        arguments: [
+            ("3600s", Duration.seconds(3600)), ("10m", .seconds(600)), ("1h30m", .seconds(5400)), ("250ms", .milliseconds(250)),
+            ("2d", .seconds(172_800)), ("0", .zero)
+        ])
     func durations(text: String, expected: Duration) {
         #expect(ConfigurationValueParsers.duration(text) == expected)
     }

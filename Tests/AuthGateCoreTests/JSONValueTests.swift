@@ -13,7 +13,7 @@ struct JSONValueTests {
             value
                 == .object([
                     "s": .string("a\"b\\c/d\né😀"), "i": .integer(-42), "d": .double(1500), "t": true, "f": false, "n": .null,
-                    "a": .array([1, .array([2, .object([:])])]), "big": .double(12_345_678_901_234_567_890),
+                    "a": .array([1, .array([2, .object([:])])]), "big": .double(12_345_678_901_234_567_890)
                 ])
         )
     }
@@ -25,7 +25,9 @@ struct JSONValueTests {
 
     @Test("refuses nesting deeper than 64")
     func depth() {
-        #expect(throws: JSONValue.ParseError.self) { try JSONValue.parse(Array((String(repeating: "[", count: 65) + String(repeating: "]", count: 65)).utf8)) }
+        #expect(throws: JSONValue.ParseError.self) {
+            try JSONValue.parse(Array((String(repeating: "[", count: 65) + String(repeating: "]", count: 65)).utf8))
+        }
         #expect((try? JSONValue.parse(Array((String(repeating: "[", count: 60) + String(repeating: "]", count: 60)).utf8))) != nil)
     }
 

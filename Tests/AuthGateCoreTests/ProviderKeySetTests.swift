@@ -162,11 +162,12 @@ struct ProviderKeySetTests {
                 "{\"kty\":\"RSA\",\"kid\":\"enc\",\"use\":\"enc\",\"n\":\"AQAB\",\"e\":\"AQAB\"}",
                 "{\"kty\":\"EC\",\"kid\":\"odd-curve\",\"crv\":\"P-521\",\"x\":\"AA\",\"y\":\"AA\"}",
                 "{\"kty\":\"RSA\",\"kid\":\"tiny\",\"n\":\"AQAB\",\"e\":\"AQAB\"}",
-                "\"not an object\"",
+                "\"not an object\""
             ])
             _ = try await verifier.verify(idToken: token(provider, key: keys[0]), rawNonce: nil, now: Date())
             #expect(await verifier.keySet.status().keyCount == 1)
-            let hmacToken = FakeProvider.unsignedToken(header: ["alg": "RS256", "kid": "hmac"], claims: FakeProvider.claims(issuer: provider.issuer, audience: "app"))
+            let hmacToken = FakeProvider.unsignedToken(
+                header: ["alg": "RS256", "kid": "hmac"], claims: FakeProvider.claims(issuer: provider.issuer, audience: "app"))
             #expect(await code { try await verifier.verify(idToken: hmacToken, rawNonce: nil, now: Date()) } == .unknownKeyID)
         }
     }
@@ -218,7 +219,8 @@ struct ProviderKeySetTests {
             // nbf and iat may be up to clock_skew (60 s by default) ahead; exp has no leeway by default.
             _ = try await verifier.verify(idToken: sign(["nbf": .integer(issued + 60), "iat": .integer(issued + 60)]), rawNonce: nil, now: now)
             #expect(await code { try await verifier.verify(idToken: sign(["nbf": .integer(issued + 61)]), rawNonce: nil, now: now) } == .notYetValid)
-            #expect(await code { try await verifier.verify(idToken: sign(["iat": .integer(issued + 61)]), rawNonce: nil, now: now) } == .issuedInFuture)
+            #expect(
+                await code { try await verifier.verify(idToken: sign(["iat": .integer(issued + 61)]), rawNonce: nil, now: now) } == .issuedInFuture)
             #expect(await code { try await verifier.verify(idToken: sign(["sub": ""]), rawNonce: nil, now: now) } == .missingSubject)
             #expect(await code { try await verifier.verify(idToken: sign([:], removing: ["sub"]), rawNonce: nil, now: now) } == .missingSubject)
             var lenient = verifier.configuration

@@ -73,7 +73,8 @@ struct ProviderTokenFixtureTests {
             let jwk = try JSONEncoder().encode(testCase.jwk ?? .null)
             try Data("{\"keys\":[".utf8 + jwk + "]}".utf8).write(to: jwksFile)
             let providers = try AuthGateConfiguration.parse(
-                yaml: "providers: { oidc: [ { name: firebase, issuer: \"\(issuer)\", audiences: [\"\(audience)\"], jwks_file: \"\(jwksFile.path)\", skip_nonce_check: true } ] }",
+                yaml:
+                    "providers: { oidc: [ { name: firebase, issuer: \"\(issuer)\", audiences: [\"\(audience)\"], jwks_file: \"\(jwksFile.path)\", skip_nonce_check: true } ] }",
                 baseDirectory: "",
                 environment: [:]
             ).providers
@@ -108,7 +109,8 @@ struct ProviderTokenFixtureTests {
     @Test("verifies inside its validity window with its audience", arguments: goodIDTokens)
     func verifies(testCase: Case) async throws {
         let verifier = try Self.verifier(for: testCase, audience: testCase.audience)
-        let identity = try await verifier.verify(idToken: testCase.token, rawNonce: nil, now: Date(timeIntervalSince1970: Double(testCase.issuedAt + 1)))
+        let identity = try await verifier.verify(
+            idToken: testCase.token, rawNonce: nil, now: Date(timeIntervalSince1970: Double(testCase.issuedAt + 1)))
         #expect(identity.subject == testCase.claims["sub"]?.stringValue)
         #expect(identity.issuer == testCase.claims["iss"]?.stringValue)
         #expect(identity.identityData["provider_id"] == testCase.claims["sub"])

@@ -31,7 +31,7 @@ struct RequestTargetTests {
             ("/a|b{c}", "/a%7Cb%7Bc%7D"),
             ("/a;b=c/d", "/a;b=c/d"),
             ("/a..b/...", "/a..b/..."),
-            ("/a/..", "/"),
+            ("/a/..", "/")
         ]
     )
     func canonicalPath(raw: String, expected: String) throws {
@@ -66,7 +66,7 @@ struct RequestTargetTests {
             ("*", .notOriginForm),
             ("ftp://host/x", .notOriginForm),
             ("http:///x", .notOriginForm),
-            ("http://us er@host/x", .notOriginForm),
+            ("http://us er@host/x", .notOriginForm)
         ]
     )
     func refused(raw: String, problem: RequestTarget.Problem) {
@@ -88,13 +88,18 @@ struct RequestTargetTests {
 
     @Test("a target over the limit is refused as too long")
     func tooLong() {
-        #expect(throws: RequestTarget.Problem.tooLong) { try RequestTarget.normalize("/" + String(repeating: "a", count: RequestTarget.maximumLength)) }
+        #expect(throws: RequestTarget.Problem.tooLong) {
+            try RequestTarget.normalize("/" + String(repeating: "a", count: RequestTarget.maximumLength))
+        }
     }
 
     @Test("random targets: normalizing is idempotent and never leaves a dot or empty segment")
     func randomTargets() {
         var generator = SeededGenerator(seed: 0x5eed)
-        let pieces = ["a", "b", ".", "..", "%2e", "%2E", "%2e%2e", "/", "//", "%41", "%7e", "%2f", "%5C", ";", "..;", "~", "%", "%g1", "?", "#", "\\", "é", " ", "%20"]
+        let pieces = [
+            "a", "b", ".", "..", "%2e", "%2E", "%2e%2e", "/", "//", "%41", "%7e", "%2f", "%5C", ";", "..;", "~", "%", "%g1", "?", "#", "\\", "é", " ",
+            "%20"
+        ]
         for _ in 0..<20_000 {
             var raw = "/"
             for _ in 0..<Int.random(in: 0...12, using: &generator) { raw += pieces.randomElement(using: &generator)! }
@@ -113,7 +118,7 @@ struct RequestTargetTests {
         "hosts compare in one form: lower case, no port, no trailing dot; malformed ones are refused",
         arguments: [
             ("API.Example.com", "api.example.com"), ("api.example.com:443", "api.example.com"), ("api.example.com.", "api.example.com"),
-            ("[::1]:8080", "[::1]"), ("127.0.0.1:80", "127.0.0.1"),
+            ("[::1]:8080", "[::1]"), ("127.0.0.1:80", "127.0.0.1")
         ]
     )
     func canonicalHost(raw: String, expected: String) {

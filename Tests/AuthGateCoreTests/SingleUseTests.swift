@@ -27,13 +27,17 @@ struct SingleUseTests {
             providers: { oidc: [ { name: fake, issuer: "\(provider.issuer)", audiences: [app], jwks_url: "\(provider.jwksURL)", require_server_nonce: \(requireServerNonce) } ] }
             """
         let configuration = try AuthGateConfiguration.parse(yaml: yaml, baseDirectory: "", environment: [:])
-        let keySet = ProviderKeySet(provider: "fake", source: .file(try jwksFile(FakeProvider.sharedKeys)), algorithm: .rs256, fetcher: UnusedFetcher(), logger: Self.logger)
+        let keySet = ProviderKeySet(
+            provider: "fake", source: .file(try jwksFile(FakeProvider.sharedKeys)), algorithm: .rs256, fetcher: UnusedFetcher(), logger: Self.logger)
         let registry = IdentityVerifierRegistry(
             verifiers: [OIDCVerifier(configuration: try #require(configuration.providers.oidc.first), keySet: keySet)],
             anonymous: AnonymousProvider(configuration: configuration.providers.anonymous)
         )
         let nonces = ServerNonceIssuer(store: store, lifetime: configuration.replay.serverNonceTTL)
-        return (IDTokenSignInVerifier(registry: registry, replayGuard: ReplayGuard(store: store, configuration: configuration.replay), nonces: nonces), nonces)
+        return (
+            IDTokenSignInVerifier(registry: registry, replayGuard: ReplayGuard(store: store, configuration: configuration.replay), nonces: nonces),
+            nonces
+        )
     }
 
     private func jwksFile(_ keys: [FakeProvider.Key]) throws -> String {
@@ -96,7 +100,8 @@ struct SingleUseTests {
             let (verifier, nonces) = try signIn(store: store, provider: provider, requireServerNonce: true)
             func token(nonce: String, subject: String) -> String {
                 FakeProvider.token(
-                    claims: FakeProvider.claims(issuer: provider.issuer, audience: "app", subject: subject, extra: ["nonce": .string(NonceRule.hashed(nonce))]),
+                    claims: FakeProvider.claims(
+                        issuer: provider.issuer, audience: "app", subject: subject, extra: ["nonce": .string(NonceRule.hashed(nonce))]),
                     key: FakeProvider.sharedKeys[0]
                 )
             }
@@ -106,12 +111,17 @@ struct SingleUseTests {
             _ = try await verifier.verify(provider: "fake", idToken: token(nonce: issued.nonce, subject: "a"), rawNonce: issued.nonce, now: Date())
             // Reused with a fresh token: the nonce is gone.
             #expect(
-                await code { try await verifier.verify(provider: "fake", idToken: token(nonce: issued.nonce, subject: "b"), rawNonce: issued.nonce, now: Date()) }
+                await code {
+                    try await verifier.verify(
+                        provider: "fake", idToken: token(nonce: issued.nonce, subject: "b"), rawNonce: issued.nonce, now: Date())
+                }
                     == .serverNonceUnknown
             )
             // A nonce the client made up: the provider's checks pass, ours does not.
             #expect(
-                await code { try await verifier.verify(provider: "fake", idToken: token(nonce: "made-up", subject: "c"), rawNonce: "made-up", now: Date()) }
+                await code {
+                    try await verifier.verify(provider: "fake", idToken: token(nonce: "made-up", subject: "c"), rawNonce: "made-up", now: Date())
+                }
                     == .serverNonceUnknown
             )
             // Concurrent consumption of one nonce: exactly one succeeds.

@@ -29,7 +29,9 @@ struct TokenExchangeAuditTests: AccountsTesting {
         }
     }
 
-    @Test("a provider ID token re-encoded (padding, +/ alphabet, trailing bits) is malformed, and the original stays single-use", arguments: TestStoreKind.allCases)
+    @Test(
+        "a provider ID token re-encoded (padding, +/ alphabet, trailing bits) is malformed, and the original stays single-use",
+        arguments: TestStoreKind.allCases)
     func reencodedIDTokens(kind: TestStoreKind) async throws {
         try await withService(kind) { accounts, _ in
             // A token whose signature holds a - or _ (so the +/ spelling differs).
@@ -44,14 +46,18 @@ struct TokenExchangeAuditTests: AccountsTesting {
                 "\(parts[0]).\(parts[1]).\(signature)==",
                 "\(parts[0]).\(parts[1]).\(signature.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/"))",
                 "\(parts[0]).\(parts[1]).\(String(decoding: lastBits, as: UTF8.self))",
-                "\(parts[0])=.\(parts[1]).\(signature)",
+                "\(parts[0])=.\(parts[1]).\(signature)"
             ]
             for variant in variants {
-                let failure = await code { _ = try await accounts.signInWithIDToken(provider: "fake", idToken: variant, rawNonce: nil, linkingTo: nil, now: Date()) }
+                let failure = await code {
+                    _ = try await accounts.signInWithIDToken(provider: "fake", idToken: variant, rawNonce: nil, linkingTo: nil, now: Date())
+                }
                 #expect(failure == .malformed || failure == .badSignature, "\(variant.suffix(8)): \(String(describing: failure))")
             }
             _ = try await accounts.signInWithIDToken(provider: "fake", idToken: token, rawNonce: nil, linkingTo: nil, now: Date())
-            let replay = await code { _ = try await accounts.signInWithIDToken(provider: "fake", idToken: token, rawNonce: nil, linkingTo: nil, now: Date()) }
+            let replay = await code {
+                _ = try await accounts.signInWithIDToken(provider: "fake", idToken: token, rawNonce: nil, linkingTo: nil, now: Date())
+            }
             #expect(replay == .replayed)
         }
     }
@@ -116,7 +122,7 @@ struct TokenExchangeAuditTests: AccountsTesting {
             ("sam-1@example.com", "\u{017F}am-1@example.com"),  // LATIN SMALL LETTER LONG S
             ("kim-1@example.com", "k\u{0131}m-1@example.com"),  // LATIN SMALL LETTER DOTLESS I
             ("isa-1@example.com", "\u{0130}sa-1@example.com"),  // LATIN CAPITAL LETTER I WITH DOT ABOVE
-            ("kelly-2@example.com", "\u{FF4B}elly-2@example.com"),  // FULLWIDTH LATIN SMALL LETTER K
+            ("kelly-2@example.com", "\u{FF4B}elly-2@example.com")  // FULLWIDTH LATIN SMALL LETTER K
         ]
         try await withService(kind) { accounts, _ in
             for (index, (ascii, lookalike)) in pairs.enumerated() {
@@ -146,29 +152,36 @@ struct TokenExchangeAuditTests: AccountsTesting {
         arguments: [(String, JSONValue, AuthGateError.Code?)]([
             ("exp", JSONValue.integer(Int64.max), AuthGateError.Code.malformed), ("exp", .double(1e308), .expired), ("exp", .integer(-5), .expired),
             ("exp", .double(1_700_000_000.5), .expired), ("exp", .string("9999999999"), .expired), ("iat", .integer(Int64.max), .issuedInFuture),
-            ("nbf", .integer(Int64.max), .notYetValid), ("iat", .double(-1e308), .malformed), ("nbf", .integer(Int64.min), nil),
+            ("nbf", .integer(Int64.max), .notYetValid), ("iat", .double(-1e308), .malformed), ("nbf", .integer(Int64.min), nil)
         ])
     )
     func extremeTimes(claim: String, value: JSONValue, expected: AuthGateError.Code?) async throws {
         try await withService(.memory) { accounts, _ in
-            var claims = FakeProvider.claims(issuer: "https://fake.example", audience: "app", subject: "extreme-\(claim)", extra: ["jti": .string(UUID().uuidString)])
+            var claims = FakeProvider.claims(
+                issuer: "https://fake.example", audience: "app", subject: "extreme-\(claim)", extra: ["jti": .string(UUID().uuidString)])
             claims[claim] = value
             let token = FakeProvider.token(claims: claims, key: FakeProvider.sharedKeys[0])
-            let failure = await code { _ = try await accounts.signInWithIDToken(provider: "fake", idToken: token, rawNonce: nil, linkingTo: nil, now: Date()) }
+            let failure = await code {
+                _ = try await accounts.signInWithIDToken(provider: "fake", idToken: token, rawNonce: nil, linkingTo: nil, now: Date())
+            }
             #expect(failure == expected)
         }
     }
 
-    @Test("durations and sizes from outside are parsed with checked arithmetic and a range", arguments: [
-        "9999999999999999h", "106751991167301d", "9223372036854775807ms", "99999999999999999999s", "1h9999999999999999h", "36501d",
-    ])
+    @Test(
+        "durations and sizes from outside are parsed with checked arithmetic and a range",
+        arguments: [
+            "9999999999999999h", "106751991167301d", "9223372036854775807ms", "99999999999999999999s", "1h9999999999999999h", "36501d"
+        ])
     func hugeDurations(text: String) throws {
         #expect(ConfigurationValueParsers.duration(text) == nil)
         #expect(throws: ConfigurationError.self) {
             try AuthGateConfiguration.parse(yaml: "tokens: { access_token_ttl: \(text) }", baseDirectory: "", environment: [:])
         }
         #expect(throws: ConfigurationError.self) {
-            try AuthGateConfiguration.parse(yaml: "routes: [ { name: r, path_prefix: /r/, upstreams: [http://a:1], max_body: 99999999999999999999GiB } ]", baseDirectory: "", environment: [:])
+            try AuthGateConfiguration.parse(
+                yaml: "routes: [ { name: r, path_prefix: /r/, upstreams: [http://a:1], max_body: 99999999999999999999GiB } ]", baseDirectory: "",
+                environment: [:])
         }
         #expect(Date(timeIntervalSince1970: 9.2e18).unixMilliseconds == 253_402_300_799_000)
         #expect(Date(timeIntervalSince1970: -9.2e18).unixSeconds == -62_135_596_800)
@@ -200,7 +213,8 @@ struct TokenExchangeAuditTests: AccountsTesting {
             let caller = try await accounts.authenticate(bearer: anonymous.accessToken, now: Date())
             let failure = await code {
                 _ = try await accounts.signInWithIDToken(
-                    provider: "fake", idToken: idToken(subject: "unverified-1", email: "u@example.com", verified: false), rawNonce: nil, linkingTo: caller,
+                    provider: "fake", idToken: idToken(subject: "unverified-1", email: "u@example.com", verified: false), rawNonce: nil,
+                    linkingTo: caller,
                     now: Date()
                 )
             }
@@ -228,17 +242,23 @@ struct TokenExchangeAuditTests: AccountsTesting {
         try await withService(.memory) { accounts, _ in
             let now = Date()
             for (offset, accepted) in [(30.0, true), (59.0, true), (120.0, false)] {
-                var claims = FakeProvider.claims(issuer: "https://fake.example", audience: "app", subject: "skew-\(offset)", now: now, extra: ["jti": .string(UUID().uuidString)])
+                var claims = FakeProvider.claims(
+                    issuer: "https://fake.example", audience: "app", subject: "skew-\(offset)", now: now, extra: ["jti": .string(UUID().uuidString)])
                 claims["iat"] = .integer(Int64(now.timeIntervalSince1970 + offset))
                 claims["nbf"] = .integer(Int64(now.timeIntervalSince1970 + offset))
                 let token = FakeProvider.token(claims: claims, key: FakeProvider.sharedKeys[0])
-                let failure = await code { _ = try await accounts.signInWithIDToken(provider: "fake", idToken: token, rawNonce: nil, linkingTo: nil, now: now) }
+                let failure = await code {
+                    _ = try await accounts.signInWithIDToken(provider: "fake", idToken: token, rawNonce: nil, linkingTo: nil, now: now)
+                }
                 #expect(accepted ? failure == nil : failure == .notYetValid, "\(offset) s ahead: \(String(describing: failure))")
             }
-            var expired = FakeProvider.claims(issuer: "https://fake.example", audience: "app", subject: "skew-exp", now: now, extra: ["jti": .string(UUID().uuidString)])
+            var expired = FakeProvider.claims(
+                issuer: "https://fake.example", audience: "app", subject: "skew-exp", now: now, extra: ["jti": .string(UUID().uuidString)])
             expired["exp"] = .integer(Int64(now.timeIntervalSince1970) - 1)
             let failure = await code {
-                _ = try await accounts.signInWithIDToken(provider: "fake", idToken: FakeProvider.token(claims: expired, key: FakeProvider.sharedKeys[0]), rawNonce: nil, linkingTo: nil, now: now)
+                _ = try await accounts.signInWithIDToken(
+                    provider: "fake", idToken: FakeProvider.token(claims: expired, key: FakeProvider.sharedKeys[0]), rawNonce: nil, linkingTo: nil,
+                    now: now)
             }
             #expect(failure == .expired)
         }

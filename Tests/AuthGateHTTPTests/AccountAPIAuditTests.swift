@@ -23,7 +23,8 @@ struct AccountAPIAuditTests {
             let now = Int64(Date().timeIntervalSince1970)
             return try AccessTokenIssuer(keyRing: keyRing).mint(
                 AccessTokenClaims(
-                    iss: configuration.tokens.issuer, sub: subject, aud: configuration.tokens.audience, exp: now + 600, iat: now, email: "", phone: "",
+                    iss: configuration.tokens.issuer, sub: subject, aud: configuration.tokens.audience, exp: now + 600, iat: now, email: "",
+                    phone: "",
                     appMetadata: [:], userMetadata: [:], role: role, aal: "aal1", amr: [], sessionID: sessionID, isAnonymous: false
                 )
             )
@@ -68,7 +69,7 @@ struct AccountAPIAuditTests {
         try await gateway.app.test(driver == "live" ? .live : .router) { client in
             for (endpoint, spellings) in [
                 ("signup", ["/auth/v1/signup", "//auth/v1/signup", "/auth/v1/signup/", "/auth/v1//signup", "/auth//v1/signup"]),
-                ("nonce", ["/auth/v1/nonce/", "/auth/v1/nonce", "//auth/v1/nonce", "/auth/v1/./nonce"]),
+                ("nonce", ["/auth/v1/nonce/", "/auth/v1/nonce", "//auth/v1/nonce", "/auth/v1/./nonce"])
             ] {
                 var statuses: [HTTPResponse.Status] = []
                 for path in spellings {
@@ -101,19 +102,24 @@ struct AccountAPIAuditTests {
             // its connection: each goes on a connection of its own.
             let huge = "{\"data\":{\"blob\":\"" + String(repeating: "x", count: 64 << 10) + "\"}}"
             let port = try #require(client.port)
-            for (path, method, headers) in [("/auth/v1/user", HTTPRequest.Method.put, bearer), ("/auth/v1/signup", .post, [.contentType: "application/json"])] {
+            for (path, method, headers) in [
+                ("/auth/v1/user", HTTPRequest.Method.put, bearer), ("/auth/v1/signup", .post, [.contentType: "application/json"])
+            ] {
                 let response = try await TestClient.withClient(host: "127.0.0.1", port: port) { oneShot in
-                    try await oneShot.execute(TestClient.Request(path, method: method, authority: "localhost", headers: headers, body: ByteBuffer(string: huge)))
+                    try await oneShot.execute(
+                        TestClient.Request(path, method: method, authority: "localhost", headers: headers, body: ByteBuffer(string: huge)))
                 }
                 #expect(response.status == .contentTooLarge, "\(path)")
             }
             // Two puts above counted; three more fit in 5/1m, the sixth is refused.
             for index in 0..<3 {
-                try await client.execute(uri: "/auth/v1/user", method: .put, headers: bearer, body: ByteBuffer(string: "{\"data\":{\"n\":\(index)}}")) {
+                try await client.execute(uri: "/auth/v1/user", method: .put, headers: bearer, body: ByteBuffer(string: "{\"data\":{\"n\":\(index)}}"))
+                {
                     #expect($0.status == .ok)
                 }
             }
-            try await client.execute(uri: "/auth/v1/user", method: .put, headers: bearer, body: ByteBuffer(string: "{\"data\":{\"n\":9}}")) { response in
+            try await client.execute(uri: "/auth/v1/user", method: .put, headers: bearer, body: ByteBuffer(string: "{\"data\":{\"n\":9}}")) {
+                response in
                 #expect(response.status == .tooManyRequests)
                 #expect(response.headers[GoTrueError.errorCodeHeader] == "over_request_rate_limit")
             }
@@ -134,11 +140,12 @@ struct AccountAPIAuditTests {
             let admin: HTTPFields = [.authorization: "Bearer \(try gateway.token(role: "service_role"))", .contentType: "application/json"]
             for duration in ["9999999999999999h", "106751991167301d", "-1h", "1.5h", "forever", String(repeating: "9", count: 400) + "s"] {
                 try await client.execute(
-                    uri: "/auth/v1/admin/users/\(userID)", method: .put, headers: admin, body: ByteBuffer(string: "{\"ban_duration\":\"\(duration)\",\"app_metadata\":{\"x\":1}}")
+                    uri: "/auth/v1/admin/users/\(userID)", method: .put, headers: admin,
+                    body: ByteBuffer(string: "{\"ban_duration\":\"\(duration)\",\"app_metadata\":{\"x\":1}}")
                 ) { response in
                     #expect(response.status == .badRequest, "\(duration.prefix(20))")
                     let message = try json(response)["msg"]?.stringValue ?? ""
-                #expect(message.utf8.count < 150, "the refused value is echoed bounded")
+                    #expect(message.utf8.count < 150, "the refused value is echoed bounded")
                 }
             }
             try await client.execute(uri: "/auth/v1/admin/users/\(userID)", method: .get, headers: admin) { response in
@@ -146,7 +153,9 @@ struct AccountAPIAuditTests {
                 #expect(body["banned_until"] == nil || body["banned_until"] == .null)
                 #expect(body["app_metadata"]?.objectValue?["x"] == nil, "a refused request wrote its metadata")
             }
-            try await client.execute(uri: "/auth/v1/admin/users/\(userID)", method: .put, headers: admin, body: ByteBuffer(string: "{\"ban_duration\":\"876000h\"}")) {
+            try await client.execute(
+                uri: "/auth/v1/admin/users/\(userID)", method: .put, headers: admin, body: ByteBuffer(string: "{\"ban_duration\":\"876000h\"}")
+            ) {
                 #expect($0.status == .ok)
             }
         }
@@ -159,7 +168,9 @@ struct AccountAPIAuditTests {
             let (_, userID, sessionID) = try await signUp(client)
             let staff = try gateway.token(role: "staff", subject: userID, sessionID: sessionID)
             let service: HTTPFields = [.authorization: "Bearer \(try gateway.token(role: "service_role"))"]
-            try await client.execute(uri: "/auth/v1/admin/users", method: .get, headers: [.authorization: "Bearer \(staff)"]) { #expect($0.status == .ok) }
+            try await client.execute(uri: "/auth/v1/admin/users", method: .get, headers: [.authorization: "Bearer \(staff)"]) {
+                #expect($0.status == .ok)
+            }
             // Revoke the staff member's session: the token's role no longer counts.
             try await client.execute(uri: "/auth/v1/admin/sessions/\(sessionID)", method: .delete, headers: service) { #expect($0.status == .ok) }
             try await client.execute(uri: "/auth/v1/admin/users", method: .get, headers: [.authorization: "Bearer \(staff)"]) { response in
@@ -168,9 +179,12 @@ struct AccountAPIAuditTests {
             }
             // A session-less staff token for a banned user is refused too.
             let banned = try gateway.token(role: "staff", subject: userID)
-            try await client.execute(uri: "/auth/v1/admin/users", method: .get, headers: [.authorization: "Bearer \(banned)"]) { #expect($0.status == .ok) }
+            try await client.execute(uri: "/auth/v1/admin/users", method: .get, headers: [.authorization: "Bearer \(banned)"]) {
+                #expect($0.status == .ok)
+            }
             try await client.execute(
-                uri: "/auth/v1/admin/users/\(userID)", method: .put, headers: service + [.contentType: "application/json"], body: ByteBuffer(string: "{\"ban_duration\":\"1h\"}")
+                uri: "/auth/v1/admin/users/\(userID)", method: .put, headers: service + [.contentType: "application/json"],
+                body: ByteBuffer(string: "{\"ban_duration\":\"1h\"}")
             ) { #expect($0.status == .ok) }
             try await client.execute(uri: "/auth/v1/admin/users", method: .get, headers: [.authorization: "Bearer \(banned)"]) { response in
                 #expect(response.status == .forbidden)
@@ -190,7 +204,8 @@ struct AccountAPIAuditTests {
             let (_, userID, _) = try await signUp(client)
             let admin: HTTPFields = [.authorization: "Bearer \(try gateway.token(role: "service_role"))", .contentType: "application/json"]
             let body = "{\"app_metadata\":{\"blob\":\"" + String(repeating: "y", count: 2000) + "\"}}"
-            try await client.execute(uri: "/auth/v1/admin/users/\(userID)", method: .put, headers: admin, body: ByteBuffer(string: body)) { response in
+            try await client.execute(uri: "/auth/v1/admin/users/\(userID)", method: .put, headers: admin, body: ByteBuffer(string: body)) {
+                response in
                 #expect(response.status == .badRequest)
                 let body = try json(response)
                 #expect(body["msg"] == "app_metadata is too large")

@@ -22,7 +22,8 @@ struct AdminAPITests {
             let now = Int64(Date().timeIntervalSince1970)
             return try AccessTokenIssuer(keyRing: keyRing).mint(
                 AccessTokenClaims(
-                    iss: configuration.tokens.issuer, sub: "operator", aud: configuration.tokens.audience, exp: now + 600, iat: now, email: "", phone: "",
+                    iss: configuration.tokens.issuer, sub: "operator", aud: configuration.tokens.audience, exp: now + 600, iat: now, email: "",
+                    phone: "",
                     appMetadata: [:], userMetadata: [:], role: role, aal: "aal1", amr: [], sessionID: nil, isAnonymous: false
                 )
             )
@@ -40,8 +41,11 @@ struct AdminAPITests {
         )
         let keyRing = try SigningKeyRing.load(configuration.tokens, allowGenerated: true)
         let connections = UpstreamConnectionPool(maxConnectionsPerUpstream: 8)
-        let dependencies = GatewayApplication.Dependencies(configuration: configuration, store: MemoryAuthStore(), keyRing: keyRing, upstreamConnections: connections)
-        return Gateway(app: Application(router: GatewayApplication.buildRouter(dependencies), server: GatewayApplication.serverBuilder(dependencies)), keyRing: keyRing, configuration: configuration, connections: connections)
+        let dependencies = GatewayApplication.Dependencies(
+            configuration: configuration, store: MemoryAuthStore(), keyRing: keyRing, upstreamConnections: connections)
+        return Gateway(
+            app: Application(router: GatewayApplication.buildRouter(dependencies), server: GatewayApplication.serverBuilder(dependencies)),
+            keyRing: keyRing, configuration: configuration, connections: connections)
     }
 
     private func signUp(_ client: some TestClientProtocol) async throws -> (access: String, userID: String) {
@@ -66,11 +70,14 @@ struct AdminAPITests {
                 #expect(response.headers[GoTrueError.errorCodeHeader] == "bad_jwt")
             }
             let (userToken, _) = try await signUp(client)
-            try await client.execute(uri: "/auth/v1/admin/users", method: .get, headers: [.authorization: "Bearer \(userToken)"]) { (response: TestResponse) throws in
+            try await client.execute(uri: "/auth/v1/admin/users", method: .get, headers: [.authorization: "Bearer \(userToken)"]) {
+                (response: TestResponse) throws in
                 #expect(response.status == .forbidden)
                 #expect(try json(response)["error_code"] == "not_admin")
             }
-            try await client.execute(uri: "/auth/v1/admin/users", method: .get, headers: [.authorization: "Bearer \(try gateway.token(role: "supabase_admin"))"]) {
+            try await client.execute(
+                uri: "/auth/v1/admin/users", method: .get, headers: [.authorization: "Bearer \(try gateway.token(role: "supabase_admin"))"]
+            ) {
                 #expect($0.status == .ok)
             }
         }
@@ -98,13 +105,15 @@ struct AdminAPITests {
             try await client.execute(uri: "/auth/v1/admin/users/\(ids[1])", method: .get, headers: admin) { (response: TestResponse) throws in
                 #expect(try json(response)["id"]?.stringValue == ids[1])
             }
-            try await client.execute(uri: "/auth/v1/admin/users/\(UUID().uuidString.lowercased())", method: .get, headers: admin) { (response: TestResponse) throws in
+            try await client.execute(uri: "/auth/v1/admin/users/\(UUID().uuidString.lowercased())", method: .get, headers: admin) {
+                (response: TestResponse) throws in
                 #expect(response.status == .notFound)
                 #expect(try json(response)["error_code"] == "user_not_found")
             }
             try await client.execute(uri: "/auth/v1/admin/users?page=0", method: .get, headers: admin) { #expect($0.status == .badRequest) }
             // Found by schemathesis: (page - 1) * per_page overflowed and crashed the process.
-            try await client.execute(uri: "/auth/v1/admin/users?page=136325376877762752&per_page=969", method: .get, headers: admin) { (response: TestResponse) throws in
+            try await client.execute(uri: "/auth/v1/admin/users?page=136325376877762752&per_page=969", method: .get, headers: admin) {
+                (response: TestResponse) throws in
                 #expect(response.status == .ok)
                 #expect(try json(response)["users"]?.arrayValue?.isEmpty == true)
             }
@@ -122,7 +131,8 @@ struct AdminAPITests {
             let (token, userID) = try await signUp(client)
             try await client.execute(uri: "/api/x", method: .get, headers: [.authorization: "Bearer \(token)"]) { #expect($0.status == .ok) }
             try await client.execute(
-                uri: "/auth/v1/admin/users/\(userID)", method: .put, headers: admin, body: ByteBuffer(string: "{\"ban_duration\":\"24h\",\"app_metadata\":{\"plan\":\"pro\"}}")
+                uri: "/auth/v1/admin/users/\(userID)", method: .put, headers: admin,
+                body: ByteBuffer(string: "{\"ban_duration\":\"24h\",\"app_metadata\":{\"plan\":\"pro\"}}")
             ) { (response: TestResponse) throws in
                 #expect(response.status == .ok)
                 let body = try json(response)
@@ -132,25 +142,36 @@ struct AdminAPITests {
             try await client.execute(uri: "/api/x", method: .get, headers: [.authorization: "Bearer \(token)"]) {
                 #expect($0.status == .unauthorized, "a ban refuses the user's tokens on the proxy at once")
             }
-            try await client.execute(uri: "/auth/v1/admin/users/\(userID)", method: .put, headers: admin, body: ByteBuffer(string: "{\"ban_duration\":\"none\"}")) { (response: TestResponse) throws in
+            try await client.execute(
+                uri: "/auth/v1/admin/users/\(userID)", method: .put, headers: admin, body: ByteBuffer(string: "{\"ban_duration\":\"none\"}")
+            ) { (response: TestResponse) throws in
                 #expect(try json(response)["banned_until"] == nil)
             }
-            try await client.execute(uri: "/auth/v1/admin/users/\(userID)", method: .put, headers: admin, body: ByteBuffer(string: "{\"ban_duration\":\"soon\"}")) {
+            try await client.execute(
+                uri: "/auth/v1/admin/users/\(userID)", method: .put, headers: admin, body: ByteBuffer(string: "{\"ban_duration\":\"soon\"}")
+            ) {
                 #expect($0.status == .badRequest)
             }
 
             let (other, otherID) = try await signUp(client)
-            let sessionID = try await client.execute(uri: "/auth/v1/admin/users/\(otherID)/sessions", method: .get, headers: admin) { (response: TestResponse) throws in
+            let sessionID = try await client.execute(uri: "/auth/v1/admin/users/\(otherID)/sessions", method: .get, headers: admin) {
+                (response: TestResponse) throws in
                 try #require(try json(response)["sessions"]?.arrayValue?.first?.objectValue?["id"]?.stringValue)
             }
             try await client.execute(uri: "/auth/v1/admin/sessions/\(sessionID)", method: .delete, headers: admin) { #expect($0.status == .ok) }
-            try await client.execute(uri: "/api/x", method: .get, headers: [.authorization: "Bearer \(other)"]) { #expect($0.status == .unauthorized) }
+            try await client.execute(uri: "/api/x", method: .get, headers: [.authorization: "Bearer \(other)"]) {
+                #expect($0.status == .unauthorized)
+            }
             try await client.execute(uri: "/auth/v1/admin/sessions/\(sessionID)", method: .delete, headers: admin) { #expect($0.status == .notFound) }
 
-            try await client.execute(uri: "/auth/v1/admin/users/\(otherID)", method: .delete, headers: admin, body: ByteBuffer(string: "{\"should_soft_delete\":true}")) {
+            try await client.execute(
+                uri: "/auth/v1/admin/users/\(otherID)", method: .delete, headers: admin, body: ByteBuffer(string: "{\"should_soft_delete\":true}")
+            ) {
                 #expect($0.status == .ok)
             }
-            try await client.execute(uri: "/auth/v1/admin/users/\(otherID)", method: .get, headers: admin) { (response: TestResponse) throws in #expect(try json(response)["deleted_at"] != nil) }
+            try await client.execute(uri: "/auth/v1/admin/users/\(otherID)", method: .get, headers: admin) { (response: TestResponse) throws in
+                #expect(try json(response)["deleted_at"] != nil)
+            }
             try await client.execute(uri: "/auth/v1/admin/users/\(userID)", method: .delete, headers: admin) { #expect($0.status == .ok) }
             try await client.execute(uri: "/auth/v1/admin/users/\(userID)", method: .get, headers: admin) { #expect($0.status == .notFound) }
         }

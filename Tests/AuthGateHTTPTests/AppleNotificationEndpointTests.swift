@@ -19,8 +19,9 @@ struct AppleNotificationEndpointTests {
         let now = Int64(Date().timeIntervalSince1970)
         return FakeProvider.token(
             claims: [
-                "iss": "https://appleid.apple.com", "aud": .string(Self.audience), "sub": .string(subject), "iat": .integer(now), "exp": .integer(now + 600),
-                "email": .string("\(subject)@privaterelay.appleid.com"), "email_verified": "true", "jti": .string(UUID().uuidString),
+                "iss": "https://appleid.apple.com", "aud": .string(Self.audience), "sub": .string(subject), "iat": .integer(now),
+                "exp": .integer(now + 600),
+                "email": .string("\(subject)@privaterelay.appleid.com"), "email_verified": "true", "jti": .string(UUID().uuidString)
             ],
             key: key
         )
@@ -32,7 +33,7 @@ struct AppleNotificationEndpointTests {
         return FakeProvider.token(
             claims: [
                 "iss": "https://appleid.apple.com", "aud": .string(audience), "iat": .integer(now), "exp": .integer(now + 600),
-                "jti": .string(UUID().uuidString), "events": .string(events),
+                "jti": .string(UUID().uuidString), "events": .string(events)
             ],
             key: key
         )
@@ -52,7 +53,8 @@ struct AppleNotificationEndpointTests {
             baseDirectory: "", environment: [:]
         )
         let connections = UpstreamConnectionPool(maxConnectionsPerUpstream: 8)
-        let verifiers = IdentityVerifierRegistry(providers: configuration.providers, fetcher: HTTPJWKSFetcher(client: .shared), logger: .init(label: "apple-e2e"))
+        let verifiers = IdentityVerifierRegistry(
+            providers: configuration.providers, fetcher: HTTPJWKSFetcher(client: .shared), logger: .init(label: "apple-e2e"))
         let dependencies = GatewayApplication.Dependencies(
             configuration: configuration, store: MemoryAuthStore(), keyRing: try SigningKeyRing.load(configuration.tokens, allowGenerated: true),
             verifiers: verifiers, upstreamConnections: connections
@@ -63,12 +65,15 @@ struct AppleNotificationEndpointTests {
                 uri: "/auth/v1/token?grant_type=id_token", method: .post, headers: [.contentType: "application/json"],
                 body: ByteBuffer(string: "{\"provider\":\"apple\",\"id_token\":\"\(idToken(subject, key: key))\"}")
             ) { response in
-                try #require(try JSONValue.parse(Array(response.body.readableBytesView)).objectValue?["access_token"]?.stringValue, "\(String(buffer: response.body))")
+                try #require(
+                    try JSONValue.parse(Array(response.body.readableBytesView)).objectValue?["access_token"]?.stringValue,
+                    "\(String(buffer: response.body))")
             }
         }
         @Sendable func post(_ client: some TestClientProtocol, _ payload: String) async throws -> HTTPResponse.Status {
             try await client.execute(
-                uri: "/auth/v1/apple/notifications", method: .post, headers: [.contentType: "application/json"], body: ByteBuffer(string: "{\"payload\":\"\(payload)\"}")
+                uri: "/auth/v1/apple/notifications", method: .post, headers: [.contentType: "application/json"],
+                body: ByteBuffer(string: "{\"payload\":\"\(payload)\"}")
             ) { $0.status }
         }
         @Sendable func proxy(_ client: some TestClientProtocol, _ token: String) async throws -> HTTPResponse.Status {
@@ -92,7 +97,9 @@ struct AppleNotificationEndpointTests {
             #expect(try await proxy(client, second) == .unauthorized)
             #expect(try await proxy(client, bob) == .ok, "another user's sessions are untouched")
             #expect(try await post(client, revoke) == .badRequest, "a replayed notification is refused")
-            #expect(try await post(client, notification("some-future-event", subject: "001.apple.bob", key: key)) == .ok, "unknown events are acknowledged")
+            #expect(
+                try await post(client, notification("some-future-event", subject: "001.apple.bob", key: key)) == .ok,
+                "unknown events are acknowledged")
 
             let store = dependencies.store
             let alice = try #require(try await store.owner(ofIdentity: "apple", subject: "001.apple.alice"))

@@ -36,17 +36,21 @@ struct EdgeProxyTests {
         return directory.path
     }()
 
-    private func gateway(yaml: String, store: any AuthStore = MemoryAuthStore(), services: (GatewayApplication.Dependencies) -> [any Service] = { _ in [] })
+    private func gateway(
+        yaml: String, store: any AuthStore = MemoryAuthStore(), services: (GatewayApplication.Dependencies) -> [any Service] = { _ in [] }
+    )
         throws -> (some ApplicationProtocol, GatewayApplication.Dependencies, UpstreamConnectionPool)
     {
         let keyed = yaml + "\ntokens: { signing_keys: [ { kid: k1, file: k1.pem } ] }"
         let configuration = try AuthGateConfiguration.parse(yaml: keyed, baseDirectory: Self.sharedKeyDirectory, environment: [:])
         let client = UpstreamConnectionPool(maxConnectionsPerUpstream: configuration.proxy.maxConnectionsPerUpstream)
         let dependencies = GatewayApplication.Dependencies(
-            configuration: configuration, store: store, keyRing: try SigningKeyRing.load(configuration.tokens, allowGenerated: false), upstreamConnections: client
+            configuration: configuration, store: store, keyRing: try SigningKeyRing.load(configuration.tokens, allowGenerated: false),
+            upstreamConnections: client
         )
         let app = Application(
-            router: GatewayApplication.buildRouter(dependencies), server: GatewayApplication.serverBuilder(dependencies), services: services(dependencies)
+            router: GatewayApplication.buildRouter(dependencies), server: GatewayApplication.serverBuilder(dependencies),
+            services: services(dependencies)
         )
         return (app, dependencies, client)
     }
@@ -79,7 +83,7 @@ struct EdgeProxyTests {
             let headers: HTTPFields = [
                 HTTPField.Name("X-AuthGate-User-Id")!: "admin", HTTPField.Name("x-authgate-role")!: "service_role",
                 HTTPField.Name("X-Forwarded-For")!: "6.6.6.6",
-                HTTPField.Name("X-Request-Id")!: "req-7", .authorization: "Bearer not-forwarded", HTTPField.Name("X-Keep")!: "yes",
+                HTTPField.Name("X-Request-Id")!: "req-7", .authorization: "Bearer not-forwarded", HTTPField.Name("X-Keep")!: "yes"
             ]
             try await client.execute(uri: "/public/a/b?x=1&y=2", method: .get, headers: headers) { response in
                 #expect(response.status == .ok)
@@ -109,7 +113,9 @@ struct EdgeProxyTests {
                 #expect(response.status == .unauthorized)
                 #expect(response.headers[.wwwAuthenticate] == "Bearer error=\"invalid_token\"")
             }
-            try await client.execute(uri: "/api/orders", method: .get, headers: [.authorization: "Bearer junk.junk.junk"]) { #expect($0.status == .unauthorized) }
+            try await client.execute(uri: "/api/orders", method: .get, headers: [.authorization: "Bearer junk.junk.junk"]) {
+                #expect($0.status == .unauthorized)
+            }
             let (token, userID) = try await signUp(client)
             try await client.execute(uri: "/api/orders?page=2", method: .get, headers: [.authorization: "Bearer \(token)"]) { response in
                 #expect(response.status == .ok)
@@ -123,13 +129,17 @@ struct EdgeProxyTests {
                 #expect(echo.headers["x-authgate-session-id"]?.count == 36)
                 #expect(echo.headers["authorization"] == nil)
             }
-            try await client.execute(uri: "/members/x", method: .get, headers: [.authorization: "Bearer \(token)"]) { #expect($0.status == .forbidden) }
+            try await client.execute(uri: "/members/x", method: .get, headers: [.authorization: "Bearer \(token)"]) {
+                #expect($0.status == .forbidden)
+            }
             try await client.execute(uri: "/admin/x", method: .get, headers: [.authorization: "Bearer \(token)"]) { #expect($0.status == .forbidden) }
             try await client.execute(uri: "/nowhere", method: .get) { response in
                 #expect(response.status == .notFound)
                 #expect(response.headers[GoTrueError.errorCodeHeader] == "not_found")
             }
-            try await client.execute(uri: "/apix", method: .get, headers: [.authorization: "Bearer \(token)"]) { #expect($0.status == .notFound, "/api does not match /apix") }
+            try await client.execute(uri: "/apix", method: .get, headers: [.authorization: "Bearer \(token)"]) {
+                #expect($0.status == .notFound, "/api does not match /apix")
+            }
         }
         await client.shutdown()
         await upstream.stop()
@@ -142,8 +152,12 @@ struct EdgeProxyTests {
         try await app.test(.live) { client in
             let (token, _) = try await signUp(client)
             try await client.execute(uri: "/api/x", method: .get, headers: [.authorization: "Bearer \(token)"]) { #expect($0.status == .ok) }
-            try await client.execute(uri: "/auth/v1/logout?scope=local", method: .post, headers: [.authorization: "Bearer \(token)"]) { #expect($0.status == .noContent) }
-            try await client.execute(uri: "/api/x", method: .get, headers: [.authorization: "Bearer \(token)"]) { #expect($0.status == .unauthorized) }
+            try await client.execute(uri: "/auth/v1/logout?scope=local", method: .post, headers: [.authorization: "Bearer \(token)"]) {
+                #expect($0.status == .noContent)
+            }
+            try await client.execute(uri: "/api/x", method: .get, headers: [.authorization: "Bearer \(token)"]) {
+                #expect($0.status == .unauthorized)
+            }
         }
         await client.shutdown()
         await upstream.stop()
@@ -164,7 +178,7 @@ struct EdgeProxyTests {
             let requests = [
                 ("/public/a?n=1", ""), ("/auth/v1/health", ""), ("/public/b?n=2", ""), ("/nowhere", ""),
                 ("/public/c?n=3", "X-AuthGate-User-Id: admin\r\nX-Forwarded-For: 6.6.6.6\r\n"),
-                ("/api/x", "Authorization: Bearer forged.token.here\r\n"),
+                ("/api/x", "Authorization: Bearer forged.token.here\r\n")
             ]
             connection.send(requests.map { "GET \($0.0) HTTP/1.1\r\nHost: gateway\r\n\($0.1)\r\n" }.joined())
             var bytes: [UInt8] = []
@@ -183,7 +197,9 @@ struct EdgeProxyTests {
             #expect(bodies[2].contains("\"query\":\"n=2\""))
             #expect(bodies[3].contains("not_found"))
             #expect(bodies[4].contains("\"query\":\"n=3\""))
-            #expect(!bodies[4].lowercased().contains("x-authgate") && !bodies[4].contains("6.6.6.6"), "spoofed headers reached the upstream: \(bodies[4])")
+            #expect(
+                !bodies[4].lowercased().contains("x-authgate") && !bodies[4].contains("6.6.6.6"), "spoofed headers reached the upstream: \(bodies[4])"
+            )
             #expect(bodies[5].contains("no_authorization"), "a forged token must be refused")
             #expect(proxy.forwarded.load(ordering: .relaxed) >= 4, "the proxied requests were not forwarded")
         }
@@ -206,7 +222,9 @@ struct EdgeProxyTests {
     /// how many bytes it took, or nil when it is not all there yet.
     private static func completeResponse(_ bytes: [UInt8]) -> (String, Int)? {
         let separator = Array("\r\n\r\n".utf8)
-        guard let end = (0...max(0, bytes.count - 4)).first(where: { bytes.count >= $0 + 4 && Array(bytes[$0..<$0 + 4]) == separator }) else { return nil }
+        guard let end = (0...max(0, bytes.count - 4)).first(where: { bytes.count >= $0 + 4 && Array(bytes[$0..<$0 + 4]) == separator }) else {
+            return nil
+        }
         let head = String(decoding: bytes[..<end], as: UTF8.self).lowercased()
         guard let line = head.split(separator: "\r\n").first(where: { $0.hasPrefix("content-length:") }),
             let length = Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces))
@@ -229,7 +247,8 @@ struct EdgeProxyTests {
             let (token, userID) = try await signUp(client)
             let closedAfter = Mutex<Duration?>(nil)
             let closeFrame = try await WebSocketClient.connect(
-                url: "ws://127.0.0.1:\(port)/api/ws/chat", configuration: .init(maxFrameSize: 1 << 20, additionalHeaders: [.authorization: "Bearer \(token)"]), logger: logger
+                url: "ws://127.0.0.1:\(port)/api/ws/chat",
+                configuration: .init(maxFrameSize: 1 << 20, additionalHeaders: [.authorization: "Bearer \(token)"]), logger: logger
             ) { inbound, outbound, _ in
                 var messages = inbound.messages(maxSize: 1 << 20).makeAsyncIterator()
                 #expect(try await messages.next() == .text("user=\(userID)"), "the upstream sees the identity headers")
@@ -322,13 +341,14 @@ struct EdgeProxyTests {
     @Test("header hygiene: Connection and what it lists, hop-by-hop headers, identity headers and client X-Forwarded-* from untrusted peers")
     func headerRules() throws {
         let configuration = try AuthGateConfiguration.parse(
-            yaml: "routes: [ { name: r, path_prefix: /r/, upstreams: [http://127.0.0.1:1], forward_authorization: true } ]", baseDirectory: "", environment: [:]
+            yaml: "routes: [ { name: r, path_prefix: /r/, upstreams: [http://127.0.0.1:1], forward_authorization: true } ]", baseDirectory: "",
+            environment: [:]
         )
         let route = try #require(configuration.routes.first)
         let fields: HTTPHeaders = [
             "Connection": "keep-alive, X-Drop-Me", "X-Drop-Me": "1", "Keep-Alive": "timeout=5", "TE": "trailers",
             "Transfer-Encoding": "chunked", "Proxy-Authorization": "Basic x", "Upgrade": "h2c", "X-AUTHGATE-ROLE": "admin",
-            "X-Forwarded-Proto": "https", "Forwarded": "for=6.6.6.6", "Authorization": "Bearer t", "X-Kept": "1",
+            "X-Forwarded-Proto": "https", "Forwarded": "for=6.6.6.6", "Authorization": "Bearer t", "X-Kept": "1"
         ]
         let untrusted = ProxyHeaders.upstreamHeaders(
             from: fields, claims: nil, route: route, identityPrefix: "X-AuthGate-", clientAddress: "203.0.113.9", peerIsTrusted: false,
@@ -365,7 +385,7 @@ struct EdgeProxyTests {
             "POST /public/x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: identity, chunked\r\n\r\n0\r\n\r\n",
             "GET /public/x HTTP/1.1\r\nHost: a\r\nContent-Length : 0\r\n\r\n",
             "GET /public/x HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
-            "GET /public/x HTTP/1.1\r\n\r\n",
+            "GET /public/x HTTP/1.1\r\n\r\n"
         ]
     )
     func smuggling(request: String) async throws {

@@ -25,7 +25,9 @@ struct GatewayConnectionHandlerTests {
 
         var channels: [EmbeddedChannel] { lock.withLock { made } }
 
-        func connect(_ key: UpstreamConnectionPool.Key, on eventLoop: any EventLoop, timeout: TimeAmount, keepsLeftoverBytes: Bool) -> EventLoopFuture<any Channel> {
+        func connect(_ key: UpstreamConnectionPool.Key, on eventLoop: any EventLoop, timeout: TimeAmount, keepsLeftoverBytes: Bool)
+            -> EventLoopFuture<any Channel>
+        {
             let channel = EmbeddedChannel(handler: UpstreamChannelHandler(), loop: loop)
             _ = channel.connect(to: try! SocketAddress(ipAddress: "127.0.0.1", port: 1))
             lock.withLock { made.append(channel) }
@@ -52,7 +54,8 @@ struct GatewayConnectionHandlerTests {
                 upstreamConnections: pool
             )
             let handler = GatewayConnectionHandler(
-                proxy: dependencies.edge, connectionGuard: nil, logger: Logger(label: "test"), drainTimeout: .seconds(5), tracing: false, eventLoop: loop
+                proxy: dependencies.edge, connectionGuard: nil, logger: Logger(label: "test"), drainTimeout: .seconds(5), tracing: false,
+                eventLoop: loop
             )
             client = EmbeddedChannel(handler: handler, loop: loop)
             _ = client.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: 2))

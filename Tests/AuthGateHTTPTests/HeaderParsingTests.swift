@@ -8,7 +8,7 @@ import Testing
         ("bearer abc", "abc"),
         ("BEARER abc", "abc"),
         ("Bearer   abc \t", "abc"),
-        ("Bearer \tabc", "abc"),
+        ("Bearer \tabc", "abc")
     ])
     func bearerTokenIsRead(header: String, token: String) {
         #expect(RequestSupport.bearerToken(authorization: header) == token)

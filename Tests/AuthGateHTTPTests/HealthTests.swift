@@ -35,7 +35,11 @@ struct HealthTests {
                     #expect(response.status == .ok)
                     #expect(response.headers[.contentType] == "application/json")
                     let body = try JSONDecoder().decode(HealthBody.self, from: Data(response.body.readableBytesView))
-                    #expect(body == HealthBody(version: GatewayApplication.version, name: "GoTrue", description: "GoTrue is a user registration and authentication API"))
+                    #expect(
+                        body
+                            == HealthBody(
+                                version: GatewayApplication.version, name: "GoTrue",
+                                description: "GoTrue is a user registration and authentication API"))
                 }
             }
         }

@@ -13,7 +13,7 @@ struct JWKSTests {
         let configuration = try AuthGateConfiguration.parse(yaml: "", baseDirectory: "", environment: [:])
         let keyRing = try SigningKeyRing(validating: [
             SigningKey.generate(kid: "active-1", algorithm: .es256),
-            SigningKey.generate(kid: "next-1", algorithm: .es256, state: .published),
+            SigningKey.generate(kid: "next-1", algorithm: .es256, state: .published)
         ])
         let app = Application(router: GatewayApplication.buildRouter(.init(configuration: configuration, store: MemoryAuthStore(), keyRing: keyRing)))
         try await app.test(.router) { client in

@@ -91,7 +91,9 @@ struct ProxyExchangeStateMachineTests {
         var machine = Machine(hasBody: true, idempotent: false, maxBody: 100, clientKeepAlive: true)
         _ = machine.connected()
         _ = machine.requestBody(bytes(10))
-        #expect(machine.upstreamFailed(.connectionLost(beforeResponse: true), reusedConnection: false) == .respond(.badGateway(.connectionLost(beforeResponse: true)), then: .drainRequestBody))
+        #expect(
+            machine.upstreamFailed(.connectionLost(beforeResponse: true), reusedConnection: false)
+                == .respond(.badGateway(.connectionLost(beforeResponse: true)), then: .drainRequestBody))
         #expect(machine.requestBody(bytes(10)) == .none)
         #expect(machine.requestEnd() == .drained(then: .nextRequest))
     }
@@ -122,10 +124,14 @@ struct ProxyExchangeStateMachineTests {
         _ = machine.connected()
         #expect(machine.upstreamFailed(.connectionLost(beforeResponse: true), reusedConnection: true) == .retry(otherUpstream: false))
         #expect(machine.connected() == .sendRequest(buffered: [], end: true))
-        #expect(machine.upstreamFailed(.connectionLost(beforeResponse: true), reusedConnection: true) == .respond(.badGateway(.connectionLost(beforeResponse: true)), then: .nextRequest))
+        #expect(
+            machine.upstreamFailed(.connectionLost(beforeResponse: true), reusedConnection: true)
+                == .respond(.badGateway(.connectionLost(beforeResponse: true)), then: .nextRequest))
         var fresh = Machine(hasBody: false, idempotent: true, maxBody: 100, clientKeepAlive: true)
         _ = fresh.connected()
-        #expect(fresh.upstreamFailed(.connectionLost(beforeResponse: true), reusedConnection: false) != .retry(otherUpstream: false), "only a reused connection can be stale")
+        #expect(
+            fresh.upstreamFailed(.connectionLost(beforeResponse: true), reusedConnection: false) != .retry(otherUpstream: false),
+            "only a reused connection can be stale")
     }
 
     @Test("the upstream connection is handed back only when both directions are complete")
@@ -133,11 +139,15 @@ struct ProxyExchangeStateMachineTests {
         var closing = Machine(hasBody: false, idempotent: true, maxBody: 100, clientKeepAlive: false)
         _ = closing.connected()
         _ = closing.responseHead(okHead)
-        #expect(closing.responseEnd(keepAlive: false) == .finishResponse(upstreamReusable: false, then: .closeClient), "the upstream said close; the client too")
+        #expect(
+            closing.responseEnd(keepAlive: false) == .finishResponse(upstreamReusable: false, then: .closeClient),
+            "the upstream said close; the client too")
         var unsent = Machine(hasBody: true, idempotent: false, maxBody: 100, clientKeepAlive: true)
         _ = unsent.connected()
         _ = unsent.responseHead(okHead)
-        #expect(unsent.responseEnd(keepAlive: true) == .finishResponse(upstreamReusable: false, then: .drainRequestBody), "the request was not sent whole")
+        #expect(
+            unsent.responseEnd(keepAlive: true) == .finishResponse(upstreamReusable: false, then: .drainRequestBody), "the request was not sent whole"
+        )
     }
 
     @Test("events that do not fit the state close, never trap")

@@ -20,13 +20,13 @@ struct ProxyStreamingTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let config = directory.appendingPathComponent("authgate.yaml")
         try """
-            server: { host: 127.0.0.1 }
-            routes:
-              - { name: files, path_prefix: /files/, upstreams: [\(upstream.url)], auth: public, strip_prefix: true, max_body: 64MiB }
-              - { name: small, path_prefix: /small/, upstreams: [\(upstream.url)], auth: public, strip_prefix: true, max_body: 4KiB }
-              - { name: slow, path_prefix: /slow/, upstreams: [\(upstream.url)], auth: public, strip_prefix: true, timeout: 400ms, idle_timeout: 400ms }
-            logging: { level: warning }
-            """.write(to: config, atomically: true, encoding: .utf8)
+        server: { host: 127.0.0.1 }
+        routes:
+          - { name: files, path_prefix: /files/, upstreams: [\(upstream.url)], auth: public, strip_prefix: true, max_body: 64MiB }
+          - { name: small, path_prefix: /small/, upstreams: [\(upstream.url)], auth: public, strip_prefix: true, max_body: 4KiB }
+          - { name: slow, path_prefix: /slow/, upstreams: [\(upstream.url)], auth: public, strip_prefix: true, timeout: 400ms, idle_timeout: 400ms }
+        logging: { level: warning }
+        """.write(to: config, atomically: true, encoding: .utf8)
         let server = try await AuthGateServer.start(arguments: ["--config", config.path])
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(timeout: .init(connect: .seconds(5), read: .seconds(30))))
         do {
@@ -145,7 +145,8 @@ struct ProxyStreamingTests {
     func clientHangUp() async throws {
         try await withGateway { upstream, server, client in
             let download = Task {
-                let response = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(server.port)/files/endless"), timeout: .seconds(30))
+                let response = try await client.execute(
+                    HTTPClientRequest(url: "http://127.0.0.1:\(server.port)/files/endless"), timeout: .seconds(30))
                 var received = 0
                 for try await buffer in response.body {
                     received += buffer.readableBytes

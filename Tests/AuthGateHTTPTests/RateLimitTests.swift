@@ -22,10 +22,13 @@ struct RateLimitTests {
 
     @Test("the budget applies per client; the next request is 429 over_request_rate_limit with Retry-After")
     func budget() async throws {
-        let yaml = "providers: { anonymous: { enabled: true } }\nrate_limits: { signup: 3/1h, nonce: off }\nserver: { trusted_proxies: [127.0.0.1, \"::1\"] }"
+        let yaml =
+            "providers: { anonymous: { enabled: true } }\nrate_limits: { signup: 3/1h, nonce: off }\nserver: { trusted_proxies: [127.0.0.1, \"::1\"] }"
         try await app(store: MemoryAuthStore(), yaml: yaml).test(.live) { client in
             for _ in 0..<3 {
-                try await client.execute(uri: "/auth/v1/signup", method: .post, headers: [ClientAddress.forwardedFor: "203.0.113.7"]) { #expect($0.status == .ok) }
+                try await client.execute(uri: "/auth/v1/signup", method: .post, headers: [ClientAddress.forwardedFor: "203.0.113.7"]) {
+                    #expect($0.status == .ok)
+                }
             }
             try await client.execute(uri: "/auth/v1/signup", method: .post, headers: [ClientAddress.forwardedFor: "203.0.113.7"]) { response in
                 #expect(response.status == .tooManyRequests)
@@ -48,7 +51,9 @@ struct RateLimitTests {
         let yaml = "providers: { anonymous: { enabled: true } }\nrate_limits: { signup: 2/1h }"
         try await app(store: MemoryAuthStore(), yaml: yaml).test(.live) { client in
             for index in 0..<2 {
-                try await client.execute(uri: "/auth/v1/signup", method: .post, headers: [ClientAddress.forwardedFor: "10.0.0.\(index)"]) { #expect($0.status == .ok) }
+                try await client.execute(uri: "/auth/v1/signup", method: .post, headers: [ClientAddress.forwardedFor: "10.0.0.\(index)"]) {
+                    #expect($0.status == .ok)
+                }
             }
             try await client.execute(uri: "/auth/v1/signup", method: .post, headers: [ClientAddress.forwardedFor: "10.0.0.99"]) {
                 #expect($0.status == .tooManyRequests, "a spoofed X-Forwarded-For must not buy a fresh budget")

@@ -21,20 +21,22 @@ struct ReplicaRevocationTests {
         try TestKeys.es256PEM().write(to: directory.appendingPathComponent("k1.pem"), atomically: true, encoding: .utf8)
         let config = directory.appendingPathComponent("authgate.yaml")
         try """
-            server: { host: 127.0.0.1, public_url: "https://api.example.com" }
-            store: { kind: redis, redis: { url: "\(redisURL)", key_prefix: "replicas-\(UInt32.random(in: 0...UInt32.max)):" } }
-            tokens: { signing_keys: [ { kid: k1, file: k1.pem } ] }
-            providers: { anonymous: { enabled: true } }
-            rate_limits: { token: off, signup: off, nonce: off }
-            routes:
-              - { name: api, path_prefix: /api/, upstreams: [\(upstream.url)], auth: required, allow_anonymous: true }
-            logging: { level: warning }
-            """.write(to: config, atomically: true, encoding: .utf8)
+        server: { host: 127.0.0.1, public_url: "https://api.example.com" }
+        store: { kind: redis, redis: { url: "\(redisURL)", key_prefix: "replicas-\(UInt32.random(in: 0...UInt32.max)):" } }
+        tokens: { signing_keys: [ { kid: k1, file: k1.pem } ] }
+        providers: { anonymous: { enabled: true } }
+        rate_limits: { token: off, signup: off, nonce: off }
+        routes:
+          - { name: api, path_prefix: /api/, upstreams: [\(upstream.url)], auth: required, allow_anonymous: true }
+        logging: { level: warning }
+        """.write(to: config, atomically: true, encoding: .utf8)
         let first = try await AuthGateServer.start(arguments: ["--config", config.path])
         let second = try await AuthGateServer.start(arguments: ["--config", config.path])
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
 
-        func call(_ server: AuthGateServer, _ method: HTTPMethod, _ path: String, token: String? = nil) async throws -> (HTTPResponseStatus, ByteBuffer) {
+        func call(_ server: AuthGateServer, _ method: HTTPMethod, _ path: String, token: String? = nil) async throws -> (
+            HTTPResponseStatus, ByteBuffer
+        ) {
             var request = HTTPClientRequest(url: "http://127.0.0.1:\(server.port)\(path)")
             request.method = method
             if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }

@@ -73,12 +73,15 @@ public final class EchoUpstream: Sendable {
         }
         let object: [String: Any] = [
             "method": request.method.rawValue, "path": request.uri.path, "query": request.uri.query ?? "",
-            "headers": headers, "body_bytes": body.readableBytes,
+            "headers": headers, "body_bytes": body.readableBytes
         ]
         let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
         return Response(
             status: .ok,
-            headers: [.contentType: "application/json", HTTPField.Name("X-Upstream")!: "echo", .connection: "keep-alive, X-Secret-Hop", HTTPField.Name("X-Secret-Hop")!: "1"],
+            headers: [
+                .contentType: "application/json", HTTPField.Name("X-Upstream")!: "echo", .connection: "keep-alive, X-Secret-Hop",
+                HTTPField.Name("X-Secret-Hop")!: "1"
+            ],
             body: .init(byteBuffer: ByteBuffer(bytes: data))
         )
     }

@@ -113,22 +113,27 @@ public final class FakeProvider: Sendable {
         var header: [String: JSONValue] = ["alg": .string(algorithm), "typ": .string("JWT")]
         if let kid = kid ?? Optional(key.kid), !kid.isEmpty { header["kid"] = .string(kid) }
         let signingInput = base64URL(json(header)) + "." + base64URL(json(claims))
-        let signature = (try? key.privateKey.signature(for: SHA256.hash(data: Array(signingInput.utf8)), padding: .insecurePKCS1v1_5))
+        let signature =
+            (try? key.privateKey.signature(for: SHA256.hash(data: Array(signingInput.utf8)), padding: .insecurePKCS1v1_5))
             .map { Array($0.rawRepresentation) } ?? []
         return signingInput + "." + base64URL(signature)
     }
 
     /// A token with an arbitrary header, payload and signature bytes (for malformed-token tests).
-    public static func unsignedToken(header: [String: JSONValue], claims: [String: JSONValue], signature: [UInt8] = Array(repeating: 7, count: 256)) -> String {
+    public static func unsignedToken(header: [String: JSONValue], claims: [String: JSONValue], signature: [UInt8] = Array(repeating: 7, count: 256))
+        -> String
+    {
         base64URL(json(header)) + "." + base64URL(json(claims)) + "." + base64URL(signature)
     }
 
     /// Standard claims for `issuer`/`audience`, issued now and valid for an hour.
-    public static func claims(issuer: String, audience: String, subject: String = "user-1", now: Date = Date(), extra: [String: JSONValue] = [:]) -> [String: JSONValue] {
+    public static func claims(issuer: String, audience: String, subject: String = "user-1", now: Date = Date(), extra: [String: JSONValue] = [:])
+        -> [String: JSONValue]
+    {
         let issuedAt = Int64(now.timeIntervalSince1970)
         var claims: [String: JSONValue] = [
             "iss": .string(issuer), "aud": .string(audience), "sub": .string(subject), "iat": .integer(issuedAt),
-            "exp": .integer(issuedAt + 3600), "email": .string("Person@Example.com"), "email_verified": .bool(true),
+            "exp": .integer(issuedAt + 3600), "email": .string("Person@Example.com"), "email_verified": .bool(true)
         ]
         claims.merge(extra) { _, new in new }
         return claims

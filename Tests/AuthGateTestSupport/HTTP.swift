@@ -1,6 +1,7 @@
 public import Foundation
+
 #if canImport(FoundationNetworking)
-public import FoundationNetworking
+    public import FoundationNetworking
 #endif
 
 /// Minimal HTTP calls for tests that talk to a running gateway.
@@ -17,7 +18,8 @@ public enum HTTP {
     }
 
     /// `method url` with an optional JSON body: the body and the response.
-    public static func send(_ url: URL, method: String, headers: [String: String] = [:], json: String? = nil) async throws -> (Data, HTTPURLResponse) {
+    public static func send(_ url: URL, method: String, headers: [String: String] = [:], json: String? = nil) async throws -> (Data, HTTPURLResponse)
+    {
         var request = URLRequest(url: url)
         request.httpMethod = method
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }

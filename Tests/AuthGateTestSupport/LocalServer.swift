@@ -25,7 +25,9 @@ struct LocalServer: Sendable {
 
 /// Starts a Hummingbird router on a free loopback port for tests; returns the port and the task
 /// running it (cancel the task to stop the server).
-private func startLocalServer(_ router: Router<BasicRequestContext>, server: HTTPServerBuilder) async throws -> (port: Int, task: Task<Void, any Error>) {
+private func startLocalServer(_ router: Router<BasicRequestContext>, server: HTTPServerBuilder) async throws -> (
+    port: Int, task: Task<Void, any Error>
+) {
     let (portStream, portContinuation) = AsyncStream<Int>.makeStream()
     let app = Application(
         router: router,

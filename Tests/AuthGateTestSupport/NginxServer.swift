@@ -19,26 +19,26 @@ public final class NginxServer: Sendable {
         let port = try freeLoopbackPort()
         let configuration = directory.appendingPathComponent("nginx.conf")
         try """
-            worker_processes 1;
-            daemon off;
-            master_process off;
-            pid \(directory.path)/nginx.pid;
-            error_log \(directory.path)/error.log;
-            events { worker_connections 1024; }
-            http {
-                access_log off;
-                client_body_temp_path \(directory.path)/body;
-                proxy_temp_path \(directory.path)/proxy;
-                fastcgi_temp_path \(directory.path)/fastcgi;
-                uwsgi_temp_path \(directory.path)/uwsgi;
-                scgi_temp_path \(directory.path)/scgi;
-                server {
-                    listen 127.0.0.1:\(port);
-                    \(locations)
-                }
+        worker_processes 1;
+        daemon off;
+        master_process off;
+        pid \(directory.path)/nginx.pid;
+        error_log \(directory.path)/error.log;
+        events { worker_connections 1024; }
+        http {
+            access_log off;
+            client_body_temp_path \(directory.path)/body;
+            proxy_temp_path \(directory.path)/proxy;
+            fastcgi_temp_path \(directory.path)/fastcgi;
+            uwsgi_temp_path \(directory.path)/uwsgi;
+            scgi_temp_path \(directory.path)/scgi;
+            server {
+                listen 127.0.0.1:\(port);
+                \(locations)
             }
+        }
 
-            """.write(to: configuration, atomically: true, encoding: .utf8)
+        """.write(to: configuration, atomically: true, encoding: .utf8)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = ["-p", directory.path, "-c", configuration.path]

@@ -1,5 +1,5 @@
-import Foundation
 import Dispatch
+import Foundation
 
 /// A blocking loopback TCP connection with a small receive buffer, for tests that control
 /// exactly when bytes are read (a client that stops reading).
@@ -62,7 +62,9 @@ public final class RawConnection: Sendable {
     public func send(bytes: [UInt8]) {
         var offset = 0
         while offset < bytes.count {
-            let sent = Self.retryingInterrupted { bytes[offset...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
+            let sent = Self.retryingInterrupted {
+                bytes[offset...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            }
             if sent <= 0 { return }
             offset += sent
         }

@@ -99,7 +99,9 @@ public final class RecordingUpstream: Sendable {
             answered = true
             let body = ByteBuffer(string: isUpgrade ? "no upgrade here" : "upstream-ok")
             let status: HTTPResponseStatus = isUpgrade ? .forbidden : .ok
-            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: ["Content-Length": String(body.readableBytes)]))), promise: nil)
+            context.write(
+                wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: ["Content-Length": String(body.readableBytes)]))),
+                promise: nil)
             context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         }

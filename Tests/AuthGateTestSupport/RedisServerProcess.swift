@@ -1,8 +1,8 @@
 public import Foundation
-import Synchronization
 import NIOCore
 import NIOPosix
 public import RedisBridge
+import Synchronization
 
 /// Runs `body` with a private `redis-server`, stopping it afterwards whether `body` threw or not.
 public func withRedisServer<T>(_ body: (RedisServerProcess) async throws -> T) async throws -> T {
@@ -43,7 +43,8 @@ public final class RedisServerProcess: Sendable {
     public static func start(extraArguments: [String] = []) async throws -> RedisServerProcess {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("authgate-redis-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let server = RedisServerProcess(port: try freeLoopbackPort(), directory: directory, extraArguments: extraArguments, sentinelConfiguration: nil)
+        let server = RedisServerProcess(
+            port: try freeLoopbackPort(), directory: directory, extraArguments: extraArguments, sentinelConfiguration: nil)
         try await server.start()
         return server
     }
@@ -55,16 +56,16 @@ public final class RedisServerProcess: Sendable {
         let port = try freeLoopbackPort()
         let configuration = directory.appendingPathComponent("sentinel.conf")
         try """
-            port \(port)
-            bind 127.0.0.1
-            dir \(directory.path)
-            logfile \(directory.appendingPathComponent("redis.log").path)
-            sentinel monitor \(masterName) 127.0.0.1 \(masterPort) \(quorum)
-            sentinel down-after-milliseconds \(masterName) 1000
-            sentinel failover-timeout \(masterName) 5000
-            sentinel parallel-syncs \(masterName) 1
+        port \(port)
+        bind 127.0.0.1
+        dir \(directory.path)
+        logfile \(directory.appendingPathComponent("redis.log").path)
+        sentinel monitor \(masterName) 127.0.0.1 \(masterPort) \(quorum)
+        sentinel down-after-milliseconds \(masterName) 1000
+        sentinel failover-timeout \(masterName) 5000
+        sentinel parallel-syncs \(masterName) 1
 
-            """.write(to: configuration, atomically: true, encoding: .utf8)
+        """.write(to: configuration, atomically: true, encoding: .utf8)
         let server = RedisServerProcess(port: port, directory: directory, extraArguments: [], sentinelConfiguration: configuration)
         try await server.start()
         return server
@@ -90,10 +91,12 @@ public final class RedisServerProcess: Sendable {
                 process.arguments = [sentinelConfiguration.path, "--sentinel"]
             }
         } else {
-            process.arguments = [
-                "--port", String(port), "--bind", "127.0.0.1", "--dir", directory.path, "--save", "", "--appendonly", "no",
-                "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning", "--logfile", directory.appendingPathComponent("redis.log").path,
-            ] + extraArguments
+            process.arguments =
+                [
+                    "--port", String(port), "--bind", "127.0.0.1", "--dir", directory.path, "--save", "", "--appendonly", "no",
+                    "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning", "--logfile",
+                    directory.appendingPathComponent("redis.log").path
+                ] + extraArguments
         }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
@@ -124,10 +127,12 @@ public final class RedisServerProcess: Sendable {
     }
 
     private func signal(_ signal: Int32) async {
-        guard let server = running.withLock({ state -> RunningServer? in
-            defer { state = nil }
-            return state
-        }) else { return }
+        guard
+            let server = running.withLock({ state -> RunningServer? in
+                defer { state = nil }
+                return state
+            })
+        else { return }
         if server.process.isRunning { Foundation.kill(server.process.processIdentifier, signal) }
         await server.exited.value
     }

@@ -49,7 +49,8 @@ public struct SentinelCluster: Sendable {
 
     /// Sends one command to the server on `port` over a connection of its own.
     public static func command(_ port: Int, _ command: RedisCommand) async throws -> RESPValue {
-        let client = RedisClient(configuration: .init(url: RedisURL(host: "127.0.0.1", port: port), poolSize: 1, clientName: nil), logger: Logger(label: "sentinel-test"))
+        let client = RedisClient(
+            configuration: .init(url: RedisURL(host: "127.0.0.1", port: port), poolSize: 1, clientName: nil), logger: Logger(label: "sentinel-test"))
         do {
             let reply = try await client.send(command)
             await client.shutdown()
@@ -76,4 +77,3 @@ public struct SentinelCluster: Sendable {
         try await command(port, RedisCommand("INFO", .string(section))).string ?? ""
     }
 }
-

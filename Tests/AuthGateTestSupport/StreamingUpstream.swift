@@ -30,16 +30,18 @@ public final class StreamingUpstream: Sendable {
         let router = Router()
         router.get("download/:bytes") { _, context in
             let total = try context.parameters.require("bytes", as: Int.self)
-            return Response(status: .ok, headers: [.contentType: "application/octet-stream", .contentLength: String(total)], body: ResponseBody { writer in
-                var sent = 0
-                let chunk = ByteBuffer(repeating: 0x61, count: 64 << 10)
-                while sent < total {
-                    let size = min(chunk.readableBytes, total - sent)
-                    try await writer.write(chunk.getSlice(at: 0, length: size)!)
-                    sent += size
-                }
-                try await writer.finish(nil)
-            })
+            return Response(
+                status: .ok, headers: [.contentType: "application/octet-stream", .contentLength: String(total)],
+                body: ResponseBody { writer in
+                    var sent = 0
+                    let chunk = ByteBuffer(repeating: 0x61, count: 64 << 10)
+                    while sent < total {
+                        let size = min(chunk.readableBytes, total - sent)
+                        try await writer.write(chunk.getSlice(at: 0, length: size)!)
+                        sent += size
+                    }
+                    try await writer.finish(nil)
+                })
         }
         router.post("upload") { request, _ in
             var count = 0
@@ -48,39 +50,45 @@ public final class StreamingUpstream: Sendable {
         }
         router.get("events/:count") { _, context in
             let count = try context.parameters.require("count", as: Int.self)
-            return Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"], body: ResponseBody { writer in
-                var releases = state.eventReleases.makeAsyncIterator()
-                for index in 1...count {
-                    guard await releases.next() != nil else { break }
-                    try await writer.write(ByteBuffer(string: "id: \(index)\ndata: event \(index)\n\n"))
-                }
-                try await writer.finish(nil)
-            })
+            return Response(
+                status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"],
+                body: ResponseBody { writer in
+                    var releases = state.eventReleases.makeAsyncIterator()
+                    for index in 1...count {
+                        guard await releases.next() != nil else { break }
+                        try await writer.write(ByteBuffer(string: "id: \(index)\ndata: event \(index)\n\n"))
+                    }
+                    try await writer.finish(nil)
+                })
         }
         router.get("endless") { _, _ in
-            Response(status: .ok, headers: [.contentType: "application/octet-stream"], body: ResponseBody { writer in
-                let chunk = ByteBuffer(repeating: 0x62, count: 16 << 10)
-                do {
-                    while true {
-                        try await writer.write(chunk)
-                        state.endlessBytes.withLock { $0 += chunk.readableBytes }
+            Response(
+                status: .ok, headers: [.contentType: "application/octet-stream"],
+                body: ResponseBody { writer in
+                    let chunk = ByteBuffer(repeating: 0x62, count: 16 << 10)
+                    do {
+                        while true {
+                            try await writer.write(chunk)
+                            state.endlessBytes.withLock { $0 += chunk.readableBytes }
+                        }
+                    } catch {
+                        state.endlessStopped.withLock { $0 = true }
+                        throw error
                     }
-                } catch {
-                    state.endlessStopped.withLock { $0 = true }
-                    throw error
-                }
-            })
+                })
         }
         router.get("stall-head") { _, _ -> Response in
             try await Task.sleep(for: .seconds(3600))
             return Response(status: .ok)
         }
         router.get("stall-body") { _, _ in
-            Response(status: .ok, headers: [.contentType: "text/plain"], body: ResponseBody { writer in
-                try await writer.write(ByteBuffer(string: "first chunk\n"))
-                try await Task.sleep(for: .seconds(3600))
-                try await writer.finish(nil)
-            })
+            Response(
+                status: .ok, headers: [.contentType: "text/plain"],
+                body: ResponseBody { writer in
+                    try await writer.write(ByteBuffer(string: "first chunk\n"))
+                    try await Task.sleep(for: .seconds(3600))
+                    try await writer.finish(nil)
+                })
         }
         return StreamingUpstream(server: try await LocalServer.start(router), state: state)
     }

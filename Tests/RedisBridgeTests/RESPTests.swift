@@ -45,7 +45,7 @@ struct RESPTests {
         }
         try reader.feed(ByteBuffer(string: "\n"))
         let expected = RESPValue.array([
-            .bulkString(ByteBuffer(string: "hello")), .integer(7), .array([.simpleString("a"), .bulkString(ByteBuffer(string: "b"))]),
+            .bulkString(ByteBuffer(string: "hello")), .integer(7), .array([.simpleString("a"), .bulkString(ByteBuffer(string: "b"))])
         ])
         #expect(try reader.nextReply() == expected)
     }

@@ -18,7 +18,8 @@ struct RedisChannelHandlerTests {
         -> EventLoopFuture<RESPValue>
     {
         let promise = channel.eventLoop.makePromise(of: RESPValue.self)
-        channel.writeAndFlush(RedisRequest(encodedCommand: command.encoded(), promise: promise, deadline: channel.eventLoop.now + timeout), promise: nil)
+        channel.writeAndFlush(
+            RedisRequest(encodedCommand: command.encoded(), promise: promise, deadline: channel.eventLoop.now + timeout), promise: nil)
         return promise.futureResult
     }
 

@@ -91,25 +91,25 @@ struct RedisClientIntegrationTests {
     @Test("AUTH with a password from the URL; a wrong password is a clear connection error")
     func auth() async throws {
         try await withRedisServer { server in
-        try await withClient(url: server.url) { (redis: RedisClient) async throws in
-            try await redis.send(RedisCommand("CONFIG", "SET", "requirepass", "s3cr%t"))
-        }
-        var good = server.url
-        good.password = "s3cr%t"
-        let parsed = try RedisURL(parsing: "redis://:s3cr%25t@127.0.0.1:\(server.port)/0")
-        #expect(parsed == good)
-        try await withClient(url: parsed) { (redis: RedisClient) async throws in #expect(try await redis.ping()) }
-        var bad = server.url
-        bad.password = "wrong"
-        try await withClient(url: bad) { (redis: RedisClient) async throws in
-            await #expect {
-                try await redis.ping()
-            } throws: { error in
-                let error = error as? RedisError
-                return error?.code == .connectionFailed && error?.message.contains("refused the handshake") == true
-                    && error?.description.contains("wrong") == false
+            try await withClient(url: server.url) { (redis: RedisClient) async throws in
+                try await redis.send(RedisCommand("CONFIG", "SET", "requirepass", "s3cr%t"))
             }
-        }
+            var good = server.url
+            good.password = "s3cr%t"
+            let parsed = try RedisURL(parsing: "redis://:s3cr%25t@127.0.0.1:\(server.port)/0")
+            #expect(parsed == good)
+            try await withClient(url: parsed) { (redis: RedisClient) async throws in #expect(try await redis.ping()) }
+            var bad = server.url
+            bad.password = "wrong"
+            try await withClient(url: bad) { (redis: RedisClient) async throws in
+                await #expect {
+                    try await redis.ping()
+                } throws: { error in
+                    let error = error as? RedisError
+                    return error?.code == .connectionFailed && error?.message.contains("refused the handshake") == true
+                        && error?.description.contains("wrong") == false
+                }
+            }
         }
     }
 

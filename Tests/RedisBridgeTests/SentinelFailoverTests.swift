@@ -12,7 +12,8 @@ struct SentinelFailoverTests {
     func failover() async throws {
         let cluster = try await SentinelCluster.start()
         let client = RedisClient(
-            configuration: .init(url: RedisURL(host: "127.0.0.1", port: 1), poolSize: 2, maxReconnectBackoff: .milliseconds(200), sentinel: cluster.configuration),
+            configuration: .init(
+                url: RedisURL(host: "127.0.0.1", port: 1), poolSize: 2, maxReconnectBackoff: .milliseconds(200), sentinel: cluster.configuration),
             logger: Logger(label: "sentinel-test")
         )
         do {
@@ -43,7 +44,9 @@ struct SentinelFailoverTests {
         let cluster = try await SentinelCluster.start()
         var configuration = cluster.configuration
         configuration.masterName = "nobody"
-        let client = RedisClient(configuration: .init(url: RedisURL(host: "127.0.0.1", port: 1), poolSize: 1, sentinel: configuration), logger: Logger(label: "sentinel-test"))
+        let client = RedisClient(
+            configuration: .init(url: RedisURL(host: "127.0.0.1", port: 1), poolSize: 1, sentinel: configuration),
+            logger: Logger(label: "sentinel-test"))
         await #expect(throws: RedisError.self) { try await client.send(RedisCommand("PING")) }
         await client.shutdown()
         await cluster.stop()

@@ -30,12 +30,21 @@ struct ListKeysCommand: AsyncParsableCommand {
         }
         let published = Set(keyRing.publishedKeys.map(\.kid))
         if output.json {
-            Output.json(.object(["keys": .array(keyRing.keys.map { key in
-                .object(["kid": .string(key.kid), "alg": .string(key.algorithm.rawValue), "state": .string(key.state.rawValue), "in_jwks": .bool(published.contains(key.kid))])
-            })]))
+            Output.json(
+                .object([
+                    "keys": .array(
+                        keyRing.keys.map { key in
+                            .object([
+                                "kid": .string(key.kid), "alg": .string(key.algorithm.rawValue), "state": .string(key.state.rawValue),
+                                "in_jwks": .bool(published.contains(key.kid))
+                            ])
+                        })
+                ]))
             return
         }
-        Output.table(["KID", "ALG", "STATE", "IN JWKS"], keyRing.keys.map { [$0.kid, $0.algorithm.rawValue, $0.state.rawValue, published.contains($0.kid) ? "yes" : "no"] })
+        Output.table(
+            ["KID", "ALG", "STATE", "IN JWKS"],
+            keyRing.keys.map { [$0.kid, $0.algorithm.rawValue, $0.state.rawValue, published.contains($0.kid) ? "yes" : "no"] })
     }
 }
 

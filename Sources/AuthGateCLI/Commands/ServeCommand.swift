@@ -51,7 +51,7 @@ struct ServeCommand: AsyncParsableCommand {
             metadata: [
                 "gw.version": "\(GatewayApplication.version)", "gw.store": "\(configuration.store.kind.rawValue)",
                 "gw.address": "\(configuration.server.host):\(configuration.server.port)",
-                "gw.config": "\(configuration.sourcePath ?? "built-in defaults")",
+                "gw.config": "\(configuration.sourcePath ?? "built-in defaults")"
             ]
         )
         try await ServiceGroup(configuration: groupConfiguration).run()
@@ -77,7 +77,7 @@ struct ServeCommand: AsyncParsableCommand {
             "AuthGate is running in DEVELOPMENT MODE",
             "- memory store: users and sessions are lost when the process stops",
             "- signing key generated at start: every token is void after a restart",
-            "Never expose this instance. Production: store.kind redis + signing keys.",
+            "Never expose this instance. Production: store.kind redis + signing keys."
         ]
         let width = lines.map(\.count).max() ?? 0
         let border = String(repeating: "*", count: width + 6)

@@ -14,7 +14,8 @@ struct TokensCommand: AsyncParsableCommand {
 /// `authgate tokens inspect <jwt>`: header, claims, which key, valid or why not, and whether its
 /// session is still alive (when the store is Redis).
 struct InspectTokenCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "inspect", abstract: "Show a token's header and claims, and whether it is valid now.")
+    static let configuration = CommandConfiguration(
+        commandName: "inspect", abstract: "Show a token's header and claims, and whether it is valid now.")
 
     @OptionGroup var options: ConfigurationOptions
     @OptionGroup var output: OutputOptions
@@ -36,7 +37,8 @@ struct InspectTokenCommand: AsyncParsableCommand {
         var verified: AccessTokenClaims?
         if let keyRing {
             do {
-                verified = try AccessTokenVerifier(keyRing: keyRing, issuer: configuration.tokens.issuer, audience: configuration.tokens.audience).verify(token, now: Date())
+                verified = try AccessTokenVerifier(keyRing: keyRing, issuer: configuration.tokens.issuer, audience: configuration.tokens.audience)
+                    .verify(token, now: Date())
             } catch let error as AuthGateError {
                 verdict = "invalid: \(error.code)"
             }
@@ -50,15 +52,18 @@ struct InspectTokenCommand: AsyncParsableCommand {
             }
         }
         if output.json {
-            Output.json(.object([
-                "header": header, "claims": claims, "key": key.map { .string("\($0.kid) (\($0.algorithm.rawValue), \($0.state.rawValue))") } ?? .null,
-                "verdict": .string(verdict), "session": .string(session),
-            ]))
+            Output.json(
+                .object([
+                    "header": header, "claims": claims,
+                    "key": key.map { .string("\($0.kid) (\($0.algorithm.rawValue), \($0.state.rawValue))") } ?? .null,
+                    "verdict": .string(verdict), "session": .string(session)
+                ]))
             return
         }
         print("header:  \(String(decoding: header.serialized(), as: UTF8.self))")
         print("claims:  \(String(decoding: claims.serialized(), as: UTF8.self))")
-        print("key:     \(key.map { "\($0.kid) (\($0.algorithm.rawValue), \($0.state.rawValue))" } ?? "no configured key has kid \(kid ?? "(none)")")")
+        print(
+            "key:     \(key.map { "\($0.kid) (\($0.algorithm.rawValue), \($0.state.rawValue))" } ?? "no configured key has kid \(kid ?? "(none)")")")
         print("verdict: \(verdict)")
         print("session: \(session)")
         if verified == nil { throw ExitStatus.refused }
@@ -89,7 +94,8 @@ struct ServiceRoleTokenCommand: AsyncParsableCommand {
         let now = Int64(Date().timeIntervalSince1970)
         let lifetime = Int64(ConfigurationValueParsers.duration(ttl)?.inSeconds ?? 3600)
         let claims = AccessTokenClaims(
-            iss: configuration.tokens.issuer, sub: "service_role", aud: configuration.tokens.audience, exp: now + lifetime, iat: now, email: "", phone: "",
+            iss: configuration.tokens.issuer, sub: "service_role", aud: configuration.tokens.audience, exp: now + lifetime, iat: now, email: "",
+            phone: "",
             appMetadata: [:], userMetadata: [:], role: "service_role", aal: "aal1", amr: [], sessionID: nil, isAnonymous: false
         )
         print(try AccessTokenIssuer(keyRing: keyRing).mint(claims))

@@ -50,7 +50,9 @@ struct ListUsersCommand: AsyncParsableCommand {
             }
             let next = offset < total ? String(offset) : nil
             if output.json {
-                var document: [String: JSONValue] = ["users": .array(matched.map { .object(GoTrueJSON.user($0, identities: [])) }), "total": .integer(Int64(total))]
+                var document: [String: JSONValue] = [
+                    "users": .array(matched.map { .object(GoTrueJSON.user($0, identities: [])) }), "total": .integer(Int64(total))
+                ]
                 document["next_cursor"] = next.map(JSONValue.string) ?? .null
                 Output.json(.object(document))
                 return
@@ -58,7 +60,10 @@ struct ListUsersCommand: AsyncParsableCommand {
             Output.table(
                 ["ID", "EMAIL", "PROVIDERS", "ANONYMOUS", "CREATED", "BANNED UNTIL"],
                 matched.map { user in
-                    [user.id, user.email ?? "-", providers(of: user).joined(separator: ","), user.isAnonymous ? "yes" : "no", Output.date(user.createdAt), Output.date(user.bannedUntil)]
+                    [
+                        user.id, user.email ?? "-", providers(of: user).joined(separator: ","), user.isAnonymous ? "yes" : "no",
+                        Output.date(user.createdAt), Output.date(user.bannedUntil)
+                    ]
                 }
             )
             print("\(matched.count) shown of \(total) users" + (next.map { "; next page: --cursor \($0)" } ?? ""))
@@ -104,13 +109,15 @@ struct ShowUserCommand: AsyncParsableCommand {
                 [
                     ["id", found.id], ["email", found.email ?? "-"], ["role", found.role], ["anonymous", found.isAnonymous ? "yes" : "no"],
                     ["created", Output.date(found.createdAt)], ["last sign-in", Output.date(found.lastSignInAt)],
-                    ["banned until", Output.date(found.bannedUntil)], ["deleted", Output.date(found.deletedAt)],
+                    ["banned until", Output.date(found.bannedUntil)], ["deleted", Output.date(found.deletedAt)]
                 ]
             )
             print("")
-            Output.table(["PROVIDER", "SUBJECT", "EMAIL", "CREATED"], identities.map { [$0.provider, $0.subject, $0.email ?? "-", Output.date($0.createdAt)] })
+            Output.table(
+                ["PROVIDER", "SUBJECT", "EMAIL", "CREATED"], identities.map { [$0.provider, $0.subject, $0.email ?? "-", Output.date($0.createdAt)] })
             print("")
-            Output.table(["SESSION", "CREATED", "REFRESHED", "AAL"], sessions.map { [$0.id, Output.date($0.createdAt), Output.date($0.refreshedAt), $0.aal] })
+            Output.table(
+                ["SESSION", "CREATED", "REFRESHED", "AAL"], sessions.map { [$0.id, Output.date($0.createdAt), Output.date($0.refreshedAt), $0.aal] })
         }
     }
 }
@@ -136,7 +143,9 @@ struct BanUserCommand: AsyncParsableCommand {
         guard [duration != nil, until != nil, lift].filter({ $0 }).count == 1 else {
             throw ValidationError("give exactly one of --for, --until and --lift")
         }
-        if let duration, (ConfigurationValueParsers.duration(duration) ?? .zero) <= .zero { throw ValidationError("--for \(duration) is not a duration like 24h") }
+        if let duration, (ConfigurationValueParsers.duration(duration) ?? .zero) <= .zero {
+            throw ValidationError("--for \(duration) is not a duration like 24h")
+        }
         if let until, (try? Date(until, strategy: .iso8601)) == nil { throw ValidationError("--until \(until) is not an ISO 8601 time") }
     }
 
@@ -147,7 +156,9 @@ struct BanUserCommand: AsyncParsableCommand {
             if lift {
                 updated = try await opened.admin.liftBan(user, now: now)
             } else {
-                let end = until.flatMap { try? Date($0, strategy: .iso8601) } ?? now.addingTimeInterval(ConfigurationValueParsers.duration(duration ?? "")?.inSeconds ?? 0)
+                let end =
+                    until.flatMap { try? Date($0, strategy: .iso8601) }
+                    ?? now.addingTimeInterval(ConfigurationValueParsers.duration(duration ?? "")?.inSeconds ?? 0)
                 updated = try await opened.admin.ban(user, until: end, now: now)
             }
             guard let updated else {

@@ -1,6 +1,6 @@
 import ArgumentParser
-import AuthGateCore
 import AsyncHTTPClient
+import AuthGateCore
 import Foundation
 import Logging
 
@@ -112,7 +112,7 @@ struct VerifyIDTokenCommand: AsyncParsableCommand {
                 "email": identity.email.map(JSONValue.string) ?? .null,
                 "email_verified": .bool(identity.emailVerified),
                 "claims": .object(identity.claims),
-                "identity_data": .object(identity.identityData),
+                "identity_data": .object(identity.identityData)
             ])
         }
         var lines = ["valid: \(identity.provider) ID token for subject \(identity.subject)"]

@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Logging
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The process's open-file limit, raised at start so that `server.max_connections` can be
 /// reached before the kernel refuses descriptors (each proxied client connection may hold an
@@ -17,20 +18,20 @@ enum FileDescriptorLimit {
     /// limit is lower, because clients past it would be refused by the kernel, not answered 503.
     static func raise(toAtLeast needed: UInt64, logger: Logger) {
         #if canImport(Glibc)
-        var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
-        let wanted = rlim_t(clamping: needed)
-        guard limit.rlim_cur < wanted else { return }
-        let target = min(wanted, limit.rlim_max)
-        var raised = limit
-        raised.rlim_cur = target
-        if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) != 0 { raised.rlim_cur = limit.rlim_cur }
-        if raised.rlim_cur < wanted {
-            logger.warning(
-                "the open-file limit is below what server.max_connections needs; lower max_connections or raise the limit (LimitNOFILE, ulimit -n)",
-                metadata: ["gw.nofile": "\(raised.rlim_cur)", "gw.needed": "\(needed)"]
-            )
-        }
+            var limit = rlimit()
+            guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
+            let wanted = rlim_t(clamping: needed)
+            guard limit.rlim_cur < wanted else { return }
+            let target = min(wanted, limit.rlim_max)
+            var raised = limit
+            raised.rlim_cur = target
+            if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) != 0 { raised.rlim_cur = limit.rlim_cur }
+            if raised.rlim_cur < wanted {
+                logger.warning(
+                    "the open-file limit is below what server.max_connections needs; lower max_connections or raise the limit (LimitNOFILE, ulimit -n)",
+                    metadata: ["gw.nofile": "\(raised.rlim_cur)", "gw.needed": "\(needed)"]
+                )
+            }
         #endif
     }
 }

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Writes secrets to new files that are private from their first byte: created with
@@ -10,25 +10,25 @@ enum PrivateFile {
     /// partly written file is removed).
     static func create(_ path: String, contents: [UInt8]) -> Bool {
         #if canImport(Glibc)
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode_t(0o600))
-        guard descriptor >= 0 else { return false }
-        var written = 0
-        while written < contents.count {
-            let result = contents[written...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-            if result < 0, errno == EINTR { continue }
-            guard result > 0 else {
-                close(descriptor)
-                unlink(path)
-                return false
+            let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode_t(0o600))
+            guard descriptor >= 0 else { return false }
+            var written = 0
+            while written < contents.count {
+                let result = contents[written...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+                if result < 0, errno == EINTR { continue }
+                guard result > 0 else {
+                    close(descriptor)
+                    unlink(path)
+                    return false
+                }
+                written += result
             }
-            written += result
-        }
-        let synced = fsync(descriptor) == 0
-        close(descriptor)
-        if !synced { unlink(path) }
-        return synced
+            let synced = fsync(descriptor) == 0
+            close(descriptor)
+            if !synced { unlink(path) }
+            return synced
         #else
-        return false
+            return false
         #endif
     }
 }

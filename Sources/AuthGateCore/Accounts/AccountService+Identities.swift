@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// GoTrue's find-or-create and linking rules (`internal/models/linking.go`, `internal/api/external.go`,
@@ -13,7 +13,8 @@ extension AccountService {
         if let owner = try await store.owner(ofIdentity: identity.provider, subject: identity.subject) {
             return try await refreshExisting(identity, ownerID: owner, now: now)
         }
-        if identity.emailVerified, let email = identity.email, EmailAddress.allowsAutomaticLinking(email), let holder = try await store.owner(ofEmail: email),
+        if identity.emailVerified, let email = identity.email, EmailAddress.allowsAutomaticLinking(email),
+            let holder = try await store.owner(ofEmail: email),
             let user = try await store.user(id: holder), user.deletedAt == nil
         {
             let owner = try await store.claimIdentity(provider: identity.provider, subject: identity.subject, userID: user.id)

@@ -1,10 +1,11 @@
-#if canImport(FoundationEssentials)
-public import FoundationEssentials
-#else
-public import Foundation
-#endif
 public import Logging
 import Tracing
+
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// The GoTrue flows AuthGate serves, on top of the store: id_token sign-in (with GoTrue's
 /// find-or-create and linking rules), anonymous sign-up, refresh with rotation and reuse
@@ -50,7 +51,9 @@ public struct AccountService: Sendable {
 
     /// `POST /token?grant_type=id_token`: verifies the ID token (once), finds or creates the user
     /// (or links the identity to `linkingTo`), and starts a session.
-    public func signInWithIDToken(provider: String, idToken: String, rawNonce: String?, linkingTo: AuthenticatedUser?, now: Date) async throws -> IssuedSession {
+    public func signInWithIDToken(provider: String, idToken: String, rawNonce: String?, linkingTo: AuthenticatedUser?, now: Date) async throws
+        -> IssuedSession
+    {
         let identity = try await withSpan("auth.verify_id_token") { span in
             span.attributes["auth.provider"] = provider
             return try await idTokens.verify(provider: provider, idToken: idToken, rawNonce: rawNonce, now: now)
@@ -126,7 +129,8 @@ public struct AccountService: Sendable {
             throw AuthGateError(.sessionExpired, "Invalid Refresh Token: Session Expired")
         case .expiredInactivity:
             try await revoked(userID: token.userID, sessionID: token.sessionID, reason: "inactivity", now: now)
-            throw AuthGateError(.sessionExpired, "session inactive too long", clientText: .fixed("Invalid Refresh Token: Session Expired (Inactivity)"))
+            throw AuthGateError(
+                .sessionExpired, "session inactive too long", clientText: .fixed("Invalid Refresh Token: Session Expired (Inactivity)"))
         case .notFound:
             throw AuthGateError(.refreshTokenNotFound, "Invalid Refresh Token: Refresh Token Not Found")
         }
@@ -214,7 +218,9 @@ public struct AccountService: Sendable {
     /// `PUT /user` with `data`: a shallow merge into `user_metadata`; `null` deletes a key.
     /// - Throws: ``AuthGateError`` `validation_failed` when the merged metadata is over `limit`
     ///   bytes of JSON (nothing is saved).
-    public func updateMetadata(of caller: AuthenticatedUser, data: [String: JSONValue], limit: Int, now: Date) async throws -> (UserRecord, [IdentityRecord]) {
+    public func updateMetadata(of caller: AuthenticatedUser, data: [String: JSONValue], limit: Int, now: Date) async throws -> (
+        UserRecord, [IdentityRecord]
+    ) {
         var user = caller.user
         for (key, value) in data {
             if value == .null { user.userMetadata.removeValue(forKey: key) } else { user.userMetadata[key] = value }

@@ -1,9 +1,10 @@
-#if canImport(FoundationEssentials)
-public import FoundationEssentials
-#else
-public import Foundation
-#endif
 public import Logging
+
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// What operators do to users and sessions, for the `authgate` admin commands and the admin API
 /// alike. Every ending of a session or of a user's tokens is appended to the revocation stream,
@@ -92,7 +93,8 @@ public struct AdminService: Sendable {
         } else {
             let ended = try await store.deleteUser(userID)
             for sessionID in ended {
-                try await store.appendRevocation(RevocationEvent(kind: .session, userID: userID, sessionID: sessionID, reason: "user_deleted", at: now))
+                try await store.appendRevocation(
+                    RevocationEvent(kind: .session, userID: userID, sessionID: sessionID, reason: "user_deleted", at: now))
             }
             try await store.appendRevocation(RevocationEvent(kind: .user, userID: userID, sessionID: nil, reason: "user_deleted", at: now))
         }

@@ -16,7 +16,7 @@ extension AuthGateConfiguration {
                 "max_connections": Node(String(server.maxConnections)),
                 "request_head_timeout": Node(format(server.requestHeadTimeout)),
                 "keep_alive_timeout": Node(format(server.keepAliveTimeout)),
-                "client_idle_timeout": Node(format(server.clientIdleTimeout)),
+                "client_idle_timeout": Node(format(server.clientIdleTimeout))
             ],
             "store": renderedStore(),
             "tokens": [
@@ -31,30 +31,30 @@ extension AuthGateConfiguration {
                 "refresh": [
                     "reuse_interval": Node(format(tokens.refresh.reuseInterval)),
                     "session_timebox": Node(format(tokens.refresh.sessionTimebox)),
-                    "inactivity_timeout": Node(format(tokens.refresh.inactivityTimeout)),
+                    "inactivity_timeout": Node(format(tokens.refresh.inactivityTimeout))
                 ],
-                "admin_roles": Node(tokens.adminRoles.map { Node($0) }),
+                "admin_roles": Node(tokens.adminRoles.map { Node($0) })
             ],
             "providers": [
                 "apple": rendered(providers.apple, isBuiltIn: true),
                 "google": rendered(providers.google, isBuiltIn: true),
                 "anonymous": ["enabled": Node(String(providers.anonymous.enabled))],
-                "oidc": Node(providers.oidc.map { rendered($0, isBuiltIn: false) }),
+                "oidc": Node(providers.oidc.map { rendered($0, isBuiltIn: false) })
             ],
             "replay": [
                 "enabled": Node(String(replay.enabled)),
                 "leeway": Node(format(replay.leeway)),
-                "server_nonce_ttl": Node(format(replay.serverNonceTTL)),
+                "server_nonce_ttl": Node(format(replay.serverNonceTTL))
             ],
             "rate_limits": [
                 "token": Node(rateLimits.token?.description ?? "off"),
                 "signup": Node(rateLimits.signup?.description ?? "off"),
                 "nonce": Node(rateLimits.nonce?.description ?? "off"),
-                "user_update": Node(rateLimits.userUpdate?.description ?? "off"),
+                "user_update": Node(rateLimits.userUpdate?.description ?? "off")
             ],
             "users": [
                 "max_user_metadata": Node(ConfigurationValueParsers.format(bytes: users.maxUserMetadata)),
-                "max_app_metadata": Node(ConfigurationValueParsers.format(bytes: users.maxAppMetadata)),
+                "max_app_metadata": Node(ConfigurationValueParsers.format(bytes: users.maxAppMetadata))
             ],
             "routes": Node(routes.map(rendered)),
             "proxy": [
@@ -62,12 +62,12 @@ extension AuthGateConfiguration {
                 "revocation_max_staleness": Node(format(proxy.revocationMaxStaleness)),
                 "token_cache_size": Node(String(proxy.tokenCacheSize)),
                 "max_connections_per_upstream": Node(String(proxy.maxConnectionsPerUpstream)),
-                "max_websocket_frame": Node(ConfigurationValueParsers.format(bytes: proxy.maxWebSocketFrame)),
+                "max_websocket_frame": Node(ConfigurationValueParsers.format(bytes: proxy.maxWebSocketFrame))
             ],
             "logging": ["level": Node(logging.level.rawValue), "format": Node(logging.format.rawValue)],
             "tracing": [
-                "enabled": Node(String(tracing.enabled)), "endpoint": Node(tracing.endpoint), "service_name": Node(tracing.serviceName),
-            ],
+                "enabled": Node(String(tracing.enabled)), "endpoint": Node(tracing.endpoint), "service_name": Node(tracing.serviceName)
+            ]
         ]
         return (try? Yams.serialize(node: document, sortKeys: false)) ?? ""
     }
@@ -80,12 +80,12 @@ extension AuthGateConfiguration {
                 "key_prefix": Node(redis.keyPrefix),
                 "pool_size": Node(String(redis.poolSize)),
                 "connect_timeout": Node(format(redis.connectTimeout)),
-                "command_timeout": Node(format(redis.commandTimeout)),
+                "command_timeout": Node(format(redis.commandTimeout))
             ]
             if let sentinel = redis.sentinel {
                 var sentinelNode: Node = [
                     "master_name": Node(sentinel.masterName),
-                    "nodes": Node(sentinel.nodes.map { Node($0.description) }),
+                    "nodes": Node(sentinel.nodes.map { Node($0.description) })
                 ]
                 if sentinel.password != nil { sentinelNode["password"] = Node("***") }
                 redisNode["sentinel"] = sentinelNode
@@ -105,7 +105,7 @@ extension AuthGateConfiguration {
         }
         pairs += [
             (Node("enabled"), Node(String(provider.enabled))),
-            (Node("audiences"), Node(provider.audiences.map { Node($0) })),
+            (Node("audiences"), Node(provider.audiences.map { Node($0) }))
         ]
         switch provider.keySource {
         case .url(let url): pairs.append((Node("jwks_url"), Node(url)))
@@ -117,7 +117,7 @@ extension AuthGateConfiguration {
             (Node("skip_nonce_check"), Node(String(provider.skipNonceCheck))),
             (Node("require_server_nonce"), Node(String(provider.requireServerNonce))),
             (Node("leeway"), Node(format(provider.leeway))),
-            (Node("clock_skew"), Node(format(provider.clockSkew))),
+            (Node("clock_skew"), Node(format(provider.clockSkew)))
         ]
         return Node(pairs)
     }
@@ -125,7 +125,7 @@ extension AuthGateConfiguration {
     private func rendered(_ route: RouteConfiguration) -> Node {
         var pairs: [(Node, Node)] = [
             (Node("name"), Node(route.name)),
-            (Node("path_prefix"), Node(route.pathPrefix)),
+            (Node("path_prefix"), Node(route.pathPrefix))
         ]
         if let host = route.host { pairs.append((Node("host"), Node(host))) }
         if !route.methods.isEmpty { pairs.append((Node("methods"), Node(route.methods.map { Node($0) }))) }
@@ -139,7 +139,7 @@ extension AuthGateConfiguration {
             (Node("timeout"), Node(format(route.timeout))),
             (Node("connect_timeout"), Node(format(route.connectTimeout))),
             (Node("idle_timeout"), Node(format(route.idleTimeout))),
-            (Node("max_body"), Node(ConfigurationValueParsers.format(bytes: route.maxBody))),
+            (Node("max_body"), Node(ConfigurationValueParsers.format(bytes: route.maxBody)))
         ]
         return Node(pairs)
     }

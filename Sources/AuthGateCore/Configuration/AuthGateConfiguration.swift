@@ -1,9 +1,10 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Yams
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// The whole configuration, built once at start from a YAML file plus `AUTHGATE_…` environment
 /// overrides, validated, and passed down. See `docs/configuration.md` for every key.
@@ -81,7 +82,9 @@ public struct AuthGateConfiguration: Sendable {
         var seenMatches: Set<String> = []
         for (index, route) in routes.enumerated() {
             if !route.name.isEmpty, !seenNames.insert(route.name).inserted {
-                reader.report(ConfigurationPath.root.appending("routes").appending(index: index).appending("name"), "\"\(route.name)\" is used by another route")
+                reader.report(
+                    ConfigurationPath.root.appending("routes").appending(index: index).appending("name"), "\"\(route.name)\" is used by another route"
+                )
             }
             let match = "\(route.host ?? "*") \(route.pathPrefix) \(route.methods.sorted())"
             if !seenMatches.insert(match).inserted {
@@ -105,7 +108,8 @@ public struct AuthGateConfiguration: Sendable {
         }
         for provider in providers.enabledIDTokenProviders {
             if case .file(let file) = provider.keySource, !FileManager.default.isReadableFile(atPath: file) {
-                reader.report(ConfigurationPath.root.appending("providers").appending(provider.name).appending("jwks_file"), "cannot read \"\(file)\"")
+                reader.report(
+                    ConfigurationPath.root.appending("providers").appending(provider.name).appending("jwks_file"), "cannot read \"\(file)\"")
             }
         }
         guard reader.issues.isEmpty else { throw ConfigurationError(issues: reader.issues) }

@@ -71,7 +71,7 @@ public enum ConfigurationValueParsers {
         let digits = trimmed.prefix(while: { $0.isASCII && $0.isNumber })
         guard digits.count <= 18, let value = Int(digits) else { return nil }
         let units: [String: Int] = [
-            "": 1, "B": 1, "KB": 1000, "KiB": 1024, "MB": 1_000_000, "MiB": 1 << 20, "GB": 1_000_000_000, "GiB": 1 << 30,
+            "": 1, "B": 1, "KB": 1000, "KiB": 1024, "MB": 1_000_000, "MiB": 1 << 20, "GB": 1_000_000_000, "GiB": 1 << 30
         ]
         guard let multiplier = units[String(trimmed.dropFirst(digits.count)).trimmed] else { return nil }
         let (product, overflow) = value.multipliedReportingOverflow(by: multiplier)

@@ -17,7 +17,8 @@ public struct ProxyConfiguration: Sendable {
         if identityHeaderPrefix.count < 2 || !identityHeaderPrefix.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }) {
             section.report("identity_header_prefix", "\"\(identityHeaderPrefix)\" must be letters, digits and -, like X-AuthGate-")
         }
-        revocationMaxStaleness = section.duration("revocation_max_staleness", default: .seconds(2), minimum: .milliseconds(500), maximum: .seconds(60))
+        revocationMaxStaleness = section.duration(
+            "revocation_max_staleness", default: .seconds(2), minimum: .milliseconds(500), maximum: .seconds(60))
         tokenCacheSize = section.int("token_cache_size", default: 100_000, in: 1...10_000_000)
         maxConnectionsPerUpstream = section.int("max_connections_per_upstream", default: 256, in: 1...65_536)
         maxWebSocketFrame = section.byteSize("max_websocket_frame", default: 1 << 20)

@@ -117,7 +117,8 @@ public struct RouteConfiguration: Sendable, Hashable {
                 return nil
             }
             if !upstream.basePath.isEmpty, (try? RequestTarget.normalize(upstream.basePath))?.path != upstream.basePath {
-                section.report("upstreams", "\"\(text)\": the base path must be in normalized form (no dot segments, //, or encodings of unreserved characters)")
+                section.report(
+                    "upstreams", "\"\(text)\": the base path must be in normalized form (no dot segments, //, or encodings of unreserved characters)")
                 return nil
             }
             return upstream

@@ -1,9 +1,10 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Crypto
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// The checks every ID-token provider shares, in GoTrue's order: signature (by `kid`, with the
 /// configured algorithm), issuer, expiry, `nbf`/`iat`, `sub`, audience, nonce.
@@ -89,7 +90,8 @@ struct IDTokenCheck: Sendable {
         default: audiences = []
         }
         guard audiences.contains(where: { configuration.audiences.contains($0) }) else {
-            throw AuthGateError(.audience, "aud \(audiences) names none of \(configuration.name)'s audiences", clientText: .unacceptableAudience(audiences))
+            throw AuthGateError(
+                .audience, "aud \(audiences) names none of \(configuration.name)'s audiences", clientText: .unacceptableAudience(audiences))
         }
         if purpose == .signIn, !configuration.skipNonceCheck {
             try NonceRule.check(rawNonce: rawNonce, claim: claims["nonce"]?.stringValue)

@@ -15,7 +15,7 @@ enum IdentityClaimsMapper {
             "sub": .string(verified.subject),
             "provider_id": .string(verified.subject),
             "email_verified": .bool(email != nil && emailVerified),
-            "phone_verified": .bool(false),
+            "phone_verified": .bool(false)
         ]
         if let email { data["email"] = .string(email) }
         let name = claims["name"]?.stringValue

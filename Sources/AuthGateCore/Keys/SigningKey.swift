@@ -85,7 +85,8 @@ public struct SigningKey: Sendable {
     func isValidSignature(_ signature: [UInt8], for bytes: [UInt8]) -> Bool {
         switch privateKey {
         case .es256(let key):
-            guard ECDSALowS.isLow(signature, order: ECDSALowS.p256Order), let parsed = try? P256.Signing.ECDSASignature(rawRepresentation: signature) else { return false }
+            guard ECDSALowS.isLow(signature, order: ECDSALowS.p256Order), let parsed = try? P256.Signing.ECDSASignature(rawRepresentation: signature)
+            else { return false }
             return key.publicKey.isValidSignature(parsed, for: SHA256.hash(data: bytes))
         case .rs256(let key):
             return key.publicKey.isValidSignature(.init(rawRepresentation: signature), for: SHA256.hash(data: bytes), padding: .insecurePKCS1v1_5)
@@ -95,7 +96,7 @@ public struct SigningKey: Sendable {
     /// The public JWK GoTrue publishes: key material plus `kid`, `alg`, `use: sig`, `key_ops: [verify]`.
     public var publicJWK: [String: JSONValue] {
         var jwk: [String: JSONValue] = [
-            "kid": .string(kid), "alg": .string(algorithm.rawValue), "use": "sig", "key_ops": .array(["verify"]),
+            "kid": .string(kid), "alg": .string(algorithm.rawValue), "use": "sig", "key_ops": .array(["verify"])
         ]
         switch privateKey {
         case .es256(let key):

@@ -1,11 +1,12 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 public import Logging
 public import ServiceLifecycle
 import UnixSignals
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// Reloads the signing keys while the gateway runs: on SIGHUP, and when the configuration file
 /// or a key file changes (checked every `pollInterval`). The new `tokens.signing_keys` (files and

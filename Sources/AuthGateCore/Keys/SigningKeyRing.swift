@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// AuthGate's signing keys as loaded: exactly one active key, plus published and retired ones.
@@ -50,7 +50,8 @@ public struct SigningKeyRing: Sendable {
             guard let data = FileManager.default.contents(atPath: entry.file) else {
                 throw AuthGateError(.keyUnreadable, "cannot read the key file of \"\(entry.kid)\": \(entry.file)")
             }
-            keys.append(try SigningKey.parse(pem: String(decoding: data, as: UTF8.self), kid: entry.kid, algorithm: entry.algorithm, state: entry.state))
+            keys.append(
+                try SigningKey.parse(pem: String(decoding: data, as: UTF8.self), kid: entry.kid, algorithm: entry.algorithm, state: entry.state))
         }
         return try SigningKeyRing(validating: keys)
     }

@@ -1,9 +1,10 @@
-#if canImport(FoundationEssentials)
-public import FoundationEssentials
-#else
-public import Foundation
-#endif
 public import Logging
+
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// Acts on Apple's server-to-server notifications, each once (by `jti`):
 /// - `consent-revoked`: the user owning that Apple identity is signed out everywhere;
@@ -54,13 +55,16 @@ public struct AppleNotificationService: Sendable {
             throw error
         }
         logger.notice(
-            "apple notification", metadata: ["gw.event": "\(notification.type)", "gw.outcome": "\(outcome.rawValue)", "gw.apple_sub": "\(notification.subject)"]
+            "apple notification",
+            metadata: ["gw.event": "\(notification.type)", "gw.outcome": "\(outcome.rawValue)", "gw.apple_sub": "\(notification.subject)"]
         )
         return (notification, outcome)
     }
 
     private func act(on notification: AppleNotification, now: Date) async throws -> Outcome {
-        let known = [AppleNotification.consentRevoked, AppleNotification.accountDelete, AppleNotification.emailDisabled, AppleNotification.emailEnabled]
+        let known = [
+            AppleNotification.consentRevoked, AppleNotification.accountDelete, AppleNotification.emailDisabled, AppleNotification.emailEnabled
+        ]
         guard known.contains(notification.type) else { return .ignored }
         guard let userID = try await store.owner(ofIdentity: "apple", subject: notification.subject) else { return .unknownUser }
         switch notification.type {
@@ -76,7 +80,11 @@ public struct AppleNotificationService: Sendable {
             }
             return .identityRemoved
         default:
-            guard var identity = try await store.identities(ofUser: userID).first(where: { $0.provider == "apple" && $0.subject == notification.subject }) else {
+            guard
+                var identity = try await store.identities(ofUser: userID).first(where: {
+                    $0.provider == "apple" && $0.subject == notification.subject
+                })
+            else {
                 return .unknownUser
             }
             identity.identityData["email_disabled"] = .bool(notification.type == AppleNotification.emailDisabled)

@@ -1,12 +1,13 @@
+public import Logging
+
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
-public import Logging
 
 /// A swift-log handler that writes one JSON object per line to standard error:
 /// `{"ts":"…","level":"info","logger":"authgate","msg":"…","gw.request_id":"…",…}`.

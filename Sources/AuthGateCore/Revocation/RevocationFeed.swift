@@ -1,12 +1,13 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 public import Logging
 import NIOCore
 public import RedisBridge
 public import ServiceLifecycle
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// Tails the revocation stream into a ``RevocationView``: from one retention period back (so a
 /// replica that starts late still knows every revocation a live token could be affected by), then
@@ -62,6 +63,7 @@ public struct RevocationFeed: Service {
         guard let kindText = entry["kind"], let kind = RevocationEvent.Kind(rawValue: kindText), let user = entry["user"],
             let atText = entry["at"], let at = Double(atText)
         else { return nil }
-        return RevocationEvent(kind: kind, userID: user, sessionID: entry["session"], reason: entry["reason"] ?? "", at: Date(timeIntervalSince1970: at / 1000))
+        return RevocationEvent(
+            kind: kind, userID: user, sessionID: entry["session"], reason: entry["reason"] ?? "", at: Date(timeIntervalSince1970: at / 1000))
     }
 }

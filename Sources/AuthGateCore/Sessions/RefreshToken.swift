@@ -1,9 +1,10 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Crypto
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// An opaque refresh token: base64url of a version byte, the user's and the session's UUIDs
 /// (so the store finds the session's hash slot without a global index) and 32 random bytes.

@@ -1,10 +1,11 @@
-#if canImport(FoundationEssentials)
-public import FoundationEssentials
-#else
-public import Foundation
-#endif
 import NIOCore
 import RedisBridge
+
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 extension RedisAuthStore {
     public func user(id: String) async throws -> UserRecord? {
@@ -27,7 +28,9 @@ extension RedisAuthStore {
 
     public func saveIdentity(_ identity: IdentityRecord) async throws {
         try await run(
-            RedisCommand("HSET", .string(keys.identities(identity.userID)), .string("\(identity.provider):\(identity.subject)"), .string(try Self.encode(identity)))
+            RedisCommand(
+                "HSET", .string(keys.identities(identity.userID)), .string("\(identity.provider):\(identity.subject)"),
+                .string(try Self.encode(identity)))
         )
     }
 
@@ -54,7 +57,9 @@ extension RedisAuthStore {
     public func listUsers(offset: Int, limit: Int) async throws -> (users: [UserRecord], total: Int) {
         let total = Int(try await run(RedisCommand("ZCARD", .string(keys.users))).int ?? 0)
         guard limit > 0, offset < total else { return ([], total) }
-        let ids = try await run(RedisCommand("ZRANGE", .string(keys.users), .integer(Int64(offset)), .integer(Int64(offset + limit - 1)))).array?.compactMap(\.string) ?? []
+        let ids =
+            try await run(RedisCommand("ZRANGE", .string(keys.users), .integer(Int64(offset)), .integer(Int64(offset + limit - 1)))).array?
+            .compactMap(\.string) ?? []
         var users: [UserRecord] = []
         for id in ids {
             if let user = try await user(id: id) { users.append(user) }

@@ -1,10 +1,11 @@
-#if canImport(FoundationEssentials)
-public import FoundationEssentials
-#else
-public import Foundation
-#endif
 import NIOCore
 import RedisBridge
+
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 extension RedisAuthStore {
     /// Rotation and reuse detection in one script on the user's slot. KEYS: the session hash and
@@ -104,7 +105,7 @@ extension RedisAuthStore {
                 .string(rotation.presentedHash), .string(rotation.childHash), .string(rotation.sealedChild),
                 .integer(Self.milliseconds(rotation.now)), .integer(Self.milliseconds(rotation.reuseInterval)),
                 .integer(Self.milliseconds(rotation.sessionTimebox)), .integer(Self.milliseconds(rotation.inactivityTimeout)),
-                .string(rotation.sessionID),
+                .string(rotation.sessionID)
             ]
         )
         let fields = reply.array ?? []
@@ -122,7 +123,7 @@ extension RedisAuthStore {
     public func appendRevocation(_ event: RevocationEvent) async throws {
         var fields: [(String, RedisArgument)] = [
             ("kind", .string(event.kind.rawValue)), ("user", .string(event.userID)), ("reason", .string(event.reason)),
-            ("at", .integer(Self.milliseconds(event.at))),
+            ("at", .integer(Self.milliseconds(event.at)))
         ]
         if let sessionID = event.sessionID { fields.append(("session", .string(sessionID))) }
         try await mappingRedisErrors { try await redis.appendToStream(keys.revocations, fields: fields, approximateMaxLength: 100_000) }

@@ -1,10 +1,11 @@
-#if canImport(FoundationEssentials)
-public import FoundationEssentials
-#else
-public import Foundation
-#endif
 public import RedisBridge
 import Tracing
+
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// The Redis store, shared by every replica. Keys follow the cluster-safe model in
 /// ARCHITECTURE.md: everything one atomic operation touches for a user sits under `{u:<id>}`.

@@ -85,7 +85,7 @@ public struct AccessTokenClaims: Sendable, Codable, Hashable {
             "email": .string(email), "phone": .string(phone), "app_metadata": .object(appMetadata), "user_metadata": .object(userMetadata),
             "role": .string(role), "aal": .string(aal),
             "amr": .array(amr.map { .object(["method": .string($0.method), "timestamp": .integer($0.timestamp)]) }),
-            "is_anonymous": .bool(isAnonymous),
+            "is_anonymous": .bool(isAnonymous)
         ]
         if let sessionID { object["session_id"] = .string(sessionID) }
         return .object(object)

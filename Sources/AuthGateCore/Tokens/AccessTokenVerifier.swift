@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-public import FoundationEssentials
+    public import FoundationEssentials
 #else
-public import Foundation
+    public import Foundation
 #endif
 
 /// Verifies AuthGate's own access tokens: `kid` must name one of our keys (active, published or
@@ -30,9 +30,12 @@ public struct AccessTokenVerifier: Sendable {
     public func verify(_ token: String, now: Date) throws -> AccessTokenClaims {
         let jwt = try CompactJWT(parsing: token)
         guard let kid = jwt.keyID, !kid.isEmpty else { throw AuthGateError(.missingKeyID, "the token header has no kid") }
-        guard let key = keys.current.key(kid: kid) else { throw AuthGateError(.unknownKeyID, "no signing key has kid \"\(ProviderKeySet.printable(kid))\"") }
+        guard let key = keys.current.key(kid: kid) else {
+            throw AuthGateError(.unknownKeyID, "no signing key has kid \"\(ProviderKeySet.printable(kid))\"")
+        }
         guard jwt.algorithm == key.algorithm.rawValue else {
-            throw AuthGateError(.algorithmNotAllowed, "alg \(ProviderKeySet.printable(jwt.algorithm)) is not the \(key.algorithm.rawValue) of key \(kid)")
+            throw AuthGateError(
+                .algorithmNotAllowed, "alg \(ProviderKeySet.printable(jwt.algorithm)) is not the \(key.algorithm.rawValue) of key \(kid)")
         }
         guard key.isValidSignature(jwt.signature, for: jwt.signedBytes) else {
             throw AuthGateError(.badSignature, "the signature does not verify with key \(kid)")

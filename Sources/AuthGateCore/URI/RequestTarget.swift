@@ -99,7 +99,8 @@ public struct RequestTarget: Sendable, Hashable, CustomStringConvertible {
                 previous = byte
                 continue
             }
-            guard isUnreserved(byte) || byte == UInt8(ascii: ":") || byte == UInt8(ascii: "@") || (isSubDelimiter(byte) && byte != UInt8(ascii: ";")) else {
+            guard isUnreserved(byte) || byte == UInt8(ascii: ":") || byte == UInt8(ascii: "@") || (isSubDelimiter(byte) && byte != UInt8(ascii: ";"))
+            else {
                 return nil
             }
             segmentLength += 1

@@ -1,11 +1,12 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 public import AuthGateCore
 import HTTPTypes
 public import Hummingbird
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// GoTrue's admin API where GoTrue has one (`GET /admin/users` with `page`/`per_page`,
 /// `GET`/`PUT`/`DELETE /admin/users/{id}` with `ban_duration` and `should_soft_delete`), plus
@@ -84,7 +85,8 @@ public struct AdminController: Sendable {
             // At most about a century (ConfigurationValueParsers.maximumDuration); longer, or any
             // other spelling, is refused rather than overflowing a date.
             guard let duration = ConfigurationValueParsers.duration(banDuration), duration > .zero else {
-                throw GoTrueError(.badRequest, code: "validation_failed", message: "invalid format for ban duration: \(ProviderKeySet.printable(banDuration))")
+                throw GoTrueError(
+                    .badRequest, code: "validation_failed", message: "invalid format for ban duration: \(ProviderKeySet.printable(banDuration))")
             }
             banLength = duration
         }

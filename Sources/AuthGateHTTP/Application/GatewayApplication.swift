@@ -2,12 +2,12 @@ public import AsyncHTTPClient
 public import AuthGateCore
 public import Hummingbird
 public import HummingbirdCore
-import NIOPosix
 public import Logging
 public import NIOCore
+import NIOPosix
+public import Prometheus
 import RedisBridge
 public import ServiceLifecycle
-public import Prometheus
 
 /// Builds the Hummingbird application that serves AuthGate: health and readiness now; the GoTrue
 /// API, the admin API and the edge proxy as they land.
@@ -53,7 +53,8 @@ public enum GatewayApplication {
             let signingKeys = keyRing.map(SigningKeys.init)
             self.signingKeys = signingKeys
             self.logger = logger
-            let verifiers = verifiers ?? IdentityVerifierRegistry(verifiers: [], anonymous: AnonymousProvider(configuration: configuration.providers.anonymous))
+            let verifiers =
+                verifiers ?? IdentityVerifierRegistry(verifiers: [], anonymous: AnonymousProvider(configuration: configuration.providers.anonymous))
             let nonces = ServerNonceIssuer(store: store, lifetime: configuration.replay.serverNonceTTL)
             self.verifiers = verifiers
             self.nonces = nonces
@@ -100,7 +101,9 @@ public enum GatewayApplication {
     /// Redis client), the signing keys, the HTTP client for provider keys, and one key set per
     /// enabled provider.
     /// - Throws: ``AuthGateError`` when the signing keys cannot be loaded.
-    public static func assemble(_ configuration: AuthGateConfiguration, metrics: PrometheusCollectorRegistry? = nil, logger: Logger) throws -> Assembly {
+    public static func assemble(_ configuration: AuthGateConfiguration, metrics: PrometheusCollectorRegistry? = nil, logger: Logger) throws
+        -> Assembly
+    {
         let keyRing = try SigningKeyRing.load(configuration.tokens, allowGenerated: configuration.isDevelopmentMode)
         let store = AuthStoreFactory.make(configuration.store, logger: logger)
         let httpClient = HTTPClientService(client: HTTPClientService.makeKeyFetchingClient())
@@ -111,19 +114,24 @@ public enum GatewayApplication {
         )
         let upstreamConnections = UpstreamConnectionPool(maxConnectionsPerUpstream: configuration.proxy.maxConnectionsPerUpstream)
         let dependencies = Dependencies(
-            configuration: configuration, store: store.store, keyRing: keyRing, verifiers: verifiers, upstreamConnections: upstreamConnections, metrics: metrics, logger: logger
+            configuration: configuration, store: store.store, keyRing: keyRing, verifiers: verifiers, upstreamConnections: upstreamConnections,
+            metrics: metrics, logger: logger
         )
         var services: [any Service] = store.services + [httpClient, upstreamConnections] + verifiers.keySets.map { $0 as any Service }
         if let metrics, configuration.server.metricsPort > 0 {
             let router = Router()
             MetricsController(registry: metrics).register(on: router)
             services.append(
-                Application(router: router, configuration: .init(address: .hostname(configuration.server.host, port: configuration.server.metricsPort), serverName: nil), logger: logger)
+                Application(
+                    router: router,
+                    configuration: .init(address: .hostname(configuration.server.host, port: configuration.server.metricsPort), serverName: nil),
+                    logger: logger)
             )
         }
         if let redisStore = store.store as? RedisAuthStore {
             services.append(
-                RevocationFeed(configuration: redisStore.redis.configuration, keyPrefix: redisStore.keyPrefix, view: dependencies.revocations, logger: logger)
+                RevocationFeed(
+                    configuration: redisStore.redis.configuration, keyPrefix: redisStore.keyPrefix, view: dependencies.revocations, logger: logger)
             )
         }
         return Assembly(dependencies: dependencies, services: services)
@@ -139,7 +147,8 @@ public enum GatewayApplication {
         if let metrics = dependencies.metrics, dependencies.configuration.server.metricsPort == 0 {
             MetricsController(registry: metrics).register(on: router)
         }
-        let probe = ReadinessProbe(store: dependencies.store, keys: dependencies.signingKeys, keySets: dependencies.verifiers.keySets, logger: dependencies.logger)
+        let probe = ReadinessProbe(
+            store: dependencies.store, keys: dependencies.signingKeys, keySets: dependencies.verifiers.keySets, logger: dependencies.logger)
         HealthController(version: version, probe: probe).register(on: router)
         // Rate limits are attached to the endpoints themselves: they count what the router
         // resolved, however the path was spelled.

@@ -1,11 +1,12 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 public import AuthGateCore
 public import Hummingbird
 import Logging
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// `POST /auth/v1/apple/notifications` with `{"payload": "<JWS>"}`: Apple's server-to-server
 /// notifications for Sign in with Apple (consent revoked, account deleted, relay email turned

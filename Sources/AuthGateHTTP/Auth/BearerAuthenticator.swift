@@ -1,10 +1,11 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 public import AuthGateCore
 public import Hummingbird
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// The one way a bearer-protected endpoint learns its caller: attached to the endpoints' router
 /// group, it checks `Authorization: Bearer` once, with GoTrue's rules, before the handler runs,

@@ -1,9 +1,10 @@
-#if canImport(FoundationEssentials)
-public import FoundationEssentials
-#else
-public import Foundation
-#endif
 public import AuthGateCore
+
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// GoTrue's JSON shapes for users, identities and token responses (`internal/models/user.go`,
 /// `identity.go`, `internal/tokens/service.go`): `email`/`phone` always strings, dates RFC 3339
@@ -28,7 +29,7 @@ public enum GoTrueJSON {
             "identities": .array(identities.map { .object(identity($0)) }),
             "created_at": timestamp(user.createdAt),
             "updated_at": timestamp(user.updatedAt),
-            "is_anonymous": .bool(user.isAnonymous),
+            "is_anonymous": .bool(user.isAnonymous)
         ]
         if let confirmed = user.emailConfirmedAt {
             object["email_confirmed_at"] = timestamp(confirmed)
@@ -49,7 +50,7 @@ public enum GoTrueJSON {
             "identity_data": .object(identity.identityData),
             "provider": .string(identity.provider),
             "created_at": timestamp(identity.createdAt),
-            "updated_at": timestamp(identity.updatedAt),
+            "updated_at": timestamp(identity.updatedAt)
         ]
         if let lastSignIn = identity.lastSignInAt { object["last_sign_in_at"] = timestamp(lastSignIn) }
         if let email = identity.email { object["email"] = .string(email) }
@@ -65,7 +66,7 @@ public enum GoTrueJSON {
             "updated_at": timestamp(session.refreshedAt),
             "refreshed_at": timestamp(session.refreshedAt),
             "aal": .string(session.aal),
-            "amr": .array(session.amr.map { .object(["method": .string($0.method), "timestamp": .integer($0.timestamp)]) }),
+            "amr": .array(session.amr.map { .object(["method": .string($0.method), "timestamp": .integer($0.timestamp)]) })
         ]
     }
 
@@ -76,7 +77,7 @@ public enum GoTrueJSON {
             "expires_in": .integer(issued.expiresIn),
             "expires_at": .integer(issued.expiresAt),
             "refresh_token": .string(issued.refreshToken),
-            "user": .object(user(issued.user, identities: issued.identities)),
+            "user": .object(user(issued.user, identities: issued.identities))
         ]
     }
 }

@@ -1,11 +1,12 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 public import AuthGateCore
 public import Hummingbird
 import Synchronization
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// `GET /auth/v1/.well-known/jwks.json` and `GET /.well-known/jwks.json`: the public halves of
 /// every signing key (active, published and retired), `Cache-Control: public, max-age=600` as
@@ -40,7 +41,8 @@ public struct JWKSController: Sendable {
     }
 
     private func response(_ body: ByteBuffer) -> Response {
-        Response(status: .ok, headers: [.contentType: "application/json", .cacheControl: "public, max-age=\(Self.maxAge)"], body: .init(byteBuffer: body))
+        Response(
+            status: .ok, headers: [.contentType: "application/json", .cacheControl: "public, max-age=\(Self.maxAge)"], body: .init(byteBuffer: body))
     }
 
     /// The documents for the ring in force, encoded once per ring.
@@ -54,7 +56,7 @@ public struct JWKSController: Sendable {
         let metadata: [String: JSONValue] = [
             "issuer": .string(issuer),
             "jwks_uri": .string(issuer + "/.well-known/jwks.json"),
-            "id_token_signing_alg_values_supported": .array(Array(Set(ring.keys.map { JSONValue.string($0.algorithm.rawValue) }))),
+            "id_token_signing_alg_values_supported": .array(Array(Set(ring.keys.map { JSONValue.string($0.algorithm.rawValue) })))
         ]
         let discovery = ByteBuffer(bytes: (try? encoder.encode(metadata)) ?? Data("{}".utf8))
         documents.cached.withLock { $0 = (generation, jwks, discovery) }

@@ -1,11 +1,12 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import AuthGateCore
 import HTTPTypes
 import Hummingbird
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// Reading GoTrue-style requests: JSON bodies up to 1 MiB (unknown fields and `null`s ignored),
 /// bearer tokens, and JSON responses.

@@ -1,12 +1,13 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 public import AuthGateCore
 public import Hummingbird
-import Tracing
 import Logging
+import Tracing
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// `POST /auth/v1/token?grant_type=id_token|refresh_token`, in GoTrue's order of checks and with
 /// its error texts (`internal/api/token.go`, `token_oidc.go`, `token_refresh.go`).
@@ -73,7 +74,8 @@ public struct TokenController: Sendable {
         do {
             let issued = try await withSpan("auth.sign_in") { span in
                 span.attributes["auth.provider"] = label
-                return try await accounts.signInWithIDToken(provider: provider, idToken: idToken, rawNonce: body.nonce, linkingTo: linkTarget, now: now)
+                return try await accounts.signInWithIDToken(
+                    provider: provider, idToken: idToken, rawNonce: body.nonce, linkingTo: linkTarget, now: now)
             }
             GatewayMetrics.signIn(provider: label, outcome: "ok")
             context.outcome.userID = issued.user.id
@@ -85,7 +87,8 @@ public struct TokenController: Sendable {
         } catch let error as AuthGateError {
             GatewayMetrics.signIn(provider: label, outcome: error.code.description)
             context.outcome.reason = error.code.description
-            context.logger.notice("id_token sign-in refused", metadata: ["gw.provider": "\(label)", "gw.outcome": "\(error.code)", "gw.reason": "\(error.message)"])
+            context.logger.notice(
+                "id_token sign-in refused", metadata: ["gw.provider": "\(label)", "gw.outcome": "\(error.code)", "gw.reason": "\(error.message)"])
             throw ErrorMapping.clientError(for: error, in: .idTokenGrant)
         }
     }

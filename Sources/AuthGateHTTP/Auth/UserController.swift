@@ -1,10 +1,11 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 public import AuthGateCore
 public import Hummingbird
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// `POST /signup` (anonymous), `GET`/`PUT /user`, `POST /logout`, `GET /settings`.
 ///
@@ -61,7 +62,8 @@ public struct UserController: Sendable {
     private func signup(_ request: Request) async throws -> Response {
         let body = try await RequestSupport.decode(SignupBody.self, from: request, limit: bodyLimit)
         guard (body.email ?? "").isEmpty, (body.phone ?? "").isEmpty else {
-            throw GoTrueError(.unprocessableContent, code: "email_provider_disabled", message: "Email and phone signups are not supported by this gateway")
+            throw GoTrueError(
+                .unprocessableContent, code: "email_provider_disabled", message: "Email and phone signups are not supported by this gateway")
         }
         do {
             try MetadataLimit.check(body.data ?? [:], limit: users.maxUserMetadata, name: "user_metadata")
@@ -85,7 +87,9 @@ public struct UserController: Sendable {
         let body = try await RequestSupport.decode(UpdateBody.self, from: request, limit: bodyLimit)
         if body.appMetadata != nil { throw GoTrueError(.forbidden, code: "not_admin", message: "Updating app_metadata requires admin privileges") }
         if body.email != nil || body.phone != nil || body.password != nil {
-            throw GoTrueError(.unprocessableContent, code: "validation_failed", message: "Updating email, phone or password is not supported by this gateway; sign in with a provider")
+            throw GoTrueError(
+                .unprocessableContent, code: "validation_failed",
+                message: "Updating email, phone or password is not supported by this gateway; sign in with a provider")
         }
         do {
             let (user, identities) = try await accounts.updateMetadata(of: caller, data: body.data ?? [:], limit: users.maxUserMetadata, now: Date())
@@ -113,7 +117,7 @@ public struct UserController: Sendable {
         var external: [String: JSONValue] = [:]
         for name in [
             "apple", "azure", "bitbucket", "discord", "facebook", "snapchat", "figma", "fly", "github", "gitlab", "google", "keycloak", "kakao",
-            "linkedin", "linkedin_oidc", "notion", "spotify", "slack", "slack_oidc", "workos", "twitch", "twitter", "email", "phone", "zoom",
+            "linkedin", "linkedin_oidc", "notion", "spotify", "slack", "slack_oidc", "workos", "twitch", "twitter", "email", "phone", "zoom"
         ] {
             external[name] = false
         }
@@ -123,7 +127,7 @@ public struct UserController: Sendable {
         for provider in providers.oidc where provider.enabled { external[provider.name] = true }
         return try RequestSupport.json([
             "external": .object(external), "disable_signup": false, "mailer_autoconfirm": false, "phone_autoconfirm": false,
-            "sms_provider": "", "saml_enabled": false, "saml_private_key_next_configured": false, "passkeys_enabled": false,
+            "sms_provider": "", "saml_enabled": false, "saml_private_key_next_configured": false, "passkeys_enabled": false
         ])
     }
 }

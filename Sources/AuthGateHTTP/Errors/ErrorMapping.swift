@@ -30,7 +30,8 @@ public enum ErrorMapping {
         case .storeUnavailable:
             return GoTrueError(.serviceUnavailable, code: "unexpected_failure", message: text)
         case .userBanned, .userNotFound, .sessionNotFound, .badJWT:
-            return GoTrueError(flow == .authenticated || flow == .idTokenGrant ? .forbidden : .badRequest, code: error.code.description, message: text)
+            return GoTrueError(
+                flow == .authenticated || flow == .idTokenGrant ? .forbidden : .badRequest, code: error.code.description, message: text)
         case .noAuthorization:
             return GoTrueError(.unauthorized, code: "no_authorization", message: text)
         case .identityAlreadyExists, .emailNotConfirmed, .anonymousProviderDisabled:

@@ -1,10 +1,11 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 public import HTTPTypes
 public import Hummingbird
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// An error a client sees, in GoTrue's shapes: the legacy body
 /// `{"code":<status>,"error_code":"…","msg":"…"}` or, when the request carries

@@ -1,10 +1,11 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 public import HTTPTypes
 public import Hummingbird
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// GoTrue's OAuth-style error, used for id_token validation failures: always 400,
 /// `{"error":"invalid request","error_description":"Bad ID token"}` (note the space in the

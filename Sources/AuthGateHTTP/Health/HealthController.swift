@@ -1,9 +1,10 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 public import Hummingbird
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// `GET /health` and `GET /auth/v1/health` in GoTrue's shape (liveness: the process answers),
 /// and `GET /readyz` (readiness: 200 `ready`, or 200 `degraded` when only a provider's key set

@@ -43,7 +43,8 @@ public struct ReadinessProbe: Sendable {
             checks.append(Check(name: "store", isReady: false, isCritical: true, detail: "\(store.kind) unavailable"))
         }
         if let keyRing = keys?.current {
-            let detail = "ok (active kid \(keyRing.activeKey.kid), \(keyRing.keys.count) key\(keyRing.keys.count == 1 ? "" : "s")\(keyRing.isGenerated ? ", generated for development" : ""))"
+            let detail =
+                "ok (active kid \(keyRing.activeKey.kid), \(keyRing.keys.count) key\(keyRing.keys.count == 1 ? "" : "s")\(keyRing.isGenerated ? ", generated for development" : ""))"
             checks.append(Check(name: "signing_keys", isReady: true, isCritical: true, detail: detail))
         } else {
             checks.append(Check(name: "signing_keys", isReady: false, isCritical: true, detail: "no signing keys loaded"))
@@ -59,7 +60,8 @@ public struct ReadinessProbe: Sendable {
             } else {
                 detail = "ok (\(status.keyCount) keys, \(age))"
             }
-            checks.append(Check(name: "provider_keys.\(status.provider)", isReady: status.keyCount > 0 && !status.isStale, isCritical: false, detail: detail))
+            checks.append(
+                Check(name: "provider_keys.\(status.provider)", isReady: status.keyCount > 0 && !status.isStale, isCritical: false, detail: detail))
         }
         return checks
     }

@@ -1,12 +1,13 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 public import AuthGateCore
 import HTTPTypes
 public import Hummingbird
 import Logging
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// Applies one of `rate_limits` per client IP to the endpoints it is attached to: over the budget,
 /// 429 `over_request_rate_limit` "Request rate limit reached" with `Retry-After`. Counters live in

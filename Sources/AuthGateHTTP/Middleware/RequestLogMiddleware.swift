@@ -1,6 +1,6 @@
 import AuthGateCore
-public import Hummingbird
 import HTTPTypes
+public import Hummingbird
 import Logging
 import Synchronization
 
@@ -36,8 +36,10 @@ public struct RequestLogMiddleware: RouterMiddleware {
             response = try error.response(from: request, context: context)
         } catch {
             context.logger.error("unhandled error", metadata: ["gw.error_type": "\(type(of: error))"])
-            response = try GoTrueError(.internalServerError, code: "unexpected_failure", message: "Unexpected failure, please check server logs for more information")
-                .response(from: request, context: context)
+            response = try GoTrueError(
+                .internalServerError, code: "unexpected_failure", message: "Unexpected failure, please check server logs for more information"
+            )
+            .response(from: request, context: context)
         }
         response.headers[Self.requestIDHeader] = requestID
         let route = context.outcome.routeName ?? Self.endpointLabel(request.uri.path)
@@ -59,13 +61,14 @@ public struct RequestLogMiddleware: RouterMiddleware {
     private static let knownEndpoints: Set<String> = [
         "/auth/v1/token", "/auth/v1/signup", "/auth/v1/user", "/auth/v1/logout", "/auth/v1/settings", "/auth/v1/nonce",
         "/auth/v1/health", "/health", "/readyz", "/metrics", "/.well-known/jwks.json", "/auth/v1/.well-known/jwks.json",
-        "/auth/v1/.well-known/openid-configuration", "/auth/v1/apple/notifications",
+        "/auth/v1/.well-known/openid-configuration", "/auth/v1/apple/notifications"
     ]
 
     /// The access line: method, path (never the query), route, status and duration, and the user
     /// and refusal reason when known. Never headers, bodies or tokens.
     static func logAccess(
-        _ logger: Logger, method: String, path: String, route: String, status: Int, since start: ContinuousClock.Instant, userID: String?, reason: String?
+        _ logger: Logger, method: String, path: String, route: String, status: Int, since start: ContinuousClock.Instant, userID: String?,
+        reason: String?
     ) {
         guard logger.logLevel <= .info else { return }
         let elapsed = ContinuousClock.now - start
@@ -74,7 +77,7 @@ public struct RequestLogMiddleware: RouterMiddleware {
             "gw.path": "\(path)",
             "gw.route": "\(route)",
             "gw.status": "\(status)",
-            "gw.duration_ms": "\(Double(elapsed.components.attoseconds / 1_000_000_000_000 + elapsed.components.seconds * 1_000_000) / 1000)",
+            "gw.duration_ms": "\(Double(elapsed.components.attoseconds / 1_000_000_000_000 + elapsed.components.seconds * 1_000_000) / 1000)"
         ]
         if let userID { metadata["gw.user_id"] = "\(userID)" }
         if let reason { metadata["gw.outcome"] = "\(reason)" }

@@ -1,13 +1,14 @@
-#if canImport(FoundationEssentials)
-public import FoundationEssentials
-#else
-public import Foundation
-#endif
 public import AuthGateCore
 import Logging
-import Synchronization
 public import NIOCore
 public import NIOHTTP1
+import Synchronization
+
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
 
 /// The edge proxy's shared parts, built once at start: the route table, each route's upstream
 /// rotation, the authenticator and the upstream connections; and the one place a request head is
@@ -54,7 +55,8 @@ public final class EdgeProxy: Sendable {
         var context = ProxyRequestContext(
             method: head.method, path: "", version: head.version,
             requestID: RequestLogMiddleware.acceptableRequestID(facts.requestID) ?? RequestLogMiddleware.newRequestID(),
-            routeName: nil, routeIndex: nil, userID: nil, apiVersion: facts.apiVersion, keepAlive: head.isKeepAlive && !facts.isUpgrade, hasBody: facts.hasBody
+            routeName: nil, routeIndex: nil, userID: nil, apiVersion: facts.apiVersion, keepAlive: head.isKeepAlive && !facts.isUpgrade,
+            hasBody: facts.hasBody
         )
         func badRequest(_ reason: String, _ message: String) -> ProxyDecision {
             .refuse(ProxyRefusal(.badRequest, code: "validation_failed", message: message, reason: reason, closesConnection: true, context: context))
@@ -66,7 +68,9 @@ public final class EdgeProxy: Sendable {
             context.path = Self.loggedPath(head.uri)
             if error == .tooLong {
                 return .refuse(
-                    ProxyRefusal(.uriTooLong, code: "validation_failed", message: "Request target too long", reason: "target_too_long", closesConnection: true, context: context)
+                    ProxyRefusal(
+                        .uriTooLong, code: "validation_failed", message: "Request target too long", reason: "target_too_long", closesConnection: true,
+                        context: context)
                 )
             }
             return badRequest(error.rawValue, "Invalid request target")
@@ -84,7 +88,9 @@ public final class EdgeProxy: Sendable {
         }
         if head.method == .CONNECT {
             return .refuse(
-                ProxyRefusal(.methodNotAllowed, code: "method_not_allowed", message: "CONNECT is not supported", reason: "connect_method", closesConnection: true, context: context)
+                ProxyRefusal(
+                    .methodNotAllowed, code: "method_not_allowed", message: "CONNECT is not supported", reason: "connect_method",
+                    closesConnection: true, context: context)
             )
         }
         guard let proxy, let route = proxy.route(host: host, path: target.path, method: head.method.rawValue) else {
@@ -98,7 +104,8 @@ public final class EdgeProxy: Sendable {
 
     /// The decision for a request that matched `route`.
     private func decide(
-        _ head: HTTPRequestHead, facts: RequestHeadFacts, target: RequestTarget, route: RouteTable.Route, context: ProxyRequestContext, peerAddress: String?,
+        _ head: HTTPRequestHead, facts: RequestHeadFacts, target: RequestTarget, route: RouteTable.Route, context: ProxyRequestContext,
+        peerAddress: String?,
         now: Date
     ) -> ProxyDecision {
         var context = context
@@ -107,12 +114,16 @@ public final class EdgeProxy: Sendable {
         let configuration = route.configuration
         if let length = facts.contentLength.flatMap(Int.init), length > configuration.maxBody {
             return .refuse(
-                ProxyRefusal(.payloadTooLarge, code: "request_entity_too_large", message: "Request body too large", reason: "body_too_large", closesConnection: true, context: context)
+                ProxyRefusal(
+                    .payloadTooLarge, code: "request_entity_too_large", message: "Request body too large", reason: "body_too_large",
+                    closesConnection: true, context: context)
             )
         }
         if facts.isUpgrade, !facts.upgradesToWebSocket || head.method != .GET || context.hasBody {
             return .refuse(
-                ProxyRefusal(.badRequest, code: "validation_failed", message: "Only a WebSocket upgrade with GET can be proxied", reason: "unsupported_upgrade",
+                ProxyRefusal(
+                    .badRequest, code: "validation_failed", message: "Only a WebSocket upgrade with GET can be proxied",
+                    reason: "unsupported_upgrade",
                     closesConnection: true, context: context)
             )
         }
@@ -123,9 +134,11 @@ public final class EdgeProxy: Sendable {
         case .needsStore(let claims):
             let context = context
             return .checkRevocation(
-                PendingAuthorization(claims: claims, resume: { [self] claims in
-                    plan(.allow(claims), head: head, facts: facts, target: target, route: route, context: context, peerAddress: peerAddress)
-                }, context: context)
+                PendingAuthorization(
+                    claims: claims,
+                    resume: { [self] claims in
+                        plan(.allow(claims), head: head, facts: facts, target: target, route: route, context: context, peerAddress: peerAddress)
+                    }, context: context)
             )
         }
     }
@@ -195,7 +208,9 @@ public final class EdgeProxy: Sendable {
         case .forbidden(let reason):
             ProxyRefusal(.forbidden, code: "not_admin", message: "This route does not allow this user", reason: reason, context: context)
         case .unavailable(let reason):
-            ProxyRefusal(.serviceUnavailable, code: "unexpected_failure", message: "Authentication is temporarily unavailable", reason: reason, context: context)
+            ProxyRefusal(
+                .serviceUnavailable, code: "unexpected_failure", message: "Authentication is temporarily unavailable", reason: reason,
+                context: context)
         }
     }
 

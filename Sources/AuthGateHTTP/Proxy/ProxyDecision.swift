@@ -90,7 +90,8 @@ public struct ProxyPlan: Sendable {
     let expectsContinue: Bool
 
     init(
-        route: RouteTable.Route, claims: AccessTokenClaims?, target: RequestTarget, context: ProxyRequestContext, upstream: RouteConfiguration.Upstream,
+        route: RouteTable.Route, claims: AccessTokenClaims?, target: RequestTarget, context: ProxyRequestContext,
+        upstream: RouteConfiguration.Upstream,
         upstreamIndex: Int, headers: HTTPHeaders, idempotent: Bool, isWebSocket: Bool, expectsContinue: Bool
     ) {
         self.route = route

@@ -12,7 +12,7 @@ public enum ProxyHeaders {
     /// Hop-by-hop headers (RFC 9110 §7.6.1) plus the legacy `Proxy-*` family, in folded form.
     static let hopByHop: [[UInt8]] = [
         "connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade", "proxy-connection", "proxy-authenticate",
-        "proxy-authorization",
+        "proxy-authorization"
     ].map { Array($0.utf8) }
 
     /// A header name's byte in folded form: ASCII lower case, `_` as `-`.
@@ -201,7 +201,9 @@ public enum ProxyHeaders {
                 fields.add(name: name, value: value)
                 continue
             }
-            if hopByHop.contains(where: { Self.name(name, is: $0) }) || listed.contains(where: { Self.name(name, is: $0) }) || Self.name(name, is: requestIDName) {
+            if hopByHop.contains(where: { Self.name(name, is: $0) }) || listed.contains(where: { Self.name(name, is: $0) })
+                || Self.name(name, is: requestIDName)
+            {
                 continue
             }
             fields.add(name: name, value: value)

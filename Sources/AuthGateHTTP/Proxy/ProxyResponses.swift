@@ -33,7 +33,9 @@ enum ProxyResponses {
         }
     }
 
-    private static func render(_ error: GoTrueError, extraHeaders: [(String, String)], context: ProxyRequestContext, closes: Bool) -> (HTTPResponseHead, ByteBuffer) {
+    private static func render(_ error: GoTrueError, extraHeaders: [(String, String)], context: ProxyRequestContext, closes: Bool) -> (
+        HTTPResponseHead, ByteBuffer
+    ) {
         var headers = HTTPHeaders()
         let body: ByteBuffer
         if let (fields, data) = try? error.encoded(apiVersion: context.apiVersion, requestID: context.requestID) {
@@ -47,6 +49,9 @@ enum ProxyResponses {
         headers.add(name: "X-Request-Id", value: context.requestID)
         if closes { headers.add(name: "Connection", value: "close") }
         let status = HTTPResponseStatus(statusCode: error.status.code, reasonPhrase: error.status.reasonPhrase)
-        return (HTTPResponseHead(version: context.version.major == 1 && context.version.minor == 0 ? .http1_0 : .http1_1, status: status, headers: headers), body)
+        return (
+            HTTPResponseHead(
+                version: context.version.major == 1 && context.version.minor == 0 ? .http1_0 : .http1_1, status: status, headers: headers), body
+        )
     }
 }

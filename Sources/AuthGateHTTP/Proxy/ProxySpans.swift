@@ -11,7 +11,8 @@ enum ProxySpans {
     static func start(_ plan: ProxyPlan) -> (request: any Span, upstream: any Span) {
         var parent = ServiceContext.topLevel
         InstrumentationSystem.instrument.extract(plan.headers, into: &parent, using: HTTPHeadersExtractor())
-        let request = InstrumentationSystem.tracer.startAnySpan("\(plan.context.method.rawValue) \(plan.route.configuration.pathPrefix)", context: parent, ofKind: .server)
+        let request = InstrumentationSystem.tracer.startAnySpan(
+            "\(plan.context.method.rawValue) \(plan.route.configuration.pathPrefix)", context: parent, ofKind: .server)
         request.attributes["http.request.method"] = plan.context.method.rawValue
         request.attributes["proxy.route"] = plan.route.configuration.name
         let upstream = InstrumentationSystem.tracer.startAnySpan("proxy.upstream", context: request.context, ofKind: .client)

@@ -1,12 +1,13 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import AuthGateCore
 import Logging
 import NIOCore
 import NIOWebSocket
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// One side of a proxied WebSocket connection: frames read on this side's channel are written
 /// to the other side's, as they come and as they are (extension bits included, so an extension

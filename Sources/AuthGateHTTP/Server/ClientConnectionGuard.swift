@@ -128,7 +128,8 @@ final class ClientConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler
     /// The answer to a connection over the cap: GoTrue's shape, then the connection closes.
     static let refusal: [UInt8] = {
         let body = #"{"code":503,"error_code":"too_many_connections","msg":"The gateway has too many connections; try again"}"#
-        let head = "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nx-sb-error-code: too_many_connections\r\n"
+        let head =
+            "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nx-sb-error-code: too_many_connections\r\n"
             + "retry-after: 1\r\ncontent-length: \(body.utf8.count)\r\nconnection: close\r\n\r\n"
         return Array((head + body).utf8)
     }()

@@ -48,7 +48,8 @@ extension GatewayConnectionHandler: UpstreamExchangeDelegate {
         guard let plan = exchange.plan, let connections, let context else { return }
         let key = UpstreamConnectionPool.Key(plan.upstream)
         let timeout = TimeAmount.nanoseconds(plan.route.configuration.connectTimeout.nanoseconds)
-        let future = exchange.isTunnelHandshake ? connections.connectTunnel(key, connectTimeout: timeout) : connections.acquire(key, connectTimeout: timeout)
+        let future =
+            exchange.isTunnelHandshake ? connections.connectTunnel(key, connectTimeout: timeout) : connections.acquire(key, connectTimeout: timeout)
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         let boundExchange = NIOLoopBound(exchange, eventLoop: context.eventLoop)
         future.assumeIsolated().whenComplete { result in
@@ -167,7 +168,8 @@ extension GatewayConnectionHandler: UpstreamExchangeDelegate {
             } else if exchange.context.version.minor == 0 {
                 headers.add(name: "Connection", value: "keep-alive")
             }
-            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: exchange.context.version, status: head.status, headers: headers))), promise: nil)
+            context.write(
+                wrapOutboundOut(.head(HTTPResponseHead(version: exchange.context.version, status: head.status, headers: headers))), promise: nil)
         case .writeResponseBody(let buffer):
             context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
         case .finishResponse(let reusable, let next):

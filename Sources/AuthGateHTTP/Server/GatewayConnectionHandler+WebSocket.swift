@@ -24,7 +24,8 @@ extension GatewayConnectionHandler {
         connectionGuard?.becameTunnel()
         connection.handler.endExchange()
         let headers = ProxyHeaders.clientHeaders(from: head.headers, requestID: exchange.context.requestID, keepsUpgrade: true)
-        context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: exchange.context.version, status: .switchingProtocols, headers: headers))), promise: nil)
+        context.writeAndFlush(
+            wrapOutboundOut(.head(HTTPResponseHead(version: exchange.context.version, status: .switchingProtocols, headers: headers))), promise: nil)
         self.exchange = nil
         let maxFrame = proxy?.configuration.proxy.maxWebSocketFrame ?? 1 << 20
         let watch = plan.claims.flatMap { claims in proxy.map { WebSocketRelayHandler.Watch(claims: claims, authenticator: $0.authenticator) } }

@@ -1,12 +1,13 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import AuthGateCore
 import Logging
 import NIOCore
 import NIOHTTP1
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// Every client request passes here, right after HTTP decoding, and is decided once
 /// (``EdgeProxy/decide(_:peer:proxy:now:)``): a request for AuthGate's own endpoints goes on to
@@ -75,7 +76,9 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
 
     private var cachedPeerAddress: String?
 
-    init(proxy: EdgeProxy?, connectionGuard: ClientConnectionGuard?, logger: Logger, drainTimeout: TimeAmount, tracing: Bool, eventLoop: any EventLoop) {
+    init(
+        proxy: EdgeProxy?, connectionGuard: ClientConnectionGuard?, logger: Logger, drainTimeout: TimeAmount, tracing: Bool, eventLoop: any EventLoop
+    ) {
         self.proxy = proxy
         self.connections = proxy?.connections.connections(on: eventLoop)
         self.connectionGuard = connectionGuard
@@ -137,7 +140,8 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
             let refusal = ProxyRefusal(
                 .badRequest, code: "validation_failed", message: "The request could not be parsed", reason: "parse_error", closesConnection: true,
                 context: ProxyRequestContext(
-                    method: .GET, path: "", version: .http1_1, requestID: RequestLogMiddleware.newRequestID(), routeName: nil, routeIndex: nil, userID: nil,
+                    method: .GET, path: "", version: .http1_1, requestID: RequestLogMiddleware.newRequestID(), routeName: nil, routeIndex: nil,
+                    userID: nil,
                     apiVersion: nil, keepAlive: false, hasBody: false
                 )
             )

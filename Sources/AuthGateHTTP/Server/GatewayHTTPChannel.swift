@@ -29,7 +29,10 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     private let tracing: Bool
     private let logger: Logger
 
-    init(responder: @escaping HTTPChannelHandler.Responder, proxy: EdgeProxy?, server: AuthGateCore.ServerConfiguration, tracing: Bool, group: any EventLoopGroup, logger: Logger) {
+    init(
+        responder: @escaping HTTPChannelHandler.Responder, proxy: EdgeProxy?, server: AuthGateCore.ServerConfiguration, tracing: Bool,
+        group: any EventLoopGroup, logger: Logger
+    ) {
         self.responder = responder
         self.proxy = proxy
         self.limiter = ClientConnectionLimiter(limit: server.maxConnections)
@@ -46,7 +49,8 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     public func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
             let pipeline = channel.pipeline.syncOperations
-            let connectionGuard = ClientConnectionGuard(limiter: limiter, ticker: tickers.value(for: channel.eventLoop), timeouts: timeouts, logger: self.logger)
+            let connectionGuard = ClientConnectionGuard(
+                limiter: limiter, ticker: tickers.value(for: channel.eventLoop), timeouts: timeouts, logger: self.logger)
             try pipeline.addHandler(connectionGuard)
             try pipeline.configureHTTPServerPipeline(
                 withPipeliningAssistance: false,
@@ -57,7 +61,8 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
             )
             try pipeline.addHandler(
                 GatewayConnectionHandler(
-                    proxy: proxy, connectionGuard: connectionGuard, logger: self.logger, drainTimeout: drainTimeout, tracing: tracing, eventLoop: channel.eventLoop
+                    proxy: proxy, connectionGuard: connectionGuard, logger: self.logger, drainTimeout: drainTimeout, tracing: tracing,
+                    eventLoop: channel.eventLoop
                 )
             )
             try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))

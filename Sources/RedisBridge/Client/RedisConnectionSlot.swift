@@ -54,7 +54,8 @@ final class RedisConnectionSlot: Sendable {
                 return .wait(future)
             case .backingOff(let until, let failures, let lastError):
                 if NIODeadline.now() < until {
-                    throw RedisError(.connectionFailed, "Redis is unreachable; next attempt in \(Self.milliseconds(until - .now())) ms (\(lastError.message))")
+                    throw RedisError(
+                        .connectionFailed, "Redis is unreachable; next attempt in \(Self.milliseconds(until - .now())) ms (\(lastError.message))")
                 }
                 let promise = eventLoop.makePromise(of: RedisConnection.self)
                 state = .connecting(promise.futureResult)
@@ -122,7 +123,7 @@ final class RedisConnectionSlot: Sendable {
                 "redis connection failed",
                 metadata: [
                     "gw.redis.address": "\(configuration.url)", "gw.redis.error": "\(redisError.message)",
-                    "gw.redis.retry_in_ms": "\(Self.milliseconds(backoff))",
+                    "gw.redis.retry_in_ms": "\(Self.milliseconds(backoff))"
                 ]
             )
             promise.fail(redisError)

@@ -16,7 +16,8 @@ enum RedisSentinelLocator {
             sentinelConfiguration.clientName = nil
             sentinelConfiguration.sentinel = nil
             do {
-                let connection = try await RedisConnection.connect(to: url, configuration: sentinelConfiguration, eventLoop: eventLoop, logger: logger)
+                let connection = try await RedisConnection.connect(
+                    to: url, configuration: sentinelConfiguration, eventLoop: eventLoop, logger: logger)
                 defer { connection.closeNow() }
                 let reply = try await connection.send(RedisCommand("SENTINEL", "get-master-addr-by-name", .string(sentinel.masterName)))
                 guard let fields = reply.array, fields.count == 2, let host = fields[0].string, let port = fields[1].string.flatMap(Int.init) else {

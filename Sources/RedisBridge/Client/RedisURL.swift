@@ -55,7 +55,8 @@ public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
         if let userInfo {
             if let colon = userInfo.firstIndex(of: ":") {
                 let user = try Self.percentDecoded(userInfo[..<colon]) ?? { throw invalid("bad percent-encoding in the user") }()
-                let pass = try Self.percentDecoded(userInfo[userInfo.index(after: colon)...])
+                let pass =
+                    try Self.percentDecoded(userInfo[userInfo.index(after: colon)...])
                     ?? { throw invalid("bad percent-encoding in the password") }()
                 self.username = user.isEmpty ? nil : user
                 self.password = pass.isEmpty ? nil : pass

@@ -140,7 +140,9 @@ public final class RedisStreamReader: Service, Sendable {
                 let backoff = clientConfiguration.reconnectBackoff(afterFailures: failures)
                 logger.warning(
                     "redis stream read failed; retrying",
-                    metadata: ["gw.redis.stream": "\(stream)", "gw.redis.error": "\(error)", "gw.redis.retry_in_ms": "\(backoff.nanoseconds / 1_000_000)"]
+                    metadata: [
+                        "gw.redis.stream": "\(stream)", "gw.redis.error": "\(error)", "gw.redis.retry_in_ms": "\(backoff.nanoseconds / 1_000_000)"
+                    ]
                 )
                 do {
                     try await Task.sleep(nanoseconds: UInt64(max(0, backoff.nanoseconds)))

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// Parses a provider's JWKS key by key, so one odd key never rejects the whole set.
@@ -47,7 +47,9 @@ enum JWKSetParser {
         return Result(keys: keys, skipped: skipped)
     }
 
-    private static func key(from entry: JSONValue, algorithm: ProvidersConfiguration.VerificationAlgorithm) -> Swift.Result<(String, ProviderPublicKey), SkippedKey> {
+    private static func key(from entry: JSONValue, algorithm: ProvidersConfiguration.VerificationAlgorithm)
+        -> Swift.Result<(String, ProviderPublicKey), SkippedKey>
+    {
         guard let members = entry.objectValue else { return .failure(SkippedKey(kid: nil, reason: "not a JSON object")) }
         guard let kid = members["kid"]?.stringValue, !kid.isEmpty else { return .failure(SkippedKey(kid: nil, reason: "no kid")) }
         func skip(_ reason: String) -> Swift.Result<(String, ProviderPublicKey), SkippedKey> { .failure(SkippedKey(kid: kid, reason: reason)) }

@@ -1,10 +1,11 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 public import Logging
 public import ServiceLifecycle
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// One provider's signing keys: fetched, cached, refreshed, and looked up by `kid`.
 ///
@@ -131,7 +132,7 @@ public actor ProviderKeySet {
                 "provider key set fetch failed; keeping the last good set",
                 metadata: [
                     "gw.provider": "\(provider)", "gw.error": "\(lastError ?? "")", "gw.keys_loaded": "\(loaded?.keys.count ?? 0)",
-                    "gw.consecutive_failures": "\(consecutiveFailures)",
+                    "gw.consecutive_failures": "\(consecutiveFailures)"
                 ]
             )
             throw error
@@ -187,7 +188,7 @@ public actor ProviderKeySet {
             "provider key set loaded",
             metadata: [
                 "gw.provider": "\(provider)", "gw.kids": "\(parsed.keys.keys.sorted().joined(separator: ","))",
-                "gw.fresh_for_s": "\(Int(lifetime.inSeconds))",
+                "gw.fresh_for_s": "\(Int(lifetime.inSeconds))"
             ]
         )
         return Loaded(keys: parsed.keys, loadedAt: now, freshUntil: now + lifetime)

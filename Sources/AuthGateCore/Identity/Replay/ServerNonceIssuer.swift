@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-public import FoundationEssentials
+    public import FoundationEssentials
 #else
-public import Foundation
+    public import Foundation
 #endif
 
 /// Nonces issued by AuthGate (`POST /auth/v1/nonce`): a client asks for one, gives its SHA-256 to

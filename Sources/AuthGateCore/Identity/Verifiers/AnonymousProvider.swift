@@ -8,6 +8,8 @@ public struct AnonymousProvider: Sendable {
 
     /// - Throws: ``AuthGateError`` ``AuthGateError/Code/providerDisabled`` when anonymous sign-in is off.
     public func requireEnabled() throws {
-        guard isEnabled else { throw AuthGateError(.providerDisabled, "anonymous sign-ins are disabled", clientText: .fixed("Anonymous sign-ins are disabled")) }
+        guard isEnabled else {
+            throw AuthGateError(.providerDisabled, "anonymous sign-ins are disabled", clientText: .fixed("Anonymous sign-ins are disabled"))
+        }
     }
 }

@@ -145,7 +145,8 @@ final class LoopConnections: Sendable {
     private func connect(_ key: UpstreamConnectionPool.Key, timeout: TimeAmount) -> EventLoopFuture<UpstreamConnection> {
         let bound = NIOLoopBound(self, eventLoop: eventLoop)
         return connector.connect(key, on: eventLoop, timeout: timeout, keepsLeftoverBytes: false).flatMapThrowing { channel in
-            let connection = try UpstreamConnection(channel: channel, key: key, handler: channel.pipeline.syncOperations.handler(type: UpstreamChannelHandler.self))
+            let connection = try UpstreamConnection(
+                channel: channel, key: key, handler: channel.pipeline.syncOperations.handler(type: UpstreamChannelHandler.self))
             let boundConnection = NIOLoopBound(connection, eventLoop: channel.eventLoop)
             channel.closeFuture.whenComplete { _ in bound.value.closed(boundConnection.value) }
             return connection

@@ -9,7 +9,9 @@ protocol UpstreamConnector: Sendable {
     /// codec and an ``UpstreamChannelHandler``.
     /// - Parameter keepsLeftoverBytes: the response decoder forwards the bytes after a `101` when
     ///   it is removed (a WebSocket tunnel's first frames).
-    func connect(_ key: UpstreamConnectionPool.Key, on eventLoop: any EventLoop, timeout: TimeAmount, keepsLeftoverBytes: Bool) -> EventLoopFuture<any Channel>
+    func connect(_ key: UpstreamConnectionPool.Key, on eventLoop: any EventLoop, timeout: TimeAmount, keepsLeftoverBytes: Bool) -> EventLoopFuture<
+        any Channel
+    >
 }
 
 extension UpstreamConnector {
@@ -28,7 +30,9 @@ struct SocketUpstreamConnector: UpstreamConnector {
         tlsContext = try? NIOSSLContext(configuration: .makeClientConfiguration())
     }
 
-    func connect(_ key: UpstreamConnectionPool.Key, on eventLoop: any EventLoop, timeout: TimeAmount, keepsLeftoverBytes: Bool) -> EventLoopFuture<any Channel> {
+    func connect(_ key: UpstreamConnectionPool.Key, on eventLoop: any EventLoop, timeout: TimeAmount, keepsLeftoverBytes: Bool) -> EventLoopFuture<
+        any Channel
+    > {
         let tlsContext = self.tlsContext
         if key.tls, tlsContext == nil { return eventLoop.makeFailedFuture(UpstreamError.connectFailed) }
         return ClientBootstrap(group: eventLoop)
@@ -37,7 +41,8 @@ struct SocketUpstreamConnector: UpstreamConnector {
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     if key.tls, let tlsContext {
-                        try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: tlsContext, serverHostname: Self.isIPAddress(key.host) ? nil : key.host))
+                        try channel.pipeline.syncOperations.addHandler(
+                            NIOSSLClientHandler(context: tlsContext, serverHostname: Self.isIPAddress(key.host) ? nil : key.host))
                     }
                     try Self.addUpstreamHandlers(to: channel.pipeline.syncOperations, keepsLeftoverBytes: keepsLeftoverBytes)
                 }

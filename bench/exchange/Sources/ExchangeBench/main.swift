@@ -28,7 +28,8 @@ let arguments = CommandLine.arguments
 func prepare(directory: String, count: Int) throws {
     let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
     let primitives = try key.publicKey.getKeyPrimitives()
-    let jwks = "{\"keys\":[{\"kty\":\"RSA\",\"kid\":\"bench-apple\",\"use\":\"sig\",\"alg\":\"RS256\",\"n\":\"\(base64URL(primitives.modulus))\",\"e\":\"\(base64URL(primitives.publicExponent))\"}]}"
+    let jwks =
+        "{\"keys\":[{\"kty\":\"RSA\",\"kid\":\"bench-apple\",\"use\":\"sig\",\"alg\":\"RS256\",\"n\":\"\(base64URL(primitives.modulus))\",\"e\":\"\(base64URL(primitives.publicExponent))\"}]}"
     try jwks.write(toFile: directory + "/apple-jwks.json", atomically: true, encoding: .utf8)
     let header = base64URL(Array("{\"alg\":\"RS256\",\"kid\":\"bench-apple\"}".utf8))
     let now = Int(Date().timeIntervalSince1970)
@@ -66,7 +67,8 @@ func run(baseURL: String, tokensFile: String, concurrency: Int) async throws {
                     var request = HTTPClientRequest(url: baseURL + "/auth/v1/token?grant_type=id_token")
                     request.method = .POST
                     request.headers.add(name: "Content-Type", value: "application/json;charset=UTF-8")
-                    request.body = .bytes(ByteBuffer(string: "{\"provider\":\"apple\",\"id_token\":\"\(pairs[index].0)\",\"nonce\":\"\(pairs[index].1)\"}"))
+                    request.body = .bytes(
+                        ByteBuffer(string: "{\"provider\":\"apple\",\"id_token\":\"\(pairs[index].0)\",\"nonce\":\"\(pairs[index].1)\"}"))
                     let sent = clock.now
                     let response = try await client.execute(request, timeout: .seconds(30))
                     _ = try await response.body.collect(upTo: 1 << 20)
@@ -77,7 +79,9 @@ func run(baseURL: String, tokensFile: String, concurrency: Int) async throws {
                 return (latencies, errors)
             }
         }
-        return try await group.reduce(into: ([Double](), 0)) { $0.0 += $1.0; $0.1 += $1.1 }
+        return try await group.reduce(into: ([Double](), 0)) {
+            $0.0 += $1.0; $0.1 += $1.1
+        }
     }
     let total = clock.now - start
     let seconds = Double(total.components.seconds) + Double(total.components.attoseconds) / 1e18

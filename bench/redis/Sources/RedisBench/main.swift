@@ -1,3 +1,4 @@
+import Foundation
 // Pipelined SET/GET throughput of RedisBridge, for bench/redis/run.sh.
 //
 // Usage: RedisBench <redis-url> [requests] [concurrency] [pool-size]
@@ -8,9 +9,8 @@ import NIOPosix
 import RedisBridge
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
-import Foundation
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 2, let url = try? RedisURL(parsing: arguments[1]) else {
