@@ -51,7 +51,7 @@ final class EdgeRig {
 
     /// An anonymous user's access token.
     func anonymousToken() async throws -> String {
-        let (data, _) = try await HTTP.send(URL(string: "http://127.0.0.1:\(server.port)/auth/v1/signup")!, method: "POST", json: "{}")
+        let (data, _) = try await HTTP.send(HTTP.loopbackURL(port: server.port, path: "/auth/v1/signup"), method: "POST", json: "{}")
         return try #require(JSONValue.parse(Array(data)).objectValue?["access_token"]?.stringValue)
     }
 

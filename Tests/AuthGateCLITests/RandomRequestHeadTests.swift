@@ -100,15 +100,16 @@ struct RandomRequestHeadTests {
     ]
 
     private static func request(token: String, using generator: inout SeededGenerator) -> [UInt8] {
-        let method = ["GET", "GET", "GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS", "PATCH", "get", "CONNECT", "TRACE"].randomElement(
-            using: &generator)!
-        var target = prefixes.randomElement(using: &generator)!
+        let methods = ["GET", "GET", "GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS", "PATCH", "get", "CONNECT", "TRACE"]
+        let method = methods.randomElement(using: &generator) ?? "GET"
+        var target = prefixes.randomElement(using: &generator) ?? "/"
         // Half of the targets use harmless pieces only, so that many requests get through.
         let harmless = Bool.random(using: &generator)
         for _ in 0..<Int.random(in: 0...6, using: &generator) {
-            target +=
+            let piece =
                 harmless
-                ? ["a", "b/", "x", "./", "c/../", "%41", "%7e", "~"].randomElement(using: &generator)! : pieces.randomElement(using: &generator)!
+                ? ["a", "b/", "x", "./", "c/../", "%41", "%7e", "~"].randomElement(using: &generator) : pieces.randomElement(using: &generator)
+            target += piece ?? ""
         }
         if Int.random(in: 0..<20, using: &generator) == 0 { target = "http://gw" + target }
         var lines = ["\(method) \(target) HTTP/1.1"]
@@ -116,7 +117,7 @@ struct RandomRequestHeadTests {
         case 0: break
         case 1: lines += ["Host: gw", "Host: other"]
         case 2: lines.append("Host: bad host")
-        default: lines.append(["Host: gw", "host: GW.", "Host: gw:8080"].randomElement(using: &generator)!)
+        default: lines.append(["Host: gw", "host: GW.", "Host: gw:8080"].randomElement(using: &generator) ?? "Host: gw")
         }
         switch Int.random(in: 0..<8, using: &generator) {
         case 0, 1, 2, 3: lines.append("Authorization: Bearer \(token)")
@@ -126,9 +127,9 @@ struct RandomRequestHeadTests {
         default: break
         }
         for _ in 0..<Int.random(in: 0...3, using: &generator) {
-            lines.append(
-                "\(identityNames.randomElement(using: &generator)!): \(["admin", "service_role", "false", "6.6.6.6"].randomElement(using: &generator)!)"
-            )
+            let name = identityNames.randomElement(using: &generator) ?? "X-AuthGate-User-Id"
+            let value = ["admin", "service_role", "false", "6.6.6.6"].randomElement(using: &generator) ?? "admin"
+            lines.append("\(name): \(value)")
         }
         var body: [UInt8] = []
         switch Int.random(in: 0..<12, using: &generator) {
@@ -142,9 +143,8 @@ struct RandomRequestHeadTests {
         case 2: lines += ["Content-Length: 3", "Content-Length: 4"]; body = Array("abcd".utf8)
         case 3: lines += ["Content-Length: 3", "Transfer-Encoding: chunked"]; body = Array("0\r\n\r\n".utf8)
         case 4:
-            lines.append(
-                ["Transfer-Encoding: identity, chunked", "Transfer-Encoding: xchunked", "Transfer-Encoding: chunked, gzip"].randomElement(
-                    using: &generator)!)
+            let codings = ["Transfer-Encoding: identity, chunked", "Transfer-Encoding: xchunked", "Transfer-Encoding: chunked, gzip"]
+            lines.append(codings.randomElement(using: &generator) ?? "Transfer-Encoding: xchunked")
         case 5: lines += ["Connection: Upgrade", "Upgrade: websocket", "Sec-WebSocket-Version: 13", "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=="]
         case 6: lines += ["Upgrade: h2c", "Connection: Upgrade, HTTP2-Settings", "HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA"]
         case 7: lines += ["Expect: 100-continue", "Content-Length: 5"]; body = Array("hello".utf8)

@@ -11,7 +11,7 @@ import Testing
 /// The connection handler and its exchanges on in-memory channels: the client's connection and
 /// every upstream connection are `EmbeddedChannel`s on one `EmbeddedEventLoop`, so each step
 /// (a part arriving, an upstream answering, a side hanging up) happens exactly when the test says.
-@Suite("Gateway connection handler (no sockets)")
+@Suite("Gateway connection handler (no sockets)", .timeLimit(.minutes(3)))
 struct GatewayConnectionHandlerTests {
     /// Hands out embedded upstream connections and keeps them for the test to drive.
     final class EmbeddedConnector: UpstreamConnector, @unchecked Sendable {
@@ -29,7 +29,11 @@ struct GatewayConnectionHandlerTests {
             -> EventLoopFuture<any Channel>
         {
             let channel = EmbeddedChannel(handler: UpstreamChannelHandler(), loop: loop)
-            _ = channel.connect(to: try! SocketAddress(ipAddress: "127.0.0.1", port: 1))
+            do {
+                _ = channel.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: 1))
+            } catch {
+                return loop.makeFailedFuture(error)
+            }
             lock.withLock { made.append(channel) }
             return loop.makeSucceededFuture(channel)
         }

@@ -1,8 +1,9 @@
+import HTTPTypes
 import Testing
 
 @testable import AuthGateHTTP
 
-@Suite struct HeaderParsingTests {
+@Suite(.timeLimit(.minutes(3))) struct HeaderParsingTests {
     @Test(arguments: [
         ("Bearer abc.def.ghi", "abc.def.ghi"),
         ("bearer abc", "abc"),
@@ -27,5 +28,15 @@ import Testing
         #expect("x\n".trimmingOWS == "x\n")
         let list = "gzip, , br"
         #expect(list.split(separator: ",").map(\.trimmingOWS) == ["gzip", "", "br"])
+    }
+
+    @Test("every header name the gateway declares as a constant is the field its literal names")
+    func headerNameConstants() {
+        #expect(RequestLogMiddleware.requestIDHeader.canonicalName == "x-request-id")
+        #expect(ClientAddress.forwardedFor.canonicalName == "x-forwarded-for")
+        #expect(GoTrueError.apiVersionHeader.canonicalName == "x-supabase-api-version")
+        #expect(GoTrueError.errorCodeHeader.canonicalName == "x-sb-error-code")
+        #expect(HTTPField.Name.constant("X-Total-Count").rawName == "X-Total-Count")
+        #expect(HTTPField.Name.constant("Link").canonicalName == "link")
     }
 }

@@ -109,7 +109,7 @@ public final class AuthGateServer: Sendable {
     }
 
     /// `http://127.0.0.1:<port>`.
-    public var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
+    public var baseURL: URL { HTTP.loopbackURL(port: port) }
 
     /// The server's process id.
     public var processIdentifier: Int32 { process.processIdentifier }

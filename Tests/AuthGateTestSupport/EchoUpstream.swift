@@ -27,11 +27,11 @@ public final class EchoUpstream: Sendable {
         }
         let webSocket = HTTPServerBuilder.http1WebSocketUpgrade(configuration: .init(ws: .init(maxFrameSize: 1 << 20))) { head, _, _ in
             guard head.path?.hasPrefix("/ws/") == true else { return .dontUpgrade }
-            let user = head.headerFields[HTTPField.Name("X-AuthGate-User-Id")!] ?? "none"
+            let user = head.headerFields[HTTPField.Name.test("X-AuthGate-User-Id")] ?? "none"
             // The first subprotocol offered is chosen, as a server that speaks it would.
             var answer = HTTPFields()
-            if let offered = head.headerFields[HTTPField.Name("Sec-WebSocket-Protocol")!]?.split(separator: ",").first {
-                answer[HTTPField.Name("Sec-WebSocket-Protocol")!] = offered.trimmingCharacters(in: .whitespaces)
+            if let offered = head.headerFields[HTTPField.Name.test("Sec-WebSocket-Protocol")]?.split(separator: ",").first {
+                answer[HTTPField.Name.test("Sec-WebSocket-Protocol")] = offered.trimmingCharacters(in: .whitespaces)
             }
             return .upgrade(answer) { inbound, outbound, _ in
                 try await outbound.write(.text("user=\(user)"))
@@ -79,10 +79,18 @@ public final class EchoUpstream: Sendable {
         return Response(
             status: .ok,
             headers: [
-                .contentType: "application/json", HTTPField.Name("X-Upstream")!: "echo", .connection: "keep-alive, X-Secret-Hop",
-                HTTPField.Name("X-Secret-Hop")!: "1"
+                .contentType: "application/json", HTTPField.Name.test("X-Upstream"): "echo", .connection: "keep-alive, X-Secret-Hop",
+                HTTPField.Name.test("X-Secret-Hop"): "1"
             ],
             body: .init(byteBuffer: ByteBuffer(bytes: data))
         )
+    }
+}
+
+extension HTTPField.Name {
+    /// A field name the test servers use, from a literal. A typo would fall back to `Via`, which
+    /// no test sets or expects, so it shows as a missing header in the assertions, not a trap.
+    static func test(_ literal: String) -> HTTPField.Name {
+        HTTPField.Name(literal) ?? .via
     }
 }

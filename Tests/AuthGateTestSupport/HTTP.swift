@@ -6,6 +6,16 @@ public import Foundation
 
 /// Minimal HTTP calls for tests that talk to a running gateway.
 public enum HTTP {
+    /// `http://127.0.0.1:<port><path>`, built from parts so that nothing is unwrapped.
+    public static func loopbackURL(port: Int, path: String = "") -> URL {
+        var components = URLComponents()
+        components.scheme = "http"
+        components.host = "127.0.0.1"
+        components.port = port
+        components.path = path
+        return components.url ?? URL(fileURLWithPath: "/dev/null")
+    }
+
     private static let session: URLSession = {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = 10

@@ -37,7 +37,7 @@ public final class StreamingUpstream: Sendable {
                     let chunk = ByteBuffer(repeating: 0x61, count: 64 << 10)
                     while sent < total {
                         let size = min(chunk.readableBytes, total - sent)
-                        try await writer.write(chunk.getSlice(at: 0, length: size)!)
+                        try await writer.write(size == chunk.readableBytes ? chunk : ByteBuffer(repeating: 0x61, count: size))
                         sent += size
                     }
                     try await writer.finish(nil)

@@ -49,12 +49,12 @@ public struct AdminController: Sendable {
         var objects: [JSONValue] = []
         for user in users { objects.append(.object(GoTrueJSON.user(user, identities: try await admin.identities(of: user.id)))) }
         var response = try RequestSupport.json(["users": .array(objects), "aud": .string(users.first?.aud ?? "authenticated")])
-        response.headers[HTTPField.Name("X-Total-Count")!] = String(total)
+        response.headers[HTTPField.Name.constant("X-Total-Count")] = String(total)
         let lastPage = max(1, (total + perPage - 1) / perPage)
         var links: [String] = []
         if page < lastPage { links.append("</admin/users?page=\(page + 1)&per_page=\(perPage)>; rel=\"next\"") }
         links.append("</admin/users?page=\(lastPage)&per_page=\(perPage)>; rel=\"last\"")
-        response.headers[HTTPField.Name("Link")!] = links.joined(separator: ", ")
+        response.headers[HTTPField.Name.constant("Link")] = links.joined(separator: ", ")
         return response
     }
 

@@ -30,8 +30,8 @@ public struct GoTrueError: Error, HTTPResponseError, Sendable {
 
     /// The first API version that uses the new error body.
     static let newErrorShapeVersion = "2024-01-01"
-    static let apiVersionHeader = HTTPField.Name("X-Supabase-Api-Version")!
-    static let errorCodeHeader = HTTPField.Name("x-sb-error-code")!
+    static let apiVersionHeader = HTTPField.Name.constant("X-Supabase-Api-Version")
+    static let errorCodeHeader = HTTPField.Name.constant("x-sb-error-code")
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         let (headers, body) = try encoded(requestHeaders: request.headers, requestID: (context as? AuthGateRequestContext)?.requestID)

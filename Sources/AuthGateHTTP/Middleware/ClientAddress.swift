@@ -7,7 +7,7 @@ public import NIOHTTP1
 /// The client's IP address: the TCP peer, unless the peer is a trusted proxy, in which case the
 /// right-most `X-Forwarded-For` entry that is not itself a trusted proxy.
 public struct ClientAddress: Sendable, Equatable {
-    static let forwardedFor = HTTPField.Name("X-Forwarded-For")!
+    static let forwardedFor = HTTPField.Name.constant("X-Forwarded-For")
 
     /// The client's address as text.
     public let address: String

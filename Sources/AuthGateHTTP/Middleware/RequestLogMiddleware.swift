@@ -13,7 +13,7 @@ import Synchronization
 public struct RequestLogMiddleware: RouterMiddleware {
     public typealias Context = AuthGateRequestContext
 
-    static let requestIDHeader = HTTPField.Name("X-Request-Id")!
+    static let requestIDHeader = HTTPField.Name.constant("X-Request-Id")
 
     public init() {}
 
