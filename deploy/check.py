@@ -2,7 +2,9 @@
 """Checks what can be checked of deploy/ without Docker or a cluster (`make deploy-check`).
 
 - every YAML file parses (compose, Kubernetes manifests, the example configurations);
-- the example configurations are valid for `authgate check-config` when the binary is built;
+- the example configurations (compose, config/authgate.yaml, config/production.example.yaml)
+  are valid for `authgate check-config`; the debug binary must be built (`make build`), a
+  missing binary is a problem, never a silent skip;
 - Kubernetes: the Deployment has readiness and liveness probes, resource requests and limits,
   runs as non-root, and its termination grace period outlasts the gateway's shutdown timeout;
   the HPA and PDB select it;
@@ -125,8 +127,11 @@ for line in ["ExecReload=/bin/kill -HUP $MAINPID", "KillSignal=SIGTERM", "NoNewP
 
 # The example configurations, checked by the gateway itself when it is built.
 binary = os.path.join(ROOT, ".build", "debug", "authgate")
-if os.path.exists(binary):
-    for example in ["deploy/compose/authgate.yaml", "config/authgate.yaml"]:
+examples = ["deploy/compose/authgate.yaml", "config/authgate.yaml", "config/production.example.yaml"]
+if not os.path.exists(binary):
+    problem(binary, "not built, so the example configurations cannot be checked: run `make build` first")
+else:
+    for example in examples:
         result = subprocess.run([binary, "check-config", "--config", os.path.join(ROOT, example)], capture_output=True, text=True)
         # Files that exist only where the gateway is deployed (keys, passwords) may be missing here.
         lines = [line for line in result.stderr.splitlines() if line.strip().startswith("- ")]

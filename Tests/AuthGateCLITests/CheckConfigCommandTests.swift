@@ -7,7 +7,7 @@ import Testing
 #endif
 
 /// `authgate check-config` through the real executable.
-@Suite("authgate check-config")
+@Suite("authgate check-config", .timeLimit(.minutes(3)))
 struct CheckConfigCommandTests {
     private func writeConfig(_ yaml: String) throws -> URL {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("authgate-\(UUID().uuidString).yaml")

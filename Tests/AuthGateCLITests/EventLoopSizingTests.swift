@@ -8,7 +8,7 @@ import Testing
     import Foundation
 #endif
 
-@Suite struct EventLoopSizingTests {
+@Suite(.timeLimit(.minutes(3))) struct EventLoopSizingTests {
     @Test(arguments: [("0", 1), ("0-1", 2), ("0-3,8,10-11", 7), (" 2 ", 1), ("\t0-1", 2)])
     func cpuListsAreCounted(list: String, count: Int) {
         #expect(EventLoopSizing.cpuCount(list: list[...]) == count)

@@ -10,7 +10,7 @@ import Testing
 
 /// Signing-key rotation without downtime, as the runbook in docs/operations.md does it, on two
 /// `authgate serve` processes sharing Redis and the configuration file.
-@Suite("Key rotation", .serialized)
+@Suite("Key rotation", .serialized, .timeLimit(.minutes(3)))
 struct KeyRotationTests {
     /// What the client saw while the keys rotated.
     final class ClientRecord: Sendable {

@@ -9,7 +9,7 @@ import Testing
 
 /// No secret reaches the logs, at the most verbose level: tokens, refresh tokens, ID tokens,
 /// `Authorization` values, signing keys.
-@Suite("Log secrets", .serialized)
+@Suite("Log secrets", .serialized, .timeLimit(.minutes(3)))
 struct LogSecretsTests {
     @Test("at trace level, a gateway's log holds no token, refresh token, ID token, Authorization value or key material")
     func noSecretsInLogs() async throws {

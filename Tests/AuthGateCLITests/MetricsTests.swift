@@ -8,7 +8,7 @@ import Testing
 #endif
 
 /// `/metrics` of a running `authgate serve` after traffic of every kind.
-@Suite("Metrics", .serialized)
+@Suite("Metrics", .serialized, .timeLimit(.minutes(3)))
 struct MetricsTests {
     @Test("every metric family is there with non-zero counts after traffic, on the separate metrics port; no label holds a user id or token")
     func families() async throws {

@@ -9,7 +9,7 @@ import Testing
 
 /// The outside audit's findings against what operators run: the `authgate` commands and what
 /// `authgate serve` writes to its log.
-@Suite("Operator audit findings", .serialized)
+@Suite("Operator audit findings", .serialized, .timeLimit(.minutes(3)))
 struct OperatorAuditTests {
     private static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("AuthGateCoreTests/Fixtures/provider-tokens")

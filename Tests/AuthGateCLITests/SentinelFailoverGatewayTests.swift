@@ -10,7 +10,7 @@ import Testing
 
 /// `authgate serve` on a Redis master watched by three Sentinels: the master is killed while a
 /// client keeps refreshing and calling the proxy.
-@Suite("Gateway through a Redis failover", .serialized)
+@Suite("Gateway through a Redis failover", .serialized, .timeLimit(.minutes(10)))
 struct SentinelFailoverGatewayTests {
     /// One client round: when it ran and whether its refresh and proxy call succeeded.
     struct Round: Sendable {

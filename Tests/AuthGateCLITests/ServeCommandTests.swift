@@ -7,7 +7,7 @@ import Testing
 #endif
 
 /// `authgate serve` through the real executable.
-@Suite("authgate serve")
+@Suite("authgate serve", .timeLimit(.minutes(3)))
 struct ServeCommandTests {
     @Test("development defaults: serves /health, warns loudly, logs JSON with request ids, stops cleanly on SIGTERM")
     func developmentMode() async throws {
@@ -27,6 +27,45 @@ struct ServeCommandTests {
         #expect(object?["gw.path"] == "/auth/v1/health")
         #expect(object?["gw.status"] == "200")
         #expect(log.contains("\"msg\":\"authgate stopped\""))
+    }
+
+    @Test("SIGTERM drains: a proxied response in flight when the signal lands completes in full, then serve exits 0")
+    func drainsInFlightRequests() async throws {
+        let upstream = try await StreamingUpstream.start()
+        let files = try GatewayFiles("serve-drain")
+        defer { files.remove() }
+        try files.writeConfig(
+            """
+            server: { host: 127.0.0.1, shutdown_timeout: 20s }
+            routes:
+              - { name: files, path_prefix: /files/, upstreams: [\(upstream.url)], auth: public, strip_prefix: true }
+            """)
+        let server = try await AuthGateServer.start(arguments: ["--config", files.config.path])
+        // The upstream sends each event only when released: the response is in flight, its head
+        // relayed and its body unfinished, when SIGTERM arrives.
+        let connection = try RawConnection(port: server.port)
+        connection.send("GET /files/events/2 HTTP/1.1\r\nHost: gw\r\n\r\n")
+        upstream.releaseEvent()
+        var received = ""
+        while !received.contains("data: event 1\n\n") {
+            let bytes = await connection.receive()
+            #expect(!bytes.isEmpty, "the connection closed before the first event")
+            if bytes.isEmpty { break }
+            received += String(decoding: bytes, as: UTF8.self)
+        }
+        #expect(received.hasPrefix("HTTP/1.1 200 OK\r\n"))
+        let exit = Task { await server.stop(signal: SIGTERM) }
+        // The signal has landed once the listener is closed: new connections are refused.
+        try await waitUntil("serve stops accepting connections after SIGTERM") { (try? RawConnection(port: server.port)) == nil }
+        #expect(server.isRunning, "serve waits for the response in flight")
+        upstream.releaseEvent()
+        let (rest, closed) = await connection.receiveUntilClosed()
+        received += String(decoding: rest, as: UTF8.self)
+        #expect(received.contains("data: event 2\n\n"), "the in-flight response completed: \(received.suffix(200))")
+        #expect(received.hasSuffix("0\r\n\r\n"), "the chunked body ended properly, not cut")
+        #expect(closed)
+        #expect(await exit.value == 0)
+        await upstream.stop()
     }
 
     @Test("with Redis: ready while Redis answers")

@@ -8,7 +8,7 @@ import Testing
 #endif
 
 /// Tracing on: spans go to an OTLP/HTTP collector and upstreams receive W3C trace context.
-@Suite("Tracing", .serialized)
+@Suite("Tracing", .serialized, .timeLimit(.minutes(3)))
 struct TracingTests {
     @Test("refresh, Redis, upstream and request spans reach the collector; the upstream gets a traceparent continuing the client's trace")
     func spansAndPropagation() async throws {

@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// `authgate verify-id-token` through the real executable, on a real Apple token (fixture).
-@Suite("authgate verify-id-token")
+@Suite("authgate verify-id-token", .timeLimit(.minutes(3)))
 struct VerifyIDTokenCommandTests {
     private static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("AuthGateCoreTests/Fixtures/provider-tokens")

@@ -1,9 +1,10 @@
+import Crypto
 import Foundation
 import Testing
 
 @testable import AuthGateCore
 
-@Suite("Access tokens: minting, verification, JWKS")
+@Suite("Access tokens: minting, verification, JWKS", .timeLimit(.minutes(3)))
 struct AccessTokenTests {
     private static let issuer = "http://127.0.0.1:9999/auth/v1"
 
@@ -46,7 +47,8 @@ struct AccessTokenTests {
 
     @Test("tampered, expired, foreign-issuer, wrong-audience and unknown-kid tokens are refused")
     func refusals() throws {
-        let keyRing = try ring([SigningKey.generate(kid: "k1", algorithm: .es256)])
+        let signingKey = try SigningKey.generate(kid: "k1", algorithm: .es256)
+        let keyRing = try ring([signingKey])
         let issuer = AccessTokenIssuer(keyRing: keyRing)
         let verifier = AccessTokenVerifier(keyRing: keyRing, issuer: Self.issuer, audience: "authenticated")
         let token = try issuer.mint(claims())
@@ -66,9 +68,32 @@ struct AccessTokenTests {
         #expect(rejection { try verifier.verify(stranger, now: Date()) } == .unknownKeyID)
         let sameKidOtherKey = try AccessTokenIssuer(keyRing: ring([SigningKey.generate(kid: "k1", algorithm: .es256)])).mint(claims())
         #expect(rejection { try verifier.verify(sameKidOtherKey, now: Date()) } == .badSignature)
-        // An RS256 header on the ES256 key's kid is refused before any signature work.
-        let confused = Base64URL.encode(Array("{\"alg\":\"HS256\",\"kid\":\"k1\"}".utf8)) + "." + parts[1] + "." + parts[2]
-        #expect(rejection { try verifier.verify(confused, now: Date()) } == .algorithmNotAllowed)
+        // Algorithm confusion: another alg on the ES256 key's kid is refused before any signature
+        // work, whatever the signature. RS256 and PS256 keep the ES256 signature; HS256 is signed,
+        // as the classic attack does, with HMAC keyed by the public key (its JWK and its raw point);
+        // `none` has an empty signature.
+        let publicJWK = JSONValue.object(signingKey.publicJWK).serialized()
+        let point =
+            Base64URL.decode(signingKey.publicJWK["x"]?.stringValue ?? "").map {
+                [4] + $0 + (Base64URL.decode(signingKey.publicJWK["y"]?.stringValue ?? "") ?? [])
+            } ?? []
+        for alg in ["RS256", "PS256", "ES384", "HS256", "none"] {
+            let header = Base64URL.encode(Array("{\"alg\":\"\(alg)\",\"kid\":\"k1\",\"typ\":\"JWT\"}".utf8))
+            let signingInput = Array((header + "." + parts[1]).utf8)
+            var signatures = [String(parts[2])]
+            if alg == "HS256" {
+                signatures = [publicJWK, point].map { secret in
+                    Base64URL.encode(Array(HMAC<SHA256>.authenticationCode(for: signingInput, using: SymmetricKey(data: secret))))
+                }
+            } else if alg == "none" {
+                signatures = [""]
+            }
+            for signature in signatures {
+                let confused = header + "." + parts[1] + "." + signature
+                let code = rejection { try verifier.verify(confused, now: Date()) }
+                #expect(code == .algorithmNotAllowed || (alg == "none" && code == .malformed), "alg \(alg) gave \(String(describing: code))")
+            }
+        }
     }
 
     @Test("rotation: retired and published keys verify, only the active one signs; a removed key's tokens fail")

@@ -8,7 +8,7 @@ import Testing
 
 /// The GoTrue flows on both stores: one conformance suite, so the memory and Redis stores keep
 /// the same rules.
-@Suite("Accounts and sessions on the memory and Redis stores", .serialized)
+@Suite("Accounts and sessions on the memory and Redis stores", .serialized, .timeLimit(.minutes(3)))
 struct AccountServiceTests: AccountsTesting {
     typealias StoreKind = TestStoreKind
 

@@ -1,13 +1,14 @@
 import AuthGateTestSupport
 import Foundation
 import Logging
+import RedisBridge
 import Testing
 
 @testable import AuthGateCore
 
 /// Operator actions on users and sessions, on both stores: what they change and what they put
 /// on the revocation stream.
-@Suite("Admin service, memory and Redis stores", .serialized)
+@Suite("Admin service, memory and Redis stores", .serialized, .timeLimit(.minutes(3)))
 struct AdminServiceTests {
     private let now = Date(timeIntervalSince1970: 1_790_000_000)
 
@@ -37,6 +38,15 @@ struct AdminServiceTests {
 
     private func service(_ store: any AuthStore) -> AdminService {
         AdminService(store: store, logger: Logger(label: "admin-test"))
+    }
+
+    /// Every revocation the store published, as replicas read them: the memory store's list, or
+    /// the Redis stream's entries decoded as the revocation feed decodes them.
+    static func revocationEvents(_ store: any AuthStore) async throws -> [RevocationEvent] {
+        if let memory = store as? MemoryAuthStore { return await memory.revocations }
+        let redis = try #require(store as? RedisAuthStore, "a store that is neither memory nor Redis")
+        let reply = try await redis.redis.send(RedisCommand("XRANGE", .string(redis.keys.revocations), .string("-"), .string("+")))
+        return try RedisStreamEntry.entries(from: reply).compactMap(RevocationFeed.event(from:))
     }
 
     @Test("users list in creation order with paging; find by id, provider:subject and email", arguments: TestStoreKind.allCases)
@@ -76,12 +86,10 @@ struct AdminServiceTests {
             #expect(try await admin.signOutEverywhere(user.id, now: now).sorted() == Array(ids.dropFirst()).sorted())
             #expect(try await admin.sessions(of: user.id).isEmpty)
             #expect(try await admin.sessions(of: other.id).map(\.id) == otherIDs)
-            if let memory = store as? MemoryAuthStore {
-                let events = await memory.revocations
-                #expect(events.filter { $0.kind == .session }.compactMap(\.sessionID).sorted() == ids.sorted())
-                #expect(events.contains { $0.kind == .user && $0.userID == user.id && $0.at == now })
-                #expect(!events.contains { $0.userID == other.id })
-            }
+            let events = try await Self.revocationEvents(store)
+            #expect(events.filter { $0.kind == .session }.compactMap(\.sessionID).sorted() == ids.sorted())
+            #expect(events.contains { $0.kind == .user && $0.userID == user.id && $0.at == now })
+            #expect(!events.contains { $0.userID == other.id })
         }
     }
 

@@ -7,7 +7,7 @@ import Testing
 
 /// Apple's server-to-server notifications: the three real ones in the fixtures, verified with a
 /// pinned clock, and what handling one does to the store.
-@Suite("Apple notifications")
+@Suite("Apple notifications", .timeLimit(.minutes(3)))
 struct AppleNotificationTests {
     static let notifications = ProviderTokenFixtureTests.cases.filter(\.isNotification)
 

@@ -2,7 +2,7 @@ import Testing
 
 @testable import AuthGateCore
 
-@Suite("Configuration: parsing, overrides, validation")
+@Suite("Configuration: parsing, overrides, validation", .timeLimit(.minutes(3)))
 struct ConfigurationTests {
     private func parse(_ yaml: String, environment: [String: String] = [:]) throws -> AuthGateConfiguration {
         try AuthGateConfiguration.parse(yaml: yaml, baseDirectory: "/etc/authgate", environment: environment)
@@ -178,7 +178,7 @@ struct ConfigurationTests {
     }
 }
 
-@Suite("Configuration value syntaxes")
+@Suite("Configuration value syntaxes", .timeLimit(.minutes(3)))
 struct ConfigurationValueParserTests {
     @Test(
         "durations",
@@ -226,7 +226,7 @@ struct ConfigurationValueParserTests {
     }
 }
 
-@Suite("Files named by the configuration")
+@Suite("Files named by the configuration", .timeLimit(.minutes(3)))
 struct ConfigurationFileTests {
     @Test("relative paths resolve against the configuration file's directory; missing files are named")
     func relativePaths() {

@@ -2,7 +2,7 @@ import Testing
 
 @testable import AuthGateCore
 
-@Suite("GoTrue's nonce rule")
+@Suite("GoTrue's nonce rule", .timeLimit(.minutes(3)))
 struct NonceRuleTests {
     private let raw = "e2a1c4f0-5b8e-4c7e-9a57-3c1d9b0f7a21"
 

@@ -7,7 +7,7 @@ import Testing
 
 /// The real, expired Apple / Google / Firebase ID tokens in Fixtures/provider-tokens, verified
 /// with a pinned clock against the key sets in jwks/.
-@Suite("Real provider tokens (fixtures)")
+@Suite("Real provider tokens (fixtures)", .timeLimit(.minutes(3)))
 struct ProviderTokenFixtureTests {
     struct Case: Sendable, CustomStringConvertible {
         let file: String

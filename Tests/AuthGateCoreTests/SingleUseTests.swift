@@ -7,7 +7,7 @@ import Testing
 @testable import AuthGateCore
 
 /// Single use of ID tokens and server-issued nonces, on both stores.
-@Suite("Single use: replay guard and server nonces, memory and Redis stores", .serialized)
+@Suite("Single use: replay guard and server nonces, memory and Redis stores", .serialized, .timeLimit(.minutes(3)))
 struct SingleUseTests {
     typealias StoreKind = TestStoreKind
 
@@ -124,6 +124,18 @@ struct SingleUseTests {
                 }
                     == .serverNonceUnknown
             )
+            // Issued, never used, and past its lifetime (issued 601 s ago with a 600 s lifetime;
+            // the stores keep it by absolute expiry): refused like an unknown one.
+            let expired = try await nonces.issue(now: Date().addingTimeInterval(-601))
+            #expect(expired.expiresAt < Date())
+            #expect(
+                await code {
+                    try await verifier.verify(
+                        provider: "fake", idToken: token(nonce: expired.nonce, subject: "d"), rawNonce: expired.nonce, now: Date())
+                }
+                    == .serverNonceUnknown
+            )
+            #expect(try await nonces.consume(expired.nonce) == false, "an expired nonce is gone, not merely refused once")
             // Concurrent consumption of one nonce: exactly one succeeds.
             let contested = try await nonces.issue(now: Date())
             let wins = await withTaskGroup(of: Bool.self) { group in

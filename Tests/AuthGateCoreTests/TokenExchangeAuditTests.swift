@@ -7,7 +7,7 @@ import Testing
 
 /// The outside audit's findings against the token exchange and accounts, each reproduced on the
 /// memory and Redis stores.
-@Suite("Token exchange audit findings", .serialized)
+@Suite("Token exchange audit findings", .serialized, .timeLimit(.minutes(3)))
 struct TokenExchangeAuditTests: AccountsTesting {
     // MARK: Finding 1: one spelling per token
 

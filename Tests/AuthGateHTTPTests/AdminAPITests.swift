@@ -9,7 +9,7 @@ import Testing
 @testable import AuthGateHTTP
 
 /// GoTrue's admin API plus AuthGate's session endpoints, authorized by service_role tokens.
-@Suite("Admin API")
+@Suite("Admin API", .timeLimit(.minutes(3)))
 struct AdminAPITests {
     private struct Gateway {
         let app: Application<RouterResponder<AuthGateRequestContext>>

@@ -11,7 +11,7 @@ import Testing
 @testable import AuthGateHTTP
 
 /// `POST /auth/v1/apple/notifications` end to end, with a local fake Apple publishing the keys.
-@Suite("Apple notifications endpoint")
+@Suite("Apple notifications endpoint", .timeLimit(.minutes(3)))
 struct AppleNotificationEndpointTests {
     static let audience = "com.example.app"
 

@@ -9,7 +9,7 @@ import Testing
 
 @testable import AuthGateHTTP
 
-@Suite("Health, readiness and error shapes")
+@Suite("Health, readiness and error shapes", .timeLimit(.minutes(3)))
 struct HealthTests {
     private func dependencies(store: any AuthStore = MemoryAuthStore(), keyRing: SigningKeyRing? = nil) throws -> GatewayApplication.Dependencies {
         let configuration = try AuthGateConfiguration.parse(yaml: "", baseDirectory: "", environment: [:])

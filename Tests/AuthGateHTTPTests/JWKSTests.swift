@@ -6,7 +6,7 @@ import Testing
 
 @testable import AuthGateHTTP
 
-@Suite("JWKS endpoints")
+@Suite("JWKS endpoints", .timeLimit(.minutes(3)))
 struct JWKSTests {
     @Test("both JWKS paths publish every key's public half with GoTrue's caching header")
     func jwks() async throws {

@@ -9,7 +9,7 @@ import Testing
 
 @testable import AuthGateHTTP
 
-@Suite("Server nonces over HTTP and provider key sets in /readyz")
+@Suite("Server nonces over HTTP and provider key sets in /readyz", .timeLimit(.minutes(3)))
 struct NonceAndReadinessTests {
     @Test("POST /auth/v1/nonce issues a single-use nonce with its expiry")
     func issueNonce() async throws {

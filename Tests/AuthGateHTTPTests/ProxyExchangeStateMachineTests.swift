@@ -5,7 +5,7 @@ import Testing
 @testable import AuthGateHTTP
 
 /// The exchange's state machine alone: every event and the action it gives.
-@Suite("Proxy exchange state machine")
+@Suite("Proxy exchange state machine", .timeLimit(.minutes(3)))
 struct ProxyExchangeStateMachineTests {
     private typealias Machine = ProxyExchangeStateMachine
     private let okHead = HTTPResponseHead(version: .http1_1, status: .ok)

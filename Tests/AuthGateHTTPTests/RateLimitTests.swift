@@ -10,7 +10,7 @@ import Testing
 
 @testable import AuthGateHTTP
 
-@Suite("Rate limits and client addresses")
+@Suite("Rate limits and client addresses", .timeLimit(.minutes(3)))
 struct RateLimitTests {
     private func app(store: any AuthStore, yaml: String) throws -> some ApplicationProtocol {
         let configuration = try AuthGateConfiguration.parse(yaml: yaml, baseDirectory: "", environment: [:])

@@ -37,14 +37,9 @@ public struct SentinelCluster: Sendable {
         for process in sentinels + [replica, master] { await process.stop() }
     }
 
-    /// Polls `condition` every 100 ms for up to 30 s.
+    /// Polls `condition` until it holds, for up to 30 s (``AuthGateTestSupport/waitUntil(_:deadline:_:)``).
     public func waitUntil(_ what: String, _ condition: () async throws -> Bool) async throws {
-        let clock = ContinuousClock()
-        let start = clock.now
-        while try await !((try? condition()) ?? false) {
-            guard clock.now - start < .seconds(30) else { throw TestSupportError("\(what) did not happen within 30 s") }
-            try await Task.sleep(for: .milliseconds(100))
-        }
+        try await AuthGateTestSupport.waitUntil(what, deadline: .seconds(30), condition)
     }
 
     /// Sends one command to the server on `port` over a connection of its own.

@@ -82,6 +82,10 @@ def test_sign_in_with_id_token_and_nonce(gateway, providers, provider_name):
     claims = unverified_claims(response.session.access_token)
     assert claims["sub"] == user.id and claims["amr"][0]["method"] == "oauth" and claims["email"] == user.email
 
+    # The same ID token again is a replay: refused as GoTrue words it, from any client.
+    status, _, body = raw(gateway, "POST", "/token?grant_type=id_token", {"provider": provider_name, "id_token": token, "nonce": nonce})
+    assert status == 400 and body == {"error": "invalid request", "error_description": "ID token has already been used"}
+
     # A second sign-in with a fresh token finds the same user.
     again = client_for(gateway).sign_in_with_id_token({"provider": provider_name, "token": provider.id_token(subject, email=f"person.{subject}@example.com")})
     assert again.user.id == user.id
@@ -251,10 +255,13 @@ def test_metrics_after_the_suite(gateway):
     token = client_for(gateway).sign_in_anonymously().session.access_token
     for _ in range(2):
         request = urllib.request.Request(f"{gateway.base}/api/x", headers={"Authorization": f"Bearer {token}"})
+        status = None
         try:
-            urllib.request.urlopen(request, timeout=10)
+            with urllib.request.urlopen(request, timeout=10) as response:
+                status = response.status
         except urllib.error.HTTPError as error:
-            assert error.code == 502
+            status = error.code
+        assert status == 502, f"a route whose upstream does not listen must answer 502, not {status}"
     with urllib.request.urlopen(f"{gateway.base}/metrics", timeout=5) as response:
         text = response.read().decode()
 

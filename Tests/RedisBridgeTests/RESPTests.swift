@@ -3,7 +3,7 @@ import Testing
 
 @testable import RedisBridge
 
-@Suite("RESP encoding and the hiredis reader")
+@Suite("RESP encoding and the hiredis reader", .timeLimit(.minutes(3)))
 struct RESPTests {
     @Test("commands encode as RESP arrays of bulk strings")
     func encoding() {

@@ -5,7 +5,7 @@ import Testing
 
 @testable import RedisBridge
 
-@Suite("Redis channel handler on NIOAsyncTestingChannel")
+@Suite("Redis channel handler on NIOAsyncTestingChannel", .timeLimit(.minutes(3)))
 struct RedisChannelHandlerTests {
     private func makeChannel(maxReplyBytes: Int = 1 << 20) async throws -> NIOAsyncTestingChannel {
         let channel = NIOAsyncTestingChannel()

@@ -7,7 +7,7 @@ import Testing
 @testable import RedisBridge
 
 /// Against a real `redis-server`: the shared one from `make test`, or one started for the test.
-@Suite("RedisClient against redis-server")
+@Suite("RedisClient against redis-server", .timeLimit(.minutes(3)))
 struct RedisClientIntegrationTests {
     private let logger = Logger(label: "redis-test")
 
@@ -142,23 +142,64 @@ struct RedisClientIntegrationTests {
         }
     }
 
+    @Test("a fresh client's first commands, sent all at once, share one connect and are all answered")
+    func concurrentFirstUse() async throws {
+        let url = try await SharedRedis.url()
+        let redis = RedisClient(configuration: .init(url: url, poolSize: 1), logger: logger)
+        let answered = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for _ in 0..<200 { group.addTask { try await redis.ping() } }
+            return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        #expect(answered == 200)
+        await redis.shutdown()
+    }
+
     @Test("graceful shutdown answers in-flight commands, then refuses new ones")
     func gracefulShutdown() async throws {
         let url = try await SharedRedis.url()
-        let redis = RedisClient(configuration: .init(url: url, poolSize: 1), logger: logger)
-        let key = uniqueKey("drain")
-        try await redis.send(RedisCommand("DEL", .string(key)))
-        async let inFlight: [RESPValue] = withThrowingTaskGroup(of: RESPValue.self) { group in
-            for _ in 0..<200 { group.addTask { try await redis.send(RedisCommand("INCR", .string(key))) } }
-            return try await group.reduce(into: []) { $0.append($1) }
-        }
-        let answered = try await inFlight
-        await redis.shutdown()
-        #expect(answered.count == 200)
-        await #expect { try await redis.ping() } throws: { ($0 as? RedisError)?.code == .shutdown }
+        let name = "drain-\(UInt32.random(in: 0...UInt32.max))"
+        let redis = RedisClient(configuration: .init(url: url, poolSize: 1, clientName: name), logger: logger)
         let check = RedisClient(configuration: .init(url: url, poolSize: 1), logger: logger)
+        let key = uniqueKey("drain")
+        let list = uniqueKey("drain-list")
+        _ = try await check.delete(key, list)
+        /// This test's connection as CLIENT LIST shows it (the suite's tests share the server).
+        func connection() async throws -> Substring? {
+            let clients = try await check.send(RedisCommand("CLIENT", .string("LIST"))).string ?? ""
+            return clients.split(separator: "\n").first { $0.contains("name=\(name) ") }
+        }
+        // A BLPOP holds the one connection; 200 INCRs are pipelined behind it. All of them are
+        // in flight, unanswered, when shutdown() starts.
+        let blocked = Task { try await redis.send(RedisCommand("BLPOP", .string(list), .string("10")), timeout: .seconds(15)) }
+        // The BLPOP first, alone: nothing orders two tasks' sends, so the INCRs start only once it blocks.
+        try await waitUntil("the BLPOP blocks on the server") { try await connection()?.contains("cmd=blpop") == true }
+        let queued = Task {
+            try await withThrowingTaskGroup(of: RESPValue.self) { group in
+                for _ in 0..<200 { group.addTask { try await redis.send(RedisCommand("INCR", .string(key)), timeout: .seconds(15)) } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+        }
+        // Every INCR has reached the server: the blocked client's query buffer holds all 200.
+        let incrBytes = "*2\r\n$4\r\nINCR\r\n$\(key.utf8.count)\r\n\(key)\r\n".utf8.count
+        try await waitUntil("the BLPOP is blocked with 200 INCRs (\(incrBytes) bytes each) queued behind it") {
+            guard let line = try await connection(), line.contains("cmd=blpop"),
+                let field = line.split(separator: " ").first(where: { $0.hasPrefix("qbuf=") }),
+                let queuedBytes = Int(field.dropFirst(5))
+            else { return false }
+            return queuedBytes >= 200 * incrBytes
+        }
+        #expect(try await check.get(key) == nil, "the INCRs wait behind the BLPOP")
+        let shutdown = Task { await redis.shutdown() }
+        _ = try await check.send(RedisCommand("LPUSH", .string(list), .string("go")))
+        let popped = try await blocked.value
+        #expect(popped.array?.last?.string == "go")
+        let answered = try await queued.value
+        await shutdown.value
+        await #expect { try await redis.ping() } throws: { ($0 as? RedisError)?.code == .shutdown }
+        #expect(answered.count == 200)
+        #expect(Set(answered.compactMap(\.int)) == Set(1...200))
         #expect(try await check.get(key) == "200")
-        _ = try await check.delete(key)
+        _ = try await check.delete(key, list)
         await check.shutdown()
     }
 }

@@ -3,7 +3,7 @@ import Testing
 
 @testable import RedisBridge
 
-@Suite("Redis command state machine")
+@Suite("Redis command state machine", .timeLimit(.minutes(3)))
 struct RedisCommandStateMachineTests {
     private let now = NIODeadline.uptimeNanoseconds(1_000_000_000)
 

@@ -6,7 +6,7 @@ import Testing
 @testable import RedisBridge
 
 /// Kills and restarts a private `redis-server` while clients are using it.
-@Suite("Redis outage and recovery", .serialized)
+@Suite("Redis outage and recovery", .serialized, .timeLimit(.minutes(3)))
 struct RedisOutageTests {
     private let logger = Logger(label: "redis-outage-test")
 
@@ -32,7 +32,7 @@ struct RedisOutageTests {
                     #expect(error.code == .connectionFailed || error.code == .connectionClosed)
                     #expect(error.message.contains("127.0.0.1:\(server.port)") || error.code == .connectionClosed)
                 }
-                #expect(clock.now - start < .milliseconds(500), "calls during an outage must fail fast")
+                #expect(clock.now - start < .seconds(2), "calls during an outage must fail fast, not wait out a timeout")
             }
 
             try await server.start()

@@ -6,7 +6,7 @@ import Testing
 
 /// The client behind Sentinels: one master, one replica (both with the append-only file), three
 /// Sentinels, all real processes on loopback.
-@Suite("Sentinel failover", .serialized)
+@Suite("Sentinel failover", .serialized, .timeLimit(.minutes(10)))
 struct SentinelFailoverTests {
     @Test("the client finds the master through the Sentinels, follows a failover when the master dies, and loses no acknowledged write")
     func failover() async throws {
