@@ -1,14 +1,18 @@
 # AuthGate: two commands on a fresh Debian 12 machine with Swift installed.
 #   make run    install what is missing, build, start the gateway on config/authgate.yaml
-#   make test   install what is missing, start a throwaway Redis, run every test
+#   make test   install what is missing, start a throwaway Redis, run every test, the linter
+#               and each fuzz target for FUZZ_SECONDS
+#   make fuzz   build and run every fuzz target for FUZZ_SECONDS (scripts/fuzz.sh)
 SWIFT ?= swift
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CONFIG ?= config/authgate.yaml
 APT_PACKAGES := libhiredis-dev redis-server redis-sentinel pkg-config python3 python3-venv python3-yaml nginx-light
+# Seconds each fuzz target runs in `make test` and `make fuzz` (the long run: FUZZ_RUNS=1000000).
+FUZZ_SECONDS ?= 30
 # Extra flags for the release binary (deploy/Dockerfile passes --static-swift-stdlib).
 RELEASE_FLAGS ?=
 
-.PHONY: deps build release run test test-e2e check-config deploy-check bench-redis clean
+.PHONY: deps build release run test test-e2e lint fuzz check-config deploy-check bench-redis clean
 
 deps:
 	@scripts/install-deps.sh $(APT_PACKAGES)
@@ -25,14 +29,22 @@ run: build
 check-config: build
 	.build/debug/authgate check-config --config $(CONFIG)
 
-# Swift tests, the deploy and OpenAPI checks, then the end-to-end suite (the official Python
-# client against a running gateway) and schemathesis against a live gateway, beside one
-# throwaway redis-server.
+# The linter, Swift tests, the deploy and OpenAPI checks, then the end-to-end suite (the official
+# Python client against a running gateway) and schemathesis against a live gateway, beside one
+# throwaway redis-server; then every fuzz target for FUZZ_SECONDS.
 test: deps
+	scripts/lint.sh
 	$(SWIFT) build --build-tests -j $(JOBS)
 	python3 deploy/check.py
 	scripts/check-openapi.sh
 	scripts/with-redis.sh sh -c '$(SWIFT) test --skip-build && Tests/EndToEnd/run.sh && scripts/schemathesis.sh'
+	scripts/fuzz.sh $(FUZZ_SECONDS)
+
+lint:
+	scripts/lint.sh
+
+fuzz: deps
+	scripts/fuzz.sh $(FUZZ_SECONDS)
 
 test-e2e: deps
 	$(SWIFT) build -j $(JOBS)

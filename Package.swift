@@ -16,7 +16,8 @@ let package = Package(
     products: [
         .executable(name: "authgate", targets: ["authgate"]),
         .library(name: "RedisBridge", targets: ["RedisBridge"]),
-        .library(name: "AuthGateCore", targets: ["AuthGateCore"])
+        .library(name: "AuthGateCore", targets: ["AuthGateCore"]),
+        .library(name: "AuthGateHTTP", targets: ["AuthGateHTTP"])
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),

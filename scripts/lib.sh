@@ -28,3 +28,35 @@ wait_port() {
     echo "error: $2 did not listen on port $1 within 10 s" >&2
     exit 1
 }
+
+# start_nginx_ok CORE: an nginx on a free loopback port (in $nginx_port) that answers every
+# request with a small 200 and reads any body (up to 1 MiB), pinned to CORE.
+start_nginx_ok() {
+    nginx_port="$(free_port)"
+    cat >"$work/nginx.conf" <<NGINX
+worker_processes 1;
+daemon off;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_max_body_size 1m;
+    keepalive_requests 1000000;
+    server { listen 127.0.0.1:$nginx_port; location / { return 200 "ok\n"; } }
+}
+NGINX
+    taskset -c "$1" nginx -p "$work" -c "$work/nginx.conf" &
+    pids+=($!)
+    wait_port "$nginx_port" nginx
+}
+
+# start_redis CORE: a redis-server without persistence on a free loopback port (in
+# $redis_port), pinned to CORE; returns once it answers PING.
+start_redis() {
+    redis_port="$(free_port)"
+    taskset -c "$1" redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$work" --save "" --appendonly no --daemonize no \
+        --loglevel warning --logfile "$work/redis.log" &
+    pids+=($!)
+    until [ "$(redis-cli -p "$redis_port" ping 2>/dev/null)" = "PONG" ]; do sleep 0.05; done
+}

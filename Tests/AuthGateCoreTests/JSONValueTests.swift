@@ -3,7 +3,7 @@ import Testing
 
 @testable import AuthGateCore
 
-@Suite("JSONValue reader and writer")
+@Suite("JSONValue reader and writer", .timeLimit(.minutes(3)))
 struct JSONValueTests {
     @Test("parses every value type, escapes and surrogate pairs")
     func parse() throws {
@@ -21,6 +21,21 @@ struct JSONValueTests {
     @Test("refuses malformed documents", arguments: ["", "{", "{\"a\":}", "[1,]", "01", "1.", "\"\\x\"", "tru", "{} x", "\"\u{01}\"", "\"\\ud800\""])
     func refuses(text: String) {
         #expect(throws: JSONValue.ParseError.self) { try JSONValue.parse(Array(text.utf8)) }
+    }
+
+    /// Found by the FuzzJSON target: an exponent past Double's range was read as infinity and
+    /// written back as null, so parse -> serialize -> parse changed the value.
+    @Test("refuses numbers past Double's range, which JSON could not write back", arguments: ["1e309", "-1e309", "1579501e3087439", "[0.1e99999]"])
+    func refusesOutOfRangeNumbers(text: String) {
+        #expect(throws: JSONValue.ParseError.self) { try JSONValue.parse(Array(text.utf8)) }
+    }
+
+    @Test("refuses duplicate member names at any depth: one name has one value")
+    func refusesDuplicateNames() {
+        for text in ["{\"a\":1,\"a\":1}", "{\"a\":1,\"b\":{\"c\":2,\"c\":3}}", "[{\"sub\":\"x\",\"sub\":\"y\"}]"] {
+            #expect(throws: JSONValue.ParseError.self, "\(text)") { try JSONValue.parse(Array(text.utf8)) }
+        }
+        #expect((try? JSONValue.parse(Array("{\"a\":1,\"b\":{\"a\":2}}".utf8))) != nil, "the same name in different objects is fine")
     }
 
     @Test("refuses nesting deeper than 64")

@@ -7,7 +7,7 @@ import Testing
 @testable import AuthGateCore
 
 /// Provider key sets against a local fake provider serving a JWKS over real HTTP.
-@Suite("Provider key sets against a local JWKS server", .serialized)
+@Suite("Provider key sets against a local JWKS server", .serialized, .timeLimit(.minutes(3)))
 struct ProviderKeySetTests {
     private static let logger = Logger(label: "keyset-test")
 
@@ -58,6 +58,22 @@ struct ProviderKeySetTests {
         } catch {
             return (error as? AuthGateError)?.code
         }
+    }
+
+    /// Found by fuzzing (FuzzJWKSet): the key set was read with Foundation's JSON decoder, which
+    /// let through a raw NUL inside a string that the gateway's own reader refuses. Key sets and
+    /// discovery documents now go through the one strict reader.
+    @Test("a key set the strict JSON reader refuses (raw NUL in a string, duplicate names) is not a key set")
+    func strictKeySetDocuments() throws {
+        let key = try #require(FakeProvider.sharedKeys.first)
+        let good = FakeProvider.jwks([key])
+        #expect(try JWKSetParser.parse(Array(good.utf8), algorithm: .rs256).keys.count == 1)
+        let withNUL = good.replacingOccurrences(of: "\"kid\":\"", with: "\"kid\":\"\u{0}")
+        #expect(withNUL != good)
+        #expect(throws: AuthGateError.self) { try JWKSetParser.parse(Array(withNUL.utf8), algorithm: .rs256) }
+        let duplicated = good.replacingOccurrences(of: "{\"keys\":", with: "{\"keys\":[],\"keys\":")
+        #expect(duplicated != good)
+        #expect(throws: AuthGateError.self) { try JWKSetParser.parse(Array(duplicated.utf8), algorithm: .rs256) }
     }
 
     @Test("a token signed by a published key verifies; the set is fetched once")

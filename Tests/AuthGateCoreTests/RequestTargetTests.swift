@@ -2,7 +2,7 @@ import AuthGateCore
 import AuthGateTestSupport
 import Testing
 
-@Suite("Request target normalization")
+@Suite("Request target normalization", .timeLimit(.minutes(3)))
 struct RequestTargetTests {
     @Test(
         "dot segments, unreserved encodings and repeated slashes have one canonical form",
@@ -125,7 +125,14 @@ struct RequestTargetTests {
         #expect(HostName.canonical(raw) == expected)
     }
 
-    @Test("malformed hosts", arguments: ["", "a b", "user@host", "host/x", "host:", "host:123456", "[::1", "a,b", "host:8a"])
+    /// The empty-label cases were found by the FuzzRequestTarget target: `a..` was `a.`, whose
+    /// canonical form was `a`, so one host had two "canonical" spellings.
+    @Test(
+        "malformed hosts, empty labels included",
+        arguments: [
+            "", "a b", "user@host", "host/x", "host:", "host:123456", "[::1", "a,b", "host:8a", ".", "..", ".a", "a..b", "a..", "...:80",
+            "API..example.com."
+        ])
     func invalidHost(raw: String) {
         #expect(HostName.canonical(raw) == nil)
     }

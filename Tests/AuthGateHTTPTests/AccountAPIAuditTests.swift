@@ -10,7 +10,7 @@ import Testing
 
 /// The outside audit's findings against the user endpoints and the admin API, through the
 /// production server set-up (``GatewayApplication/serverBuilder(_:logger:)``).
-@Suite("Account API audit findings", .serialized)
+@Suite("Account API audit findings", .serialized, .timeLimit(.minutes(3)))
 struct AccountAPIAuditTests {
     private struct Gateway {
         let app: Application<RouterResponder<AuthGateRequestContext>>
@@ -209,6 +209,29 @@ struct AccountAPIAuditTests {
                 #expect(response.status == .badRequest)
                 let body = try json(response)
                 #expect(body["msg"] == "app_metadata is too large")
+            }
+        }
+    }
+
+    /// Found by fuzzing (FuzzJWKSet): two JSON readers with different rules. Every body is now
+    /// read by the one strict reader first, so Codable only maps documents with one reading.
+    @Test(
+        "a request body with duplicate names, a raw control character or an out-of-range number is 400 bad_json, never a guess",
+        arguments: [
+            "{\"provider\":\"apple\",\"provider\":\"google\",\"id_token\":\"a.b.c\"}",
+            "{\"provider\":\"apple\u{0}\",\"id_token\":\"a.b.c\"}",
+            "{\"provider\":\"apple\",\"id_token\":\"a.b.c\",\"n\":1e999}",
+            "{\"provider\":\"apple\",\"id_token\":\"a.b.c\",\"n\":\"\\ud800\"}"
+        ])
+    func strictBodies(body: String) async throws {
+        let gateway = try gateway("rate_limits: { token: off }")
+        try await gateway.app.test(.router) { client in
+            try await client.execute(
+                uri: "/auth/v1/token?grant_type=id_token", method: .post, headers: [.contentType: "application/json"], body: ByteBuffer(string: body)
+            ) { response throws in
+                #expect(response.status == .badRequest)
+                let answer = try json(response)
+                #expect(answer["error_code"] == "bad_json")
             }
         }
     }

@@ -8,7 +8,9 @@ extension JSONValue {
         public var description: String { "invalid JSON at byte \(offset): \(reason)" }
     }
 
-    /// Parses a JSON document (one value, surrounding whitespace allowed, nesting up to 64 deep).
+    /// Parses a JSON document (one value, surrounding whitespace allowed, nesting up to 64 deep),
+    /// strictly: no duplicate member names, no control characters or lone surrogates in strings,
+    /// no number past Double's range. Every JSON an outsider sends goes through this reader.
     public static func parse(_ bytes: some Collection<UInt8>) throws -> JSONValue {
         var parser = Parser(bytes: Array(bytes))
         parser.skipWhitespace()
@@ -117,7 +119,11 @@ extension JSONValue {
             while true {
                 skipWhitespace()
                 guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a key") }
+                let keyOffset = index
                 let key = try string()
+                // One name, one value: a reader that kept the first or the last of two would
+                // decide differently from another that kept the other (RFC 8259 §4, RFC 7519 §4).
+                guard members[key] == nil else { throw ParseError(offset: keyOffset, reason: "duplicate member name") }
                 skipWhitespace()
                 guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected :") }
                 index += 1
@@ -248,7 +254,9 @@ extension JSONValue {
             }
             let text = String(decoding: bytes[start..<index], as: UTF8.self)
             if isInteger, let value = Int64(text) { return .integer(value) }
-            guard let value = Double(text) else { throw error("number out of range") }
+            // Swift reads an exponent past the range as ±infinity, which JSON cannot say back
+            // (it would be written as null): refused, as Go's encoding/json refuses it.
+            guard let value = Double(text), value.isFinite else { throw error("number out of range") }
             return .double(value)
         }
     }

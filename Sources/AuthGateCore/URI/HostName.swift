@@ -9,7 +9,7 @@ public enum HostName {
         if !value.isEmpty, value.utf8.count <= 255, !value.hasSuffix("."),
             value.utf8.allSatisfy({ ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 45 || $0 == 46 })
         {
-            return String(value)
+            return hasEmptyLabel(value.utf8[...]) ? nil : String(value)
         }
         let bytes = Array(value.utf8)
         guard isValidAuthority(bytes[...]) else { return nil }
@@ -22,7 +22,13 @@ public enum HostName {
         } else {
             host = bytes[...]
         }
-        if host.last == UInt8(ascii: "."), host.count > 1 { host = host.dropLast() }
+        if host.first != UInt8(ascii: "[") {
+            // One trailing dot is the root label (`example.com.` is `example.com`); any other
+            // empty label (`.`, `..`, `.a`, `a..b`, `a..`) is no name at all: refused, so that
+            // every host has exactly one spelling.
+            if host.last == UInt8(ascii: ".") { host = host.dropLast() }
+            guard !hasEmptyLabel(host) else { return nil }
+        }
         return String(decoding: host.map { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") ? $0 | 0x20 : $0 }, as: UTF8.self)
     }
 
@@ -47,6 +53,16 @@ public enum HostName {
         guard rest.first == UInt8(ascii: ":") else { return false }
         let port = rest.dropFirst()
         return !port.isEmpty && port.count <= 5 && port.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
+    }
+
+    /// Whether a dot-separated name is empty or has an empty label.
+    private static func hasEmptyLabel<Bytes: Collection<UInt8>>(_ name: Bytes) -> Bool {
+        var previous = UInt8(ascii: ".")
+        for byte in name {
+            if byte == UInt8(ascii: "."), previous == UInt8(ascii: ".") { return true }
+            previous = byte
+        }
+        return previous == UInt8(ascii: ".")
     }
 
     private static func isRegNameByte(_ byte: UInt8) -> Bool {

@@ -29,7 +29,13 @@ enum RequestSupport {
         }
         let bytes = buffer.readableBytes == 0 ? Array("{}".utf8) : Array(buffer.readableBytesView)
         do {
+            // The strict reader decides whether the body is JSON at all (duplicate names, control
+            // characters, lone surrogates, numbers out of range are refused); Codable then only
+            // maps a document that has one reading.
+            _ = try JSONValue.parse(bytes)
             return try JSONDecoder().decode(type, from: Data(bytes))
+        } catch let error as JSONValue.ParseError {
+            throw GoTrueError(.badRequest, code: "bad_json", message: "Could not parse request body as JSON: \(error.reason)")
         } catch {
             throw GoTrueError(.badRequest, code: "bad_json", message: "Could not parse request body as JSON: \(Self.describe(error))")
         }

@@ -25,8 +25,7 @@ enum JWKSetParser {
     /// Parses a JWKS document (`{"keys":[…]}`) for keys usable with `algorithm`.
     /// - Throws: ``AuthGateError`` (``AuthGateError/Code/keysUnavailable``) when the document itself is not a JWKS.
     static func parse(_ bytes: [UInt8], algorithm: ProvidersConfiguration.VerificationAlgorithm) throws -> Result {
-        guard let document = try? JSONDecoder().decode([String: JSONValue].self, from: Data(bytes)),
-            case .array(let entries) = document["keys"]
+        guard let document = (try? JSONValue.parse(bytes))?.objectValue, case .array(let entries) = document["keys"]
         else {
             throw AuthGateError(.keysUnavailable, "the key set is not a JWKS document ({\"keys\": [...]})")
         }

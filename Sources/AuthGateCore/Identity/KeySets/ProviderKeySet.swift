@@ -197,7 +197,7 @@ public actor ProviderKeySet {
     private func discoverKeySetURL(issuer: String) async throws -> String {
         let base = issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer
         let document = try await fetcher.fetch(base + "/.well-known/openid-configuration")
-        guard let metadata = try? JSONDecoder().decode([String: JSONValue].self, from: Data(document.body)) else {
+        guard let metadata = (try? JSONValue.parse(document.body))?.objectValue else {
             throw AuthGateError(.keysUnavailable, "the discovery document of \(issuer) is not JSON")
         }
         guard metadata["issuer"]?.stringValue == issuer else {

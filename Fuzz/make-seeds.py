@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Writes the fuzz targets' seed corpora (Fuzz/Corpus/<Target>/) from the real provider
+fixtures, the example configurations and the shapes the tests use. Run it again after changing
+it; the seeds are committed, small, and named for what they hold."""
+import base64, hashlib, json, os, pathlib, shutil
+
+root = pathlib.Path(__file__).resolve().parent
+repo = root.parent
+fixtures = repo / "Tests/AuthGateCoreTests/Fixtures/provider-tokens"
+corpus = root / "Corpus"
+
+def b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+def write(target: str, name: str, data) -> None:
+    if isinstance(data, str):
+        data = data.encode()
+    directory = corpus / target
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / name).write_bytes(data)
+
+shutil.rmtree(corpus, ignore_errors=True)
+tokens = sorted(p for p in fixtures.glob("*.json"))
+cases = [json.loads(p.read_text()) for p in tokens]
+
+# JSON: real claim sets and headers, plus edge cases of numbers, escapes and nesting.
+for path, case in zip(tokens[:12], cases[:12]):
+    write("FuzzJSON", path.stem, json.dumps(case.get("claims", {})))
+for name, text in {
+    "numbers": '[0,-0,1e308,-1e-308,9223372036854775807,-9223372036854775808,9223372036854775808,1.5,2E+3,0.1e-2]',
+    "escapes": '{"a":"\\u00e9\\ud83d\\ude00\\n\\t\\"\\\\\\/","\\u0000":null}',
+    "nested": '{"a":[{"b":[[[[{"c":true}]]]]}],"d":false}',
+    "metadata": '{"data":{"display_name":"K\u212aelly","avatar":"https://x.example/a.png","n":3}}',
+}.items():
+    write("FuzzJSON", name, text)
+
+# Base64url: the signature segments of real tokens, and short byte strings.
+for path, case in zip(tokens[:8], cases[:8]):
+    write("FuzzBase64URL", path.stem, case["token"].split(".")[2])
+for name, data in {"empty": b"", "one": b"\x00", "two": b"\xff\xfe", "three": b"abc", "padded": b"QQ==", "std-alphabet": b"+/+/"}.items():
+    write("FuzzBase64URL", name, data)
+
+# ID tokens. Mode 0: the real tokens as sent. Mode 1: header, claims and nonce, signed by the
+# harness with the fuzz provider's key (issuer, audience and clock as FuzzProvider pins them).
+for path, case in zip(tokens, cases):
+    if not path.name.startswith("apple-notification"):
+        write("FuzzIDToken", "raw-" + path.stem[:40], b"\x00" + case["token"].encode())
+now = 1_700_000_000
+header = json.dumps({"alg": "ES256", "kid": "fuzz-key", "typ": "JWT"})
+def signed(name: str, claims: dict, nonce: str = "", mode: int = 1) -> None:
+    write("FuzzIDToken", name, bytes([mode]) + header.encode() + b"\x00" + json.dumps(claims).encode() + b"\x00" + nonce.encode())
+base = {"iss": "https://issuer.fuzz.example", "aud": "fuzz-audience", "sub": "user-1", "exp": now + 600, "iat": now - 10}
+signed("valid", base)
+signed("valid-nonce", dict(base, nonce=hashlib.sha256(b"raw-nonce").hexdigest()), "raw-nonce")
+signed("audience-list-email", dict(base, aud=["other", "fuzz-audience"], email="a@example.com", email_verified=True, nbf=now - 5))
+signed("expired", dict(base, exp=now - 100))
+signed("tampered", base, mode=2)
+signed("stranger", base, mode=3)
+
+# JWK sets: the providers' real sets (first byte: the configured algorithm, 0 = RS256) and EC sets.
+for path in sorted((fixtures / "jwks").glob("*-jwks-*.json")):
+    write("FuzzJWKSet", path.stem[:40], b"\x00" + path.read_bytes())
+ec = {"keys": [{"kty": "EC", "crv": "P-256", "kid": "e1", "use": "sig", "alg": "ES256",
+                "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uE6GNGgk", "y": "x_FEzRu9m36HLN_tue659LNpXW6pM5Yb7j8-i1mqFQY"},
+               {"kty": "RSA", "kid": "r1", "n": "AQAB", "e": "AQAB"}, {"kid": ""}, 7]}
+write("FuzzJWKSet", "ec-mixed", b"\x03" + json.dumps(ec).encode())
+
+# Request targets: target, Host, method.
+for index, (target, host, method) in enumerate([
+    ("/api/users?x=1", "gw", "GET"), ("/public/../api/admin/users", "gw", "GET"), ("/%2e%2e/api", "GW.:8080", "GET"),
+    ("//api//x/./y/", "api.example.com", "POST"), ("/s/%41%7e%2F", "[::1]:443", "PUT"), ("http://Api.Example.com/w/a?q#f", "", "POST"),
+    ("/public/a%5Cb", "gw", "GET"), ("/api/x/%2e./members", "x", "DELETE"), ("/w", "h", "PUT"), ("*", "gw", "OPTIONS"),
+]):
+    write("FuzzRequestTarget", f"target-{index}", f"{target}\0{host}\0{method}")
+
+# Proxy heads: raw HTTP/1.1, with TOKEN and ADMIN standing for real tokens.
+for index, head in enumerate([
+    "GET /public/x HTTP/1.1\r\nHost: gw\r\nX-AuthGate-User-Id: spoofed\r\n\r\n",
+    "GET /members/a HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer TOKEN\r\n\r\n",
+    "GET /api/a/../b HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer TOKEN\r\n\r\n",
+    "GET /admin/users HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer ADMIN\r\nConnection: keep-alive\r\n\r\n",
+    "POST /maybe/x HTTP/1.1\r\nHost: gw\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\nabc",
+    "GET /members/ws HTTP/1.1\r\nHost: gw\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nAuthorization: Bearer TOKEN\r\n\r\n",
+    "GET /public/a HTTP/1.1\r\nHost: gw\r\n\r\nGET /maybe HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer TOKEN\r\nX-Request-Id: abc\r\n\r\n",
+    "GET http://gw/public/%2e%2e/members/x HTTP/1.1\r\nHost: other\r\n\r\n",
+]):
+    write("FuzzProxyDecision", f"head-{index}", head)
+
+# RESP replies (first byte: chunk size), RESP2 and RESP3.
+for index, reply in enumerate([
+    b"+OK\r\n", b"-ERR wrong\r\n", b":123\r\n", b"$5\r\nhello\r\n", b"$-1\r\n", b"*2\r\n$3\r\nfoo\r\n:1\r\n",
+    b"*3\r\n*1\r\n+a\r\n$0\r\n\r\n*-1\r\n", b"%1\r\n+k\r\n+v\r\n", b",3.14\r\n", b"#t\r\n", b"_\r\n", b">2\r\n+message\r\n+x\r\n",
+    b"=15\r\ntxt:Some string\r\n", b"(3492890328409238509324850943850943825024385\r\n", b"~1\r\n:1\r\n",
+]):
+    write("FuzzRESP", f"reply-{index}", bytes([7]) + reply)
+
+# Configurations: the committed ones, with overrides.
+for path in (repo / "config").glob("*.yaml"):
+    write("FuzzConfiguration", path.stem, path.read_bytes())
+write("FuzzConfiguration", "overrides", "server: { port: 8080 }\n\0AUTHGATE_SERVER_PORT=99999\0AUTHGATE_TOKENS_ACCESS_TOKEN_TTL=9223372036854775807s\0AUTHGATE_STORE_REDIS_URL=redis://:pw@h:1/0")
+write("FuzzConfiguration", "routes", "routes:\n  - { name: a, path_prefix: /a/, upstreams: [http://127.0.0.1:1], auth: required, max_body: 1MiB, timeout: 30s }\n")
+
+# Apple notifications: header, claims, events.
+for path, case in zip(tokens, cases):
+    if path.name.startswith("apple-notification"):
+        claims = dict(case["claims"], aud="fuzz-audience", iss="https://appleid.apple.com", exp=now + 600, iat=now - 10)
+        events = claims.pop("events")
+        write("FuzzAppleNotification", path.stem[:40], header.encode() + b"\0" + json.dumps(claims).encode() + b"\0" + events.encode())
