@@ -93,6 +93,19 @@ struct RequestTargetTests {
         }
     }
 
+    /// Found by the FuzzRequestTarget long run: a 3 KiB target of raw non-ASCII bytes normalized
+    /// to a 9 KiB percent-encoded path, which was then forwarded although the same path, sent
+    /// as it was normalized, is refused; the limit now holds for the normalized form too.
+    @Test("a target whose normalized form is over the limit is refused as too long")
+    func tooLongOnceNormalized() throws {
+        let raw = "/" + String(repeating: "\u{FFFD}", count: RequestTarget.maximumLength / 6)
+        #expect(raw.utf8.count < RequestTarget.maximumLength)
+        #expect(throws: RequestTarget.Problem.tooLong) { try RequestTarget.normalize(raw) }
+        let fits = "/" + String(repeating: "\u{FFFD}", count: RequestTarget.maximumLength / 10)
+        let normalized = try RequestTarget.normalize(fits)
+        #expect(try RequestTarget.normalize(normalized.uri).path == normalized.path)
+    }
+
     @Test("random targets: normalizing is idempotent and never leaves a dot or empty segment")
     func randomTargets() {
         var generator = SeededGenerator(seed: 0x5eed)

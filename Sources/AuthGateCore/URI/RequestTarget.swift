@@ -70,7 +70,11 @@ public struct RequestTarget: Sendable, Hashable, CustomStringConvertible {
             query = String(decoding: queryBytes, as: UTF8.self)
         }
         let path = try normalizePath(bytes[..<pathEnd])
-        return RequestTarget(path: path, query: query, authority: authority)
+        let target = RequestTarget(path: path, query: query, authority: authority)
+        // The limit holds for what is decided on and forwarded, not only for what arrived:
+        // percent-encoding raw bytes can make a target up to three times longer.
+        guard target.uri.utf8.count <= maximumLength else { throw .tooLong }
+        return target
     }
 
     /// The target itself when it is already in normalized form (the common case: no
