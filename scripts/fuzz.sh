@@ -19,7 +19,9 @@ shift || true
 all_targets=(FuzzJSON FuzzBase64URL FuzzIDToken FuzzJWKSet FuzzRequestTarget FuzzProxyDecision FuzzRESP FuzzConfiguration FuzzAppleNotification)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all_targets[@]}")
-jobs="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
+# Online CPUs, not the affinity mask: a run pinned with taskset must not change -j (and so every
+# command line), which would rebuild everything.
+jobs="${JOBS:-$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)}"
 
 declare -A dictionary=(
     [FuzzJSON]=json [FuzzBase64URL]=jwt [FuzzIDToken]=jwt [FuzzJWKSet]=jwt [FuzzRequestTarget]=http
@@ -35,7 +37,9 @@ echo "== building the fuzz targets ($configuration, -sanitize=fuzzer,address)"
 lld="$(dirname "$(readlink -f "$(command -v swiftc)")")/ld.lld"
 [ -x "$lld" ] || { echo "error: no ld.lld beside swiftc ($lld)" >&2; exit 1; }
 mkdir -p Fuzz/.build
-printf '{ "schemaVersion": "1.0", "linker": { "path": "%s" } }\n' "$lld" >Fuzz/.build/lld-toolset.json
+# Written only when it changes: SwiftPM rebuilds everything when the toolset file is touched.
+toolset="$(printf '{ "schemaVersion": "1.0", "linker": { "path": "%s" } }' "$lld")"
+[ "$(cat Fuzz/.build/lld-toolset.json 2>/dev/null)" = "$toolset" ] || printf '%s' "$toolset" >Fuzz/.build/lld-toolset.json
 flags=(--toolset "$PWD/Fuzz/.build/lld-toolset.json"
     -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -enable-testing)
 for target in "${targets[@]}"; do
@@ -60,7 +64,7 @@ for target in "${targets[@]}"; do
     log="Fuzz/.build/logs/$target.log"
     mkdir -p "$corpus" "$artifacts" "$(dirname "$log")"
     [ -d "$seeds" ] || { echo "error: no seed corpus at $seeds" >&2; exit 1; }
-    echo "== $target (${FUZZ_RUNS:+$FUZZ_RUNS runs}${FUZZ_RUNS:-$seconds s})"
+    echo "== $target (${FUZZ_RUNS:+$FUZZ_RUNS runs}${FUZZ_RUNS:+}$([ -z "${FUZZ_RUNS:-}" ] && echo "$seconds s"))"
     status=0
     # Inputs that once crashed a target (Fuzz/Regressions/<Target>) run first, every time.
     regressions=()
