@@ -36,7 +36,7 @@ import Testing
         #expect(ClientAddress.forwardedFor.canonicalName == "x-forwarded-for")
         #expect(GoTrueError.apiVersionHeader.canonicalName == "x-supabase-api-version")
         #expect(GoTrueError.errorCodeHeader.canonicalName == "x-sb-error-code")
-        #expect(HTTPField.Name.constant("X-Total-Count").rawName == "X-Total-Count")
-        #expect(HTTPField.Name.constant("Link").canonicalName == "link")
+        #expect(AdminController.totalCountHeader.rawName == "X-Total-Count")
+        #expect(AdminController.linkHeader.canonicalName == "link")
     }
 }

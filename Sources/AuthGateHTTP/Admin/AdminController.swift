@@ -40,6 +40,10 @@ public struct AdminController: Sendable {
         group.delete("/auth/v1/admin/sessions/:id") { _, context in try await revokeSession(context) }
     }
 
+    /// GoTrue's paging headers, made once.
+    static let totalCountHeader = HTTPField.Name.constant("X-Total-Count")
+    static let linkHeader = HTTPField.Name.constant("Link")
+
     private func listUsers(_ request: Request) async throws -> Response {
         let page = try Self.positive(request.uri.queryParameters["page"], name: "page", default: 1)
         let perPage = min(try Self.positive(request.uri.queryParameters["per_page"], name: "per_page", default: 50), 1000)
@@ -49,12 +53,12 @@ public struct AdminController: Sendable {
         var objects: [JSONValue] = []
         for user in users { objects.append(.object(GoTrueJSON.user(user, identities: try await admin.identities(of: user.id)))) }
         var response = try RequestSupport.json(["users": .array(objects), "aud": .string(users.first?.aud ?? "authenticated")])
-        response.headers[HTTPField.Name.constant("X-Total-Count")] = String(total)
+        response.headers[Self.totalCountHeader] = String(total)
         let lastPage = max(1, (total + perPage - 1) / perPage)
         var links: [String] = []
         if page < lastPage { links.append("</admin/users?page=\(page + 1)&per_page=\(perPage)>; rel=\"next\"") }
         links.append("</admin/users?page=\(lastPage)&per_page=\(perPage)>; rel=\"last\"")
-        response.headers[HTTPField.Name.constant("Link")] = links.joined(separator: ", ")
+        response.headers[Self.linkHeader] = links.joined(separator: ", ")
         return response
     }
 
