@@ -21,11 +21,7 @@ swift build -c release --product ExchangeBench >/dev/null
 . scripts/lib.sh
 start_work exchange
 
-redis_port="$(free_port)"
-taskset -c 1 redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$work" --save "" --appendonly no --daemonize no \
-    --loglevel warning --logfile "$work/redis.log" &
-pids+=($!)
-until [ "$(redis-cli -p "$redis_port" ping 2>/dev/null)" = "PONG" ]; do sleep 0.05; done
+start_redis 1
 
 echo "minting $COUNT Apple-shaped RS256 tokens (each with a fresh nonce)..."
 .build/release/ExchangeBench prepare "$work" "$COUNT"

@@ -24,28 +24,8 @@ swift build -c release --product authgate >/dev/null
 . scripts/lib.sh
 start_work proxybench
 
-nginx_port="$(free_port)"
-cat >"$work/nginx.conf" <<NGINX
-worker_processes 1;
-daemon off;
-pid $work/nginx.pid;
-error_log $work/nginx-error.log;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    keepalive_requests 1000000;
-    server { listen 127.0.0.1:$nginx_port; location / { return 200 "ok\n"; } }
-}
-NGINX
-taskset -c 1 nginx -p "$work" -c "$work/nginx.conf" &
-pids+=($!)
-
-redis_port="$(free_port)"
-taskset -c 1 redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$work" --save "" --appendonly no --daemonize no \
-    --loglevel warning --logfile "$work/redis.log" &
-pids+=($!)
-wait_port "$nginx_port" nginx
-until [ "$(redis-cli -p "$redis_port" ping 2>/dev/null)" = "PONG" ]; do sleep 0.05; done
+start_nginx_ok 1
+start_redis 1
 
 .build/release/authgate keys generate --out "$work/key.pem" --kid bench >/dev/null
 gateway_port="$(free_port)"
