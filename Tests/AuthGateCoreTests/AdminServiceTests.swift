@@ -19,14 +19,15 @@ struct AdminServiceTests {
             appMetadata: ["provider": "google", "providers": .array(["google"])], userMetadata: [:], isAnonymous: false,
             createdAt: createdAt, updatedAt: createdAt, lastSignInAt: createdAt, bannedUntil: nil
         )
-        try await store.saveUser(user)
-        _ = try await store.claimEmail(email, userID: user.id)
-        _ = try await store.claimIdentity(provider: "google", subject: subject, userID: user.id)
-        try await store.saveIdentity(
+        var change = AccountChange(base: nil, user: user)
+        change.claimedEmail = email
+        change.claimedIdentities = [IdentityKey(provider: "google", subject: subject)]
+        change.savedIdentities = [
             IdentityRecord(
                 identityID: UUIDBytes.random(), userID: user.id, provider: "google", subject: subject, identityData: [:], email: email,
                 createdAt: createdAt, updatedAt: createdAt, lastSignInAt: createdAt)
-        )
+        ]
+        #expect(try await store.commit(change) == .committed(endedSessions: []))
         var ids: [String] = []
         for _ in 0..<sessions {
             let session = SessionRecord(id: UUIDBytes.random(), userID: user.id, createdAt: createdAt, refreshedAt: createdAt, aal: "aal1", amr: [])

@@ -57,7 +57,13 @@ struct AppleNotificationTests {
             let otherSubject = try #require(
                 try JSONValue.parse(Array((other.claims["events"]?.stringValue ?? "").utf8)).objectValue?["sub"]?.stringValue)
             let userID = UUIDBytes.random()
-            _ = try await store.claimIdentity(provider: "apple", subject: otherSubject, userID: userID)
+            var change = AccountChange(
+                base: nil,
+                user: UserRecord(
+                    id: userID, aud: "authenticated", role: "authenticated", email: nil, phone: nil, emailConfirmedAt: nil, appMetadata: [:],
+                    userMetadata: [:], isAnonymous: false, createdAt: at, updatedAt: at, lastSignInAt: at, bannedUntil: nil))
+            change.claimedIdentities = [IdentityKey(provider: "apple", subject: otherSubject)]
+            #expect(try await store.commit(change) == .committed(endedSessions: []))
             let session = SessionRecord(id: UUIDBytes.random(), userID: userID, createdAt: at, refreshedAt: at, aal: "aal1", amr: [])
             try await store.createSession(session, refreshTokenHash: "h")
             let otherService = AppleNotificationService(

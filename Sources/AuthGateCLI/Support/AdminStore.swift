@@ -11,7 +11,8 @@ struct AdminStore {
     let configuration: AuthGateConfiguration
     let store: any AuthStore
     let admin: AdminService
-    private let redisStore: RedisAuthStore
+    /// The Redis store itself (for `authgate doctor`).
+    let redisStore: RedisAuthStore
 
     /// Loads the configuration and connects, or exits 2 (configuration) or 1 (Redis unreachable).
     static func open(_ options: ConfigurationOptions) async throws -> AdminStore {

@@ -5,95 +5,150 @@
 #endif
 
 /// GoTrue's find-or-create and linking rules (`internal/models/linking.go`, `internal/api/external.go`,
-/// `internal/api/token_oidc.go` for `link_identity`).
+/// `internal/api/token_oidc.go` for `link_identity`), as one read and one atomic write each.
 extension AccountService {
-    /// The user an identity signs in as: its owner; or, for a new identity with a verified ASCII
-    /// email, the user holding that email (automatic linking, ``EmailAddress``); or a new user.
-    func findOrCreateUser(for identity: VerifiedIdentity, now: Date) async throws -> UserRecord {
-        if let owner = try await store.owner(ofIdentity: identity.provider, subject: identity.subject) {
-            return try await refreshExisting(identity, ownerID: owner, now: now)
+    /// Signs in as the identity's owner; or, for a new identity with a verified ASCII email, as
+    /// the user holding that email (automatic linking, ``EmailAddress``); or as a new user. One
+    /// lookup and one commit (user, identity, indexes and session at once); when another request
+    /// changed the account or claimed the identity meanwhile, it reads again and decides again.
+    func signIn(_ identity: VerifiedIdentity, now: Date) async throws -> IssuedSession {
+        let key = IdentityKey(provider: identity.provider, subject: identity.subject)
+        var linkableEmail: String?
+        if identity.emailVerified, let email = identity.email, EmailAddress.allowsAutomaticLinking(email) { linkableEmail = email }
+        var newUserMayClaimEmail = true
+        for attempt in 0..<Self.maximumSignInAttempts {
+            let lookup = try await store.signInLookup(provider: key.provider, subject: key.subject, email: linkableEmail)
+            let decided = try decide(identity, lookup: lookup, newUserMayClaimEmail: newUserMayClaimEmail, now: now)
+            let change = decided.change
+            let identities = decided.identities
+            var started = change
+            let (session, refreshToken) = try newSession(for: change.user.id, method: "oauth", now: now)
+            started.newSession = (session, refreshToken.hash)
+            switch try await store.commit(started) {
+            case .committed:
+                return try issue(for: started.user, identities: identities, session: session, refreshToken: refreshToken, now: now)
+            case .stale, .identityTaken:
+                continue  // the account changed, or a concurrent first sign-in won: decide again
+            case .fenced:
+                try await AccountRetry.backOff(attempt)  // an operator is banning or deleting the user
+            case .emailTaken:
+                newUserMayClaimEmail = false  // held by another user this identity may not link to
+            }
         }
-        if identity.emailVerified, let email = identity.email, EmailAddress.allowsAutomaticLinking(email),
-            let holder = try await store.owner(ofEmail: email),
-            let user = try await store.user(id: holder), user.deletedAt == nil
-        {
-            let owner = try await store.claimIdentity(provider: identity.provider, subject: identity.subject, userID: user.id)
-            return try await refreshExisting(identity, ownerID: owner, now: now)
-        }
-        let newID = UUIDBytes.random()
-        let owner = try await store.claimIdentity(provider: identity.provider, subject: identity.subject, userID: newID)
-        guard owner == newID else {
-            // A concurrent first sign-in with the same identity won; use its user.
-            return try await refreshExisting(identity, ownerID: owner, now: now)
-        }
-        var email: String?
-        if identity.emailVerified, let candidate = identity.email, try await store.claimEmail(candidate, userID: newID) == newID {
-            email = candidate
-        }
-        var user = UserRecord(
-            id: newID, aud: tokens.audience, role: "authenticated", email: email, phone: nil, emailConfirmedAt: email == nil ? nil : now,
-            appMetadata: [:], userMetadata: [:], isAnonymous: false, createdAt: now, updatedAt: now, lastSignInAt: now, bannedUntil: nil
-        )
-        try await store.saveIdentity(newIdentity(identity, userID: newID, now: now))
-        user.userMetadata = Self.merged(user.userMetadata, with: identity.identityData)
-        user.appMetadata = try await appMetadata(for: user)
-        return user
+        throw AuthGateError(.storeUnavailable, "the account changed \(Self.maximumSignInAttempts) times during one sign-in")
     }
 
-    /// `link_identity: true`: attaches the identity to the caller's user (the anonymous upgrade).
-    /// Every condition is checked before anything is written: a refused link changes nothing.
-    func link(_ identity: VerifiedIdentity, to target: UserRecord, now: Date) async throws -> UserRecord {
-        if let owner = try await store.owner(ofIdentity: identity.provider, subject: identity.subject) {
-            throw owner == target.id
-                ? AuthGateError(.identityAlreadyExists, "identity already linked to this user", clientText: .fixed("Identity is already linked"))
-                : AuthGateError(.identityAlreadyExists, "identity linked to another user")
-        }
-        var emailToClaim: String?
-        if target.email == nil, let email = identity.email {
-            guard identity.emailVerified else {
-                throw AuthGateError(
-                    .emailNotConfirmed, "the \(identity.provider) email is not verified", clientText: .unverifiedEmail(provider: identity.provider)
-                )
+    /// `link_identity: true`: attaches the identity to the caller's user (the anonymous upgrade)
+    /// and starts a session, in one commit from the account read when the caller was
+    /// authenticated. Every condition is checked before anything is written: a refused link
+    /// changes nothing.
+    func link(_ identity: VerifiedIdentity, to caller: AuthenticatedUser, now: Date) async throws -> IssuedSession {
+        let key = IdentityKey(provider: identity.provider, subject: identity.subject)
+        let (session, refreshToken) = try newSession(for: caller.user.id, method: "oauth", now: now)
+        var identities: [IdentityRecord] = []
+        let updated = try await store.updateAccount(userID: caller.user.id, sessionID: caller.claims.sessionID, startingFrom: caller.account) {
+            account in
+            if caller.claims.sessionID != nil, account.session == nil {
+                throw AuthGateError(.sessionNotFound, "Session from session_id claim in JWT does not exist")
             }
-            if let holder = try await store.owner(ofEmail: email), holder != target.id {
-                throw AuthGateError(.emailExists, "A user with this email address has already been registered")
+            guard !account.user.isBanned(at: now) else { throw AuthGateError(.userBanned, "User is banned") }
+            if account.identities.contains(where: { $0.provider == key.provider && $0.subject == key.subject }) {
+                throw AuthGateError(.identityAlreadyExists, "identity already linked to this user", clientText: .fixed("Identity is already linked"))
             }
-            emailToClaim = email
-        }
-        let owner = try await store.claimIdentity(provider: identity.provider, subject: identity.subject, userID: target.id)
-        guard owner == target.id else { throw AuthGateError(.identityAlreadyExists, "Identity is already linked to another user") }
-        var user = target
-        if let email = emailToClaim {
-            guard try await store.claimEmail(email, userID: user.id) == user.id else {
-                // Taken meanwhile by a concurrent sign-in: undo the claim, so nothing changed.
-                try await store.deleteIdentity(provider: identity.provider, subject: identity.subject, userID: user.id)
-                throw AuthGateError(.emailExists, "A user with this email address has already been registered")
+            var user = account.user
+            var change = AccountChange(base: account.stamp, user: user)
+            if user.email == nil, let email = identity.email {
+                guard identity.emailVerified else {
+                    throw AuthGateError(
+                        .emailNotConfirmed, "the \(identity.provider) email is not verified",
+                        clientText: .unverifiedEmail(provider: identity.provider)
+                    )
+                }
+                change.claimedEmail = email
+                user.email = email
+                user.emailConfirmedAt = now
             }
-            user.email = email
-            user.emailConfirmedAt = now
+            let record = newIdentity(identity, userID: user.id, now: now)
+            identities = account.identities + [record]
+            user.userMetadata = Self.merged(user.userMetadata, with: identity.identityData)
+            if user.email != nil, user.emailConfirmedAt != nil { user.isAnonymous = false }
+            user.appMetadata = Self.appMetadata(user.appMetadata, identities: identities)
+            user.lastSignInAt = now
+            user.updatedAt = now
+            change.user = user
+            change.savedIdentities = [record]
+            change.claimedIdentities = [key]
+            change.newSession = (session, refreshToken.hash)
+            return change
+        } onConflict: { outcome in
+            switch outcome {
+            case .identityTaken: AuthGateError(.identityAlreadyExists, "identity linked to another user")
+            default: AuthGateError(.emailExists, "A user with this email address has already been registered")
+            }
         }
-        try await store.saveIdentity(newIdentity(identity, userID: target.id, now: now))
-        user.userMetadata = Self.merged(user.userMetadata, with: identity.identityData)
-        if user.email != nil, user.emailConfirmedAt != nil { user.isAnonymous = false }
-        user.appMetadata = try await appMetadata(for: user)
-        user.updatedAt = now
-        return user
+        guard let updated else { throw AuthGateError(.userNotFound, "User from sub claim in JWT does not exist") }
+        return try issue(for: updated.change.user, identities: identities, session: session, refreshToken: refreshToken, now: now)
     }
 
-    private func refreshExisting(_ identity: VerifiedIdentity, ownerID: String, now: Date) async throws -> UserRecord {
-        guard var user = try await store.user(id: ownerID) else {
-            throw AuthGateError(.storeCorrupt, "identity \(identity.provider) belongs to a user that does not exist")
+    /// The change a sign-in makes after `lookup`: a returning user's (the identity's owner, or the
+    /// holder of its email unless soft-deleted) or a new user's.
+    private func decide(_ identity: VerifiedIdentity, lookup: SignInLookup, newUserMayClaimEmail: Bool, now: Date) throws -> (
+        change: AccountChange, identities: [IdentityRecord]
+    ) {
+        guard lookup.identityOwner != nil || lookup.account.map({ $0.user.deletedAt == nil }) == true else {
+            return newUser(identity, claimingEmail: newUserMayClaimEmail, now: now)
         }
-        let existing = try await store.identities(ofUser: ownerID).first { $0.provider == identity.provider && $0.subject == identity.subject }
-        var record = existing ?? newIdentity(identity, userID: ownerID, now: now)
+        guard let account = lookup.account else {
+            throw AuthGateError(.storeCorrupt, "identity \(identity.provider) belongs to a user that does not exist (see `authgate doctor`)")
+        }
+        guard !account.user.isBanned(at: now) else { throw AuthGateError(.userBanned, "User is banned") }
+        return returning(identity, account: account, now: now)
+    }
+
+    /// How many lookups one sign-in may take while other requests change the same account.
+    static var maximumSignInAttempts: Int { 16 }
+
+    /// A returning user's change: its identity refreshed (or added, when found by email), the
+    /// provider's data merged into `user_metadata`, the sign-in time.
+    private func returning(_ identity: VerifiedIdentity, account: AccountSnapshot, now: Date) -> (AccountChange, [IdentityRecord]) {
+        var user = account.user
+        let existing = account.identities.first { $0.provider == identity.provider && $0.subject == identity.subject }
+        var record = existing ?? newIdentity(identity, userID: user.id, now: now)
         record.identityData = identity.identityData
         record.email = identity.email
         record.updatedAt = now
         record.lastSignInAt = now
-        try await store.saveIdentity(record)
+        var identities = account.identities.filter { $0.provider != identity.provider || $0.subject != identity.subject }
+        identities.append(record)
+        identities.sort { $0.createdAt < $1.createdAt }
         user.userMetadata = Self.merged(user.userMetadata, with: identity.identityData)
-        user.appMetadata = try await appMetadata(for: user)
-        return user
+        user.appMetadata = Self.appMetadata(user.appMetadata, identities: identities)
+        user.lastSignInAt = now
+        user.updatedAt = now
+        var change = AccountChange(base: account.stamp, user: user)
+        change.savedIdentities = [record]
+        change.claimedIdentities = [IdentityKey(provider: identity.provider, subject: identity.subject)]
+        return (change, identities)
+    }
+
+    /// A new user's change: the user, its identity and the index entries (the email's when it is
+    /// verified and free).
+    private func newUser(_ identity: VerifiedIdentity, claimingEmail: Bool, now: Date) -> (AccountChange, [IdentityRecord]) {
+        let newID = UUIDBytes.random()
+        var email: String?
+        if claimingEmail, identity.emailVerified { email = identity.email }
+        let record = newIdentity(identity, userID: newID, now: now)
+        var user = UserRecord(
+            id: newID, aud: tokens.audience, role: "authenticated", email: email, phone: nil, emailConfirmedAt: email == nil ? nil : now,
+            appMetadata: [:], userMetadata: Self.merged([:], with: identity.identityData), isAnonymous: false, createdAt: now, updatedAt: now,
+            lastSignInAt: now, bannedUntil: nil
+        )
+        user.appMetadata = Self.appMetadata(user.appMetadata, identities: [record])
+        var change = AccountChange(base: nil, user: user)
+        change.savedIdentities = [record]
+        change.claimedIdentities = [IdentityKey(provider: identity.provider, subject: identity.subject)]
+        change.claimedEmail = email
+        return (change, [record])
     }
 
     private func newIdentity(_ identity: VerifiedIdentity, userID: String, now: Date) -> IdentityRecord {
@@ -104,11 +159,12 @@ extension AccountService {
     }
 
     /// `provider` is the oldest identity's provider; `providers` the distinct list in creation order.
-    private func appMetadata(for user: UserRecord) async throws -> [String: JSONValue] {
-        var metadata = user.appMetadata
-        let identities = try await store.identities(ofUser: user.id)
+    static func appMetadata(_ metadata: [String: JSONValue], identities: [IdentityRecord]) -> [String: JSONValue] {
+        var metadata = metadata
         var providers: [String] = []
-        for identity in identities where !providers.contains(identity.provider) { providers.append(identity.provider) }
+        for identity in identities.sorted(by: { $0.createdAt < $1.createdAt }) where !providers.contains(identity.provider) {
+            providers.append(identity.provider)
+        }
         guard let first = providers.first else { return metadata }
         metadata["provider"] = .string(first)
         metadata["providers"] = .array(providers.map { .string($0) })

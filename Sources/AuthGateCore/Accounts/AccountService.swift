@@ -58,20 +58,14 @@ public struct AccountService: Sendable {
             span.attributes["auth.provider"] = provider
             return try await idTokens.verify(provider: provider, idToken: idToken, rawNonce: rawNonce, now: now)
         }
-        var user: UserRecord
         if let target = linkingTo {
-            user = try await link(identity, to: target.user, now: now)
-        } else {
-            user = try await findOrCreateUser(for: identity, now: now)
+            return try await link(identity, to: target, now: now)
         }
-        guard !user.isBanned(at: now) else { throw AuthGateError(.userBanned, "User is banned") }
-        user.lastSignInAt = now
-        user.updatedAt = now
-        try await store.saveUser(user)
-        return try await startSession(for: user, method: "oauth", now: now)
+        return try await signIn(identity, now: now)
     }
 
-    /// `POST /signup` without email or phone: a new anonymous user and its first session.
+    /// `POST /signup` without email or phone: a new anonymous user and its first session, written
+    /// at once.
     public func signUpAnonymously(data: [String: JSONValue], now: Date) async throws -> IssuedSession {
         guard anonymous.isEnabled else { throw AuthGateError(.anonymousProviderDisabled, "Anonymous sign-ins are disabled") }
         let user = UserRecord(
@@ -79,8 +73,13 @@ public struct AccountService: Sendable {
             appMetadata: [:], userMetadata: data.filter { $0.value != .null }, isAnonymous: true, createdAt: now, updatedAt: now,
             lastSignInAt: now, bannedUntil: nil
         )
-        try await store.saveUser(user)
-        return try await startSession(for: user, method: "anonymous", now: now)
+        var change = AccountChange(base: nil, user: user)
+        let (session, refreshToken) = try newSession(for: user.id, method: "anonymous", now: now)
+        change.newSession = (session, refreshToken.hash)
+        guard case .committed = try await store.commit(change) else {
+            throw AuthGateError(.storeCorrupt, "a new random user id was already taken")
+        }
+        return try issue(for: user, identities: [], session: session, refreshToken: refreshToken, now: now)
     }
 
     // MARK: refresh
@@ -93,17 +92,10 @@ public struct AccountService: Sendable {
             GatewayMetrics.refresh(outcome: "not_found")
             throw AuthGateError(.refreshTokenNotFound, "the refresh token does not parse")
         }
-        guard var user = try await store.user(id: token.userID) else {
-            throw AuthGateError(.refreshTokenNotFound, "Invalid Refresh Token: Refresh Token Not Found")
-        }
-        guard !user.isBanned(at: now) else {
-            GatewayMetrics.refresh(outcome: "banned")
-            throw AuthGateError(.userBanned, "Invalid Refresh Token: User Banned")
-        }
         guard let child = RefreshToken.generate(userID: token.userID, sessionID: token.sessionID) else {
             throw AuthGateError(.storeCorrupt, "a refresh token's user or session id is not a UUID")
         }
-        let outcome = try await store.rotateRefreshToken(
+        let (outcome, account) = try await store.rotateRefreshToken(
             RefreshRotation(
                 userID: token.userID, sessionID: token.sessionID, presentedHash: token.hash, childHash: child.hash,
                 sealedChild: try token.seal(child), now: now, reuseInterval: tokens.refresh.reuseInterval,
@@ -133,12 +125,13 @@ public struct AccountService: Sendable {
                 .sessionExpired, "session inactive too long", clientText: .fixed("Invalid Refresh Token: Session Expired (Inactivity)"))
         case .notFound:
             throw AuthGateError(.refreshTokenNotFound, "Invalid Refresh Token: Refresh Token Not Found")
+        case .userBanned:
+            throw AuthGateError(.userBanned, "Invalid Refresh Token: User Banned")
         }
-        guard let session = try await store.session(userID: token.userID, sessionID: token.sessionID) else {
+        guard let account, let session = account.session else {
             throw AuthGateError(.sessionNotFound, "Invalid Refresh Token: No Valid Session Found")
         }
-        user.updatedAt = max(user.updatedAt, user.createdAt)
-        return try await issue(for: user, session: session, refreshToken: issued, now: now)
+        return try issue(for: account.user, identities: account.identities, session: session, refreshToken: issued, now: now)
     }
 
     // MARK: authenticated calls
@@ -152,14 +145,14 @@ public struct AccountService: Sendable {
         } catch let error as AuthGateError {
             throw AuthGateError(.badJWT, "invalid JWT: unable to parse or verify signature, \(error.code)")
         }
-        guard let user = try await store.user(id: claims.sub) else {
+        guard let account = try await store.account(userID: claims.sub, sessionID: claims.sessionID) else {
             throw AuthGateError(.userNotFound, "User from sub claim in JWT does not exist")
         }
-        if let sessionID = claims.sessionID, try await store.session(userID: user.id, sessionID: sessionID) == nil {
+        if claims.sessionID != nil, account.session == nil {
             throw AuthGateError(.sessionNotFound, "Session from session_id claim in JWT does not exist")
         }
-        guard !user.isBanned(at: now) else { throw AuthGateError(.userBanned, "User is banned") }
-        return AuthenticatedUser(claims: claims, user: user)
+        guard !account.user.isBanned(at: now) else { throw AuthGateError(.userBanned, "User is banned") }
+        return AuthenticatedUser(claims: claims, account: account)
     }
 
     /// An admin caller (the admin API): a valid token whose role is one of `roles`. A token that
@@ -174,14 +167,14 @@ public struct AccountService: Sendable {
             throw AuthGateError(.badJWT, "invalid JWT: unable to parse or verify signature, \(error.code)")
         }
         guard roles.contains(claims.role) else { throw AuthGateError(.notAdmin, "User not allowed") }
-        let user = try await store.user(id: claims.sub)
-        if let sessionID = claims.sessionID {
-            guard let user else { throw AuthGateError(.userNotFound, "User from sub claim in JWT does not exist") }
-            guard try await store.session(userID: user.id, sessionID: sessionID) != nil else {
+        let account = try await store.account(userID: claims.sub, sessionID: claims.sessionID)
+        if claims.sessionID != nil {
+            guard let account else { throw AuthGateError(.userNotFound, "User from sub claim in JWT does not exist") }
+            guard account.session != nil else {
                 throw AuthGateError(.sessionNotFound, "Session from session_id claim in JWT does not exist")
             }
         }
-        if let user, user.isBanned(at: now) { throw AuthGateError(.userBanned, "User is banned") }
+        if let account, account.user.isBanned(at: now) { throw AuthGateError(.userBanned, "User is banned") }
         return claims
     }
 
@@ -212,7 +205,7 @@ public struct AccountService: Sendable {
 
     /// The caller's user and identities (`GET /user`).
     public func profile(of caller: AuthenticatedUser) async throws -> (UserRecord, [IdentityRecord]) {
-        (caller.user, try await store.identities(ofUser: caller.user.id))
+        (caller.user, caller.account.identities)
     }
 
     /// `PUT /user` with `data`: a shallow merge into `user_metadata`; `null` deletes a key.
@@ -221,14 +214,22 @@ public struct AccountService: Sendable {
     public func updateMetadata(of caller: AuthenticatedUser, data: [String: JSONValue], limit: Int, now: Date) async throws -> (
         UserRecord, [IdentityRecord]
     ) {
-        var user = caller.user
-        for (key, value) in data {
-            if value == .null { user.userMetadata.removeValue(forKey: key) } else { user.userMetadata[key] = value }
+        // A compare-and-set from the account read when the caller was authenticated: a ban, a
+        // deletion or another update that landed since is read again, never overwritten.
+        let updated = try await store.updateAccount(userID: caller.user.id, sessionID: caller.claims.sessionID, startingFrom: caller.account) {
+            account in
+            if caller.claims.sessionID != nil, account.session == nil {
+                throw AuthGateError(.sessionNotFound, "Session from session_id claim in JWT does not exist")
+            }
+            guard !account.user.isBanned(at: now) else { throw AuthGateError(.userBanned, "User is banned") }
+            var user = account.user
+            user.userMetadata = Self.merged(user.userMetadata, with: data)
+            try MetadataLimit.check(user.userMetadata, limit: limit, name: "user_metadata")
+            user.updatedAt = now
+            return AccountChange(base: account.stamp, user: user)
         }
-        try MetadataLimit.check(user.userMetadata, limit: limit, name: "user_metadata")
-        user.updatedAt = now
-        try await store.saveUser(user)
-        return (user, try await store.identities(ofUser: user.id))
+        guard let updated else { throw AuthGateError(.userNotFound, "User from sub claim in JWT does not exist") }
+        return (updated.change.user, updated.account.identities)
     }
 
     // MARK: helpers
@@ -237,19 +238,21 @@ public struct AccountService: Sendable {
         try await store.appendRevocation(RevocationEvent(kind: .session, userID: userID, sessionID: sessionID, reason: reason, at: now))
     }
 
-    func startSession(for user: UserRecord, method: String, now: Date) async throws -> IssuedSession {
+    /// A new session's record and first refresh token (not stored yet).
+    func newSession(for userID: String, method: String, now: Date) throws -> (SessionRecord, RefreshToken) {
         let session = SessionRecord(
-            id: UUIDBytes.random(), userID: user.id, createdAt: now, refreshedAt: now, aal: "aal1",
+            id: UUIDBytes.random(), userID: userID, createdAt: now, refreshedAt: now, aal: "aal1",
             amr: [.init(method: method, timestamp: Int64(now.timeIntervalSince1970))]
         )
-        guard let refreshToken = RefreshToken.generate(userID: user.id, sessionID: session.id) else {
+        guard let refreshToken = RefreshToken.generate(userID: userID, sessionID: session.id) else {
             throw AuthGateError(.storeCorrupt, "user or session id is not a UUID")
         }
-        try await store.createSession(session, refreshTokenHash: refreshToken.hash)
-        return try await issue(for: user, session: session, refreshToken: refreshToken, now: now)
+        return (session, refreshToken)
     }
 
-    private func issue(for user: UserRecord, session: SessionRecord, refreshToken: RefreshToken, now: Date) async throws -> IssuedSession {
+    func issue(for user: UserRecord, identities: [IdentityRecord], session: SessionRecord, refreshToken: RefreshToken, now: Date) throws
+        -> IssuedSession
+    {
         let issuedAt = Int64(now.timeIntervalSince1970)
         let expiresAt = issuedAt + Int64(tokens.accessTokenTTL.inSeconds)
         let claims = AccessTokenClaims(
@@ -259,7 +262,7 @@ public struct AccountService: Sendable {
         )
         return IssuedSession(
             accessToken: try issuer.mint(claims), expiresIn: expiresAt - issuedAt, expiresAt: expiresAt, refreshToken: refreshToken.value,
-            user: user, identities: try await store.identities(ofUser: user.id), session: session
+            user: user, identities: identities, session: session
         )
     }
 }

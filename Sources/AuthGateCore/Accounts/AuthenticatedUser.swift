@@ -1,5 +1,14 @@
 /// A caller proven by a valid access token whose user and session still exist.
 public struct AuthenticatedUser: Sendable {
     public let claims: AccessTokenClaims
-    public let user: UserRecord
+    /// The account as read when the caller was authenticated; its stamp guards the request's
+    /// writes (a change that landed since is never overwritten).
+    public let account: AccountSnapshot
+    /// The caller's user as read when it was authenticated.
+    public var user: UserRecord { account.user }
+
+    public init(claims: AccessTokenClaims, account: AccountSnapshot) {
+        self.claims = claims
+        self.account = account
+    }
 }

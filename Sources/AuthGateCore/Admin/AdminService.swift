@@ -43,60 +43,68 @@ public struct AdminService: Sendable {
         try await store.identities(ofUser: userID)
     }
 
-    /// Stores a user whose metadata an operator changed.
-    public func saveMetadata(of user: UserRecord, now: Date) async throws -> UserRecord {
-        var user = user
-        user.updatedAt = now
-        try await store.saveUser(user)
-        return user
+    /// Changes a user as `edit` says (an operator's metadata change), by compare-and-set: `edit`
+    /// runs on the stored user and runs again if the user changed before the write landed.
+    /// - Returns: the updated user, or nil when there is none.
+    public func updateUser(_ userID: String, now: Date, _ edit: (inout UserRecord) throws -> Void) async throws -> UserRecord? {
+        try await store.updateAccount(userID: userID) { account in
+            var user = account.user
+            try edit(&user)
+            user.updatedAt = now
+            return AccountChange(base: account.stamp, user: user)
+        }?.change.user
     }
 
-    /// Bans a user until `until`: its sessions end and every token it holds is refused at once.
+    /// Bans a user until `until`: the ban and the end of its sessions are one write, and every
+    /// token it holds is refused at once.
     /// - Returns: the updated user, or nil when there is none.
     public func ban(_ userID: String, until: Date, now: Date) async throws -> UserRecord? {
-        guard var user = try await store.user(id: userID) else { return nil }
-        user.bannedUntil = until
-        user.updatedAt = now
-        try await store.saveUser(user)
-        _ = try await signOutEverywhere(userID, reason: "ban", now: now)
+        let updated = try await store.updateAccount(userID: userID, fenced: true) { account in
+            var user = account.user
+            user.bannedUntil = until
+            user.updatedAt = now
+            var change = AccountChange(base: account.stamp, user: user)
+            change.endsAllSessions = true
+            return change
+        }
+        guard let updated else { return nil }
+        try await announceSignOut(userID, endedSessions: updated.endedSessions, reason: "ban", now: now)
         logger.notice("user banned", metadata: ["gw.user_id": "\(userID)", "gw.until": "\(until)"])
-        return user
+        return updated.change.user
     }
 
     /// Lifts a ban (new sign-ins work again; ended sessions stay ended).
     public func liftBan(_ userID: String, now: Date) async throws -> UserRecord? {
-        guard var user = try await store.user(id: userID) else { return nil }
-        user.bannedUntil = nil
-        user.updatedAt = now
-        try await store.saveUser(user)
-        logger.notice("user ban lifted", metadata: ["gw.user_id": "\(userID)"])
+        let user = try await updateUser(userID, now: now) { $0.bannedUntil = nil }
+        if user != nil { logger.notice("user ban lifted", metadata: ["gw.user_id": "\(userID)"]) }
         return user
     }
 
     /// Deletes a user: its sessions end and its tokens are refused at once. A soft delete keeps
     /// the record (email, phone and identities removed, sign-in refused for good), as GoTrue's
-    /// `should_soft_delete`; otherwise everything is removed.
+    /// `should_soft_delete`, in one write; otherwise everything is removed, in one write.
     /// - Returns: false when there is no such user.
     public func deleteUser(_ userID: String, soft: Bool, now: Date) async throws -> Bool {
-        guard var user = try await store.user(id: userID) else { return false }
         if soft {
-            for identity in try await store.identities(ofUser: userID) {
-                try await store.deleteIdentity(provider: identity.provider, subject: identity.subject, userID: userID)
+            let updated = try await store.updateAccount(userID: userID, fenced: true) { account in
+                var user = account.user
+                let email = user.email
+                user.email = nil
+                user.phone = nil
+                user.deletedAt = now
+                user.updatedAt = now
+                var change = AccountChange(base: account.stamp, user: user)
+                change.removedIdentities = account.identities.map { IdentityKey(provider: $0.provider, subject: $0.subject) }
+                change.releasedEmail = email
+                change.endsAllSessions = true
+                return change
             }
-            if let email = user.email { try await store.releaseEmail(email, userID: userID) }
-            _ = try await signOutEverywhere(userID, reason: "user_deleted", now: now)
-            user.email = nil
-            user.phone = nil
-            user.deletedAt = now
-            user.updatedAt = now
-            try await store.saveUser(user)
+            guard let updated else { return false }
+            try await announceSignOut(userID, endedSessions: updated.endedSessions, reason: "user_deleted", now: now)
         } else {
+            guard try await store.user(id: userID) != nil else { return false }
             let ended = try await store.deleteUser(userID)
-            for sessionID in ended {
-                try await store.appendRevocation(
-                    RevocationEvent(kind: .session, userID: userID, sessionID: sessionID, reason: "user_deleted", at: now))
-            }
-            try await store.appendRevocation(RevocationEvent(kind: .user, userID: userID, sessionID: nil, reason: "user_deleted", at: now))
+            try await announceSignOut(userID, endedSessions: ended, reason: "user_deleted", now: now)
         }
         logger.notice("user deleted", metadata: ["gw.user_id": "\(userID)", "gw.soft": "\(soft)"])
         return true
@@ -125,11 +133,16 @@ public struct AdminService: Sendable {
     /// - Returns: the ids of the sessions that were alive.
     public func signOutEverywhere(_ userID: String, reason: String = "admin", now: Date) async throws -> [String] {
         let ended = try await store.deleteSessions(userID: userID, sessionIDs: try await store.sessions(ofUser: userID).map(\.id))
-        for sessionID in ended {
+        try await announceSignOut(userID, endedSessions: ended, reason: reason, now: now)
+        logger.notice("user signed out everywhere", metadata: ["gw.user_id": "\(userID)", "gw.sessions": "\(ended.count)", "gw.reason": "\(reason)"])
+        return ended
+    }
+
+    /// Appends the end of each session, then of every token of the user, to the revocation stream.
+    private func announceSignOut(_ userID: String, endedSessions: [String], reason: String, now: Date) async throws {
+        for sessionID in endedSessions {
             try await store.appendRevocation(RevocationEvent(kind: .session, userID: userID, sessionID: sessionID, reason: reason, at: now))
         }
         try await store.appendRevocation(RevocationEvent(kind: .user, userID: userID, sessionID: nil, reason: reason, at: now))
-        logger.notice("user signed out everywhere", metadata: ["gw.user_id": "\(userID)", "gw.sessions": "\(ended.count)", "gw.reason": "\(reason)"])
-        return ended
     }
 }

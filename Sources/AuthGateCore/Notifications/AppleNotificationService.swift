@@ -91,7 +91,8 @@ public struct AppleNotificationService: Sendable {
             if let email = notification.email { identity.identityData["email"] = .string(email) }
             if let isPrivate = notification.isPrivateEmail { identity.identityData["is_private_email"] = .bool(isPrivate) }
             identity.updatedAt = now
-            try await store.saveIdentity(identity)
+            // A field-level update: an identity removed meanwhile is not brought back.
+            guard try await store.updateIdentity(identity) else { return .unknownUser }
             return .emailUpdated
         }
     }

@@ -32,8 +32,10 @@ public enum RefreshRotationOutcome: Sendable, Hashable {
     case expiredTimebox
     /// Unused longer than `inactivity_timeout`: the session was revoked.
     case expiredInactivity
-    /// No such session, or a token this session never issued.
+    /// No such session, or a token this session never issued, or no such user.
     case notFound
+    /// The user is banned or soft-deleted: nothing was rotated.
+    case userBanned
 }
 
 extension RefreshRotationOutcome {
@@ -45,6 +47,7 @@ extension RefreshRotationOutcome {
         case .reuseDetected: "reuse_revoked"
         case .expiredTimebox, .expiredInactivity: "expired"
         case .notFound: "not_found"
+        case .userBanned: "banned"
         }
     }
 }

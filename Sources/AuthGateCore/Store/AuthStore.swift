@@ -31,36 +31,43 @@ public protocol AuthStore: Sendable {
 
     /// The user with this id.
     func user(id: String) async throws -> UserRecord?
-    /// Creates or replaces a user record.
-    func saveUser(_ user: UserRecord) async throws
     /// The user's identities, oldest first.
     func identities(ofUser userID: String) async throws -> [IdentityRecord]
-    /// Creates or replaces an identity of its user.
-    func saveIdentity(_ identity: IdentityRecord) async throws
     /// The owner of (provider, subject), if any.
     func owner(ofIdentity provider: String, subject: String) async throws -> String?
-    /// Makes `userID` the owner of (provider, subject) unless someone is; returns the owner.
-    /// Atomic across replicas: concurrent first sign-ins agree on one user.
-    func claimIdentity(provider: String, subject: String, userID: String) async throws -> String
     /// The user holding this (lower-cased, verified) email, if any.
     func owner(ofEmail email: String) async throws -> String?
-    /// Makes `userID` the holder of `email` unless someone is; returns the holder.
-    func claimEmail(_ email: String, userID: String) async throws -> String
-    /// Removes the email index entry when it points at `userID` (a soft-deleted user, a user whose
-    /// email changed); another holder's entry is left alone.
-    func releaseEmail(_ email: String, userID: String) async throws
+    /// The user's record, stamp and identities, and the session `sessionID` if it is alive, in
+    /// one call (one round trip on Redis); nil when there is no such user.
+    func account(userID: String, sessionID: String?) async throws -> AccountSnapshot?
+    /// What a sign-in with (provider, subject) decides on, in one call: the identity's owner and
+    /// account, or else the holder of `email` (when given) and its account.
+    func signInLookup(provider: String, subject: String, email: String?) async throws -> SignInLookup
+    /// Applies every write of `change` at once, or none (see ``AccountChange``).
+    func commit(_ change: AccountChange) async throws -> AccountChangeOutcome
+    /// Holds every other ``AccountChange`` to the user off (they get
+    /// ``AccountChangeOutcome/fenced``) until a change carrying `token` commits or `lifetime`
+    /// passes: how a ban or a deletion goes through while the user floods `PUT /user`. False when
+    /// another fence holds the account.
+    func fenceAccount(userID: String, token: String, lifetime: Duration) async throws -> Bool
+    /// Replaces an identity that is still linked to its user (a field-level update: an identity
+    /// removed meanwhile is not brought back). True when it was replaced.
+    func updateIdentity(_ identity: IdentityRecord) async throws -> Bool
 
     // MARK: sessions
 
-    /// Stores a new session whose current refresh token has `refreshTokenHash`.
+    /// Stores a new session whose current refresh token has `refreshTokenHash` (its record, the
+    /// user's session index and the session's owner entry, at once).
     func createSession(_ session: SessionRecord, refreshTokenHash: String) async throws
     /// The session, if it is alive.
     func session(userID: String, sessionID: String) async throws -> SessionRecord?
     /// The user's live sessions, oldest first.
     func sessions(ofUser userID: String) async throws -> [SessionRecord]
-    /// Rotation and reuse detection, atomically (a Lua script on Redis).
-    func rotateRefreshToken(_ rotation: RefreshRotation) async throws -> RefreshRotationOutcome
-    /// Deletes these sessions of the user; returns the ids that existed.
+    /// Rotation and reuse detection, atomically (a Lua script on Redis), refused for a banned or
+    /// deleted user; when the session goes on, the account with that session comes back in the
+    /// same call.
+    func rotateRefreshToken(_ rotation: RefreshRotation) async throws -> (outcome: RefreshRotationOutcome, account: AccountSnapshot?)
+    /// Deletes these sessions of the user at once; returns the ids that existed.
     func deleteSessions(userID: String, sessionIDs: [String]) async throws -> [String]
     /// Appends to the revocation stream the proxies tail.
     func appendRevocation(_ event: RevocationEvent) async throws
@@ -71,9 +78,9 @@ public protocol AuthStore: Sendable {
     func listUsers(offset: Int, limit: Int) async throws -> (users: [UserRecord], total: Int)
     /// The user a session belongs to, if the session was created and not deleted since.
     func owner(ofSession sessionID: String) async throws -> String?
-    /// Removes one identity of `userID` (and its index entry when it points at that user).
+    /// Removes one identity of `userID` (and its index entry when it points at that user), at once.
     func deleteIdentity(provider: String, subject: String, userID: String) async throws
-    /// Removes a user with its identities, email and identity indexes and sessions; returns the
-    /// ids of the sessions that were alive.
+    /// Removes a user with its identities, email and identity indexes and sessions, at once;
+    /// returns the ids of the sessions that were alive.
     func deleteUser(_ userID: String) async throws -> [String]
 }

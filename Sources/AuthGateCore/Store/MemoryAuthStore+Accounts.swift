@@ -7,40 +7,69 @@
 extension MemoryAuthStore {
     public func user(id: String) async throws -> UserRecord? { users[id] }
 
-    public func saveUser(_ user: UserRecord) async throws { users[user.id] = user }
-
     public func identities(ofUser userID: String) async throws -> [IdentityRecord] {
         (identitiesByUser[userID] ?? []).sorted { $0.createdAt < $1.createdAt }
     }
 
-    public func saveIdentity(_ identity: IdentityRecord) async throws {
-        var list = identitiesByUser[identity.userID] ?? []
-        list.removeAll { $0.provider == identity.provider && $0.subject == identity.subject }
-        list.append(identity)
-        identitiesByUser[identity.userID] = list
-    }
-
     public func owner(ofIdentity provider: String, subject: String) async throws -> String? {
-        identityOwners["\(provider):\(subject)"]
-    }
-
-    public func claimIdentity(provider: String, subject: String, userID: String) async throws -> String {
-        let key = "\(provider):\(subject)"
-        if let owner = identityOwners[key] { return owner }
-        identityOwners[key] = userID
-        return userID
+        identityOwners[IdentityKey(provider: provider, subject: subject).field]
     }
 
     public func owner(ofEmail email: String) async throws -> String? { emailOwners[email] }
 
-    public func claimEmail(_ email: String, userID: String) async throws -> String {
-        if let owner = emailOwners[email] { return owner }
-        emailOwners[email] = userID
-        return userID
+    public func account(userID: String, sessionID: String?) async throws -> AccountSnapshot? {
+        snapshot(userID, sessionID: sessionID)
     }
 
-    public func releaseEmail(_ email: String, userID: String) async throws {
-        if emailOwners[email] == userID { emailOwners.removeValue(forKey: email) }
+    public func signInLookup(provider: String, subject: String, email: String?) async throws -> SignInLookup {
+        if let owner = identityOwners[IdentityKey(provider: provider, subject: subject).field] {
+            return SignInLookup(identityOwner: owner, emailHolder: nil, account: snapshot(owner, sessionID: nil))
+        }
+        guard let email, let holder = emailOwners[email] else { return SignInLookup(identityOwner: nil, emailHolder: nil, account: nil) }
+        return SignInLookup(identityOwner: nil, emailHolder: holder, account: snapshot(holder, sessionID: nil))
+    }
+
+    /// The same checks, in the same order, as the Redis commit script, within one actor turn.
+    public func commit(_ change: AccountChange) async throws -> AccountChangeOutcome {
+        let id = change.user.id
+        let fence = fences[id].flatMap { $0.expiresAt > Date() ? $0.token : nil }
+        if let fence, fence != change.fence { return .fenced }
+        guard stamp(of: id) == change.base else { return .stale }
+        for key in change.claimedIdentities {
+            if let owner = identityOwners[key.field], owner != id { return .identityTaken(owner: owner) }
+        }
+        if let email = change.claimedEmail, let holder = emailOwners[email], holder != id { return .emailTaken(holder: holder) }
+
+        if fence != nil { fences.removeValue(forKey: id) }
+        users[id] = change.user
+        nextUserVersion &+= 1
+        userVersions[id] = nextUserVersion
+        for identity in change.savedIdentities { store(identity) }
+        if let session = change.newSession {
+            sessionsByUser[id, default: [:]][session.record.id] = StoredSession(record: session.record, current: session.refreshTokenHash)
+        }
+        for key in change.claimedIdentities { identityOwners[key.field] = id }
+        if let email = change.claimedEmail { emailOwners[email] = id }
+        for key in change.removedIdentities { removeIdentity(key, of: id) }
+        if let email = change.releasedEmail, emailOwners[email] == id { emailOwners.removeValue(forKey: email) }
+        var ended: [String] = []
+        if change.endsAllSessions { ended = (sessionsByUser.removeValue(forKey: id) ?? [:]).keys.sorted() }
+        return .committed(endedSessions: ended)
+    }
+
+    public func fenceAccount(userID: String, token: String, lifetime: Duration) async throws -> Bool {
+        let now = Date()
+        if let held = fences[userID], held.expiresAt > now { return false }
+        fences[userID] = (token, now.addingTimeInterval(lifetime.inSeconds))
+        return true
+    }
+
+    public func updateIdentity(_ identity: IdentityRecord) async throws -> Bool {
+        let key = IdentityKey(provider: identity.provider, subject: identity.subject)
+        guard identitiesByUser[identity.userID]?.contains(where: { IdentityKey(provider: $0.provider, subject: $0.subject) == key }) == true
+        else { return false }
+        store(identity)
+        return true
     }
 
     public func listUsers(offset: Int, limit: Int) async throws -> (users: [UserRecord], total: Int) {
@@ -49,18 +78,44 @@ extension MemoryAuthStore {
     }
 
     public func deleteIdentity(provider: String, subject: String, userID: String) async throws {
-        identitiesByUser[userID]?.removeAll { $0.provider == provider && $0.subject == subject }
-        if identityOwners["\(provider):\(subject)"] == userID { identityOwners.removeValue(forKey: "\(provider):\(subject)") }
+        removeIdentity(IdentityKey(provider: provider, subject: subject), of: userID)
     }
 
     public func deleteUser(_ userID: String) async throws -> [String] {
         for identity in identitiesByUser[userID] ?? [] {
-            try await deleteIdentity(provider: identity.provider, subject: identity.subject, userID: userID)
+            removeIdentity(IdentityKey(provider: identity.provider, subject: identity.subject), of: userID)
         }
-        if let email = users[userID]?.email { try await releaseEmail(email, userID: userID) }
+        if let email = users[userID]?.email, emailOwners[email] == userID { emailOwners.removeValue(forKey: email) }
         let ended = Array((sessionsByUser.removeValue(forKey: userID) ?? [:]).keys).sorted()
         identitiesByUser.removeValue(forKey: userID)
         users.removeValue(forKey: userID)
+        userVersions.removeValue(forKey: userID)
+        fences.removeValue(forKey: userID)
         return ended
+    }
+
+    // MARK: helpers
+
+    /// The stamp of the user as stored now (nil when there is none).
+    func stamp(of userID: String) -> RecordStamp? {
+        userVersions[userID].map { RecordStamp(Array(String($0).utf8)) }
+    }
+
+    func snapshot(_ userID: String, sessionID: String?) -> AccountSnapshot? {
+        guard let user = users[userID], let stamp = stamp(of: userID) else { return nil }
+        let session = sessionID.flatMap { sessionsByUser[userID]?[$0]?.record }
+        return AccountSnapshot(user: user, stamp: stamp, identities: identitiesByUser[userID] ?? [], session: session)
+    }
+
+    private func store(_ identity: IdentityRecord) {
+        var list = identitiesByUser[identity.userID] ?? []
+        list.removeAll { $0.provider == identity.provider && $0.subject == identity.subject }
+        list.append(identity)
+        identitiesByUser[identity.userID] = list
+    }
+
+    private func removeIdentity(_ key: IdentityKey, of userID: String) {
+        identitiesByUser[userID]?.removeAll { $0.provider == key.provider && $0.subject == key.subject }
+        if identityOwners[key.field] == userID { identityOwners.removeValue(forKey: key.field) }
     }
 }

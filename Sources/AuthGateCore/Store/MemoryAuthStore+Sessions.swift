@@ -28,7 +28,17 @@ extension MemoryAuthStore {
     }
 
     /// The same rules as the Redis script (`RedisAuthStore+Sessions.swift`), under the actor.
-    public func rotateRefreshToken(_ rotation: RefreshRotation) async throws -> RefreshRotationOutcome {
+    public func rotateRefreshToken(_ rotation: RefreshRotation) async throws -> (outcome: RefreshRotationOutcome, account: AccountSnapshot?) {
+        let outcome = rotate(rotation)
+        switch outcome {
+        case .rotated, .reusedWithinInterval: return (outcome, snapshot(rotation.userID, sessionID: rotation.sessionID))
+        default: return (outcome, nil)
+        }
+    }
+
+    private func rotate(_ rotation: RefreshRotation) -> RefreshRotationOutcome {
+        guard let user = users[rotation.userID] else { return .notFound }
+        guard !user.isBanned(at: rotation.now) else { return .userBanned }
         guard var stored = sessionsByUser[rotation.userID]?[rotation.sessionID] else { return .notFound }
         let now = rotation.now
         func revoke() { sessionsByUser[rotation.userID]?.removeValue(forKey: rotation.sessionID) }

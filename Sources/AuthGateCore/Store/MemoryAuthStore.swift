@@ -27,6 +27,11 @@ public actor MemoryAuthStore: AuthStore {
     private var counters: [String: (value: Int, expiresAt: Date)] = [:]
     private var insertsSinceSweep = 0
     var users: [String: UserRecord] = [:]
+    /// The version each user record was last written at (its ``RecordStamp``), from one counter.
+    var userVersions: [String: UInt64] = [:]
+    var nextUserVersion: UInt64 = 0
+    /// Operators' fences on accounts (token, expiry).
+    var fences: [String: (token: String, expiresAt: Date)] = [:]
     var identitiesByUser: [String: [IdentityRecord]] = [:]
     var identityOwners: [String: String] = [:]
     var emailOwners: [String: String] = [:]

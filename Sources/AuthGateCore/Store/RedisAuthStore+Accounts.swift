@@ -10,48 +10,105 @@ import RedisBridge
 extension RedisAuthStore {
     public func user(id: String) async throws -> UserRecord? {
         guard case .bulkString(let buffer) = try await run(RedisCommand("GET", .string(keys.user(id)))) else { return nil }
-        return try Self.decode(UserRecord.self, Array(buffer.readableBytesView))
-    }
-
-    public func saveUser(_ user: UserRecord) async throws {
-        try await run(RedisCommand("SET", .string(keys.user(user.id)), .string(try Self.encode(user))))
-        try await run(RedisCommand("ZADD", .string(keys.users), "NX", .integer(Self.milliseconds(user.createdAt)), .string(user.id)))
+        return try StoredRecordCoding.decodeUser(buffer.readableBytesView)
     }
 
     public func identities(ofUser userID: String) async throws -> [IdentityRecord] {
-        let reply = try await run(RedisCommand("HVALS", .string(keys.identities(userID))))
-        return try (reply.array ?? []).compactMap { value in
-            guard case .bulkString(let buffer) = value else { return nil }
-            return try Self.decode(IdentityRecord.self, Array(buffer.readableBytesView))
-        }.sorted { $0.createdAt < $1.createdAt }
-    }
-
-    public func saveIdentity(_ identity: IdentityRecord) async throws {
-        try await run(
-            RedisCommand(
-                "HSET", .string(keys.identities(identity.userID)), .string("\(identity.provider):\(identity.subject)"),
-                .string(try Self.encode(identity)))
-        )
+        try Self.identities(from: try await run(RedisCommand("HVALS", .string(keys.identities(userID)))))
     }
 
     public func owner(ofIdentity provider: String, subject: String) async throws -> String? {
         try await run(RedisCommand("GET", .string(keys.identityIndex(provider, subject)))).string
     }
 
-    public func claimIdentity(provider: String, subject: String, userID: String) async throws -> String {
-        try await claim(keys.identityIndex(provider, subject), for: userID)
-    }
-
     public func owner(ofEmail email: String) async throws -> String? {
         try await run(RedisCommand("GET", .string(keys.emailIndex(email)))).string
     }
 
-    public func claimEmail(_ email: String, userID: String) async throws -> String {
-        try await claim(keys.emailIndex(email), for: userID)
+    public func account(userID: String, sessionID: String?) async throws -> AccountSnapshot? {
+        let reply = try await run(
+            RedisAccountScripts.account, keys: [keys.user(userID), keys.identities(userID)],
+            arguments: [.string(keyPrefix), .string(userID), .string(sessionID ?? "")]
+        )
+        return try Self.account(from: reply)
     }
 
-    public func releaseEmail(_ email: String, userID: String) async throws {
-        try await run(Self.deleteIfOwnedScript, keys: [keys.emailIndex(email)], arguments: [.string(userID)])
+    public func signInLookup(provider: String, subject: String, email: String?) async throws -> SignInLookup {
+        var lookupKeys = [keys.identityIndex(provider, subject)]
+        if let email { lookupKeys.append(keys.emailIndex(email)) }
+        let reply = try await run(RedisAccountScripts.signInLookup, keys: lookupKeys, arguments: [.string(keyPrefix)])
+        let fields = reply.array ?? []
+        switch fields.first?.string {
+        case "identity" where fields.count == 3:
+            return SignInLookup(identityOwner: fields[1].string, emailHolder: nil, account: try Self.account(from: fields[2]))
+        case "email" where fields.count == 3:
+            return SignInLookup(identityOwner: nil, emailHolder: fields[1].string, account: try Self.account(from: fields[2]))
+        case "none":
+            return SignInLookup(identityOwner: nil, emailHolder: nil, account: nil)
+        default:
+            throw AuthGateError(.storeCorrupt, "the sign-in lookup script answered \(reply)")
+        }
+    }
+
+    public func commit(_ change: AccountChange) async throws -> AccountChangeOutcome {
+        let user = change.user
+        var arguments: [RedisArgument] = [.string(keyPrefix), .string(user.id)]
+        if let base = change.base {
+            arguments += ["1", .bytes(ByteBuffer(bytes: base.bytes))]
+        } else {
+            arguments += ["0", ""]
+        }
+        arguments += [
+            .bytes(ByteBuffer(bytes: StoredRecordCoding.encode(user))), .integer(Self.milliseconds(user.createdAt)), .string(change.fence ?? "")
+        ]
+        for key in change.claimedIdentities { arguments += ["claim", .string(key.field)] }
+        if let email = change.claimedEmail { arguments += ["email", .string(email)] }
+        for identity in change.savedIdentities {
+            arguments += [
+                "save", .string(IdentityKey(provider: identity.provider, subject: identity.subject).field),
+                .bytes(ByteBuffer(bytes: StoredRecordCoding.encode(identity)))
+            ]
+        }
+        if let session = change.newSession {
+            arguments += [
+                "session", .string(session.record.id), .bytes(ByteBuffer(bytes: StoredRecordCoding.encode(session.record))),
+                .string(session.refreshTokenHash), .integer(Self.milliseconds(session.record.createdAt))
+            ]
+        }
+        for key in change.removedIdentities { arguments += ["drop", .string(key.field)] }
+        if let email = change.releasedEmail { arguments += ["release", .string(email)] }
+        if change.endsAllSessions { arguments.append("endall") }
+
+        let reply = try await run(
+            RedisAccountScripts.commit, keys: [keys.user(user.id), keys.identities(user.id), keys.users, keys.fence(user.id)],
+            arguments: arguments
+        )
+        let fields = reply.array ?? []
+        switch fields.first?.string {
+        case "ok": return .committed(endedSessions: fields.dropFirst().compactMap(\.string))
+        case "stale": return .stale
+        case "fenced": return .fenced
+        case "identity_taken" where fields.count == 2: return .identityTaken(owner: fields[1].string ?? "")
+        case "email_taken" where fields.count == 2: return .emailTaken(holder: fields[1].string ?? "")
+        default: throw AuthGateError(.storeCorrupt, "the account change script answered \(reply)")
+        }
+    }
+
+    public func fenceAccount(userID: String, token: String, lifetime: Duration) async throws -> Bool {
+        let reply = try await run(
+            RedisCommand("SET", .string(keys.fence(userID)), .string(token), "PX", .integer(max(1, Self.milliseconds(lifetime))), "NX"))
+        return !reply.isNull
+    }
+
+    public func updateIdentity(_ identity: IdentityRecord) async throws -> Bool {
+        let reply = try await run(
+            RedisAccountScripts.updateIdentity, keys: [keys.identities(identity.userID)],
+            arguments: [
+                .string(keyPrefix), .string(IdentityKey(provider: identity.provider, subject: identity.subject).field),
+                .bytes(ByteBuffer(bytes: StoredRecordCoding.encode(identity)))
+            ]
+        )
+        return reply.int == 1
     }
 
     public func listUsers(offset: Int, limit: Int) async throws -> (users: [UserRecord], total: Int) {
@@ -68,51 +125,46 @@ extension RedisAuthStore {
     }
 
     public func deleteIdentity(provider: String, subject: String, userID: String) async throws {
-        try await run(RedisCommand("HDEL", .string(keys.identities(userID)), .string("\(provider):\(subject)")))
-        try await run(Self.deleteIfOwnedScript, keys: [keys.identityIndex(provider, subject)], arguments: [.string(userID)])
+        try await run(
+            RedisAccountScripts.deleteIdentity, keys: [keys.identities(userID), keys.identityIndex(provider, subject)],
+            arguments: [.string(keyPrefix), .string(userID), .string(IdentityKey(provider: provider, subject: subject).field)]
+        )
     }
 
     public func deleteUser(_ userID: String) async throws -> [String] {
-        for identity in try await identities(ofUser: userID) {
-            try await deleteIdentity(provider: identity.provider, subject: identity.subject, userID: userID)
-        }
-        if let email = try await user(id: userID)?.email {
-            try await releaseEmail(email, userID: userID)
-        }
-        let sessionIDs = try await sessions(ofUser: userID).map(\.id)
-        let ended = try await deleteSessions(userID: userID, sessionIDs: sessionIDs)
-        try await run(RedisCommand("DEL", .string(keys.user(userID)), .string(keys.identities(userID)), .string(keys.sessions(userID))))
-        try await run(RedisCommand("ZREM", .string(keys.users), .string(userID)))
-        return ended
+        let reply = try await run(
+            RedisAccountScripts.deleteUser, keys: [keys.user(userID), keys.identities(userID), keys.sessions(userID), keys.users],
+            arguments: [.string(keyPrefix), .string(userID)]
+        )
+        return reply.array?.compactMap(\.string) ?? []
     }
 
-    /// Deletes KEYS[1] only while it holds ARGV[1] (an index entry pointing at the user removed).
-    static let deleteIfOwnedScript = RedisScript(
-        """
-        if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-        return 0
-        """
-    )
+    // MARK: replies
 
-    /// `SET key userID NX GET`: one round trip that either claims the key or reads its owner.
-    private func claim(_ key: String, for userID: String) async throws -> String {
-        let previous = try await run(RedisCommand("SET", .string(key), .string(userID), "NX", "GET"))
-        return previous.string ?? userID
-    }
-
-    static func encode(_ value: some Encodable) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .millisecondsSince1970
-        return String(decoding: try encoder.encode(value), as: UTF8.self)
-    }
-
-    static func decode<Value: Decodable>(_ type: Value.Type, _ bytes: [UInt8]) throws -> Value {
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .millisecondsSince1970
-        do {
-            return try decoder.decode(type, from: Data(bytes))
-        } catch {
-            throw AuthGateError(.storeCorrupt, "a stored \(type) does not decode: \(error)")
+    /// An account from the scripts' `{user, identities, session record, refreshed ms}` reply
+    /// (nil reply: no such user).
+    static func account(from reply: RESPValue) throws -> AccountSnapshot? {
+        if reply.isNull { return nil }
+        guard let fields = reply.array, fields.count == 4, case .bulkString(let userBytes) = fields[0] else {
+            throw AuthGateError(.storeCorrupt, "an account reply has the wrong shape")
         }
+        let stored = Array(userBytes.readableBytesView)
+        var session: SessionRecord?
+        if case .bulkString(let sessionBytes) = fields[2] {
+            session = try StoredRecordCoding.decodeSession(sessionBytes.readableBytesView)
+            if let refreshed = fields[3].int { session?.refreshedAt = Date(timeIntervalSince1970: Double(refreshed) / 1000) }
+        }
+        return AccountSnapshot(
+            user: try StoredRecordCoding.decodeUser(stored), stamp: RecordStamp(stored), identities: try identities(from: fields[1]),
+            session: session
+        )
+    }
+
+    /// Identity records from an `HVALS` reply, oldest first.
+    static func identities(from reply: RESPValue) throws -> [IdentityRecord] {
+        try (reply.array ?? []).compactMap { value in
+            guard case .bulkString(let buffer) = value else { return nil }
+            return try StoredRecordCoding.decodeIdentity(buffer.readableBytesView)
+        }.sorted { $0.createdAt < $1.createdAt }
     }
 }

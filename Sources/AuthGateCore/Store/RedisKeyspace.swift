@@ -5,6 +5,8 @@ struct RedisKeyspace: Sendable {
 
     func user(_ userID: String) -> String { "\(prefix){u:\(userID)}:user" }
     func identities(_ userID: String) -> String { "\(prefix){u:\(userID)}:identities" }
+    /// An operator's fence on the account (see ``AuthStore/fenceAccount(userID:token:lifetime:)``).
+    func fence(_ userID: String) -> String { "\(prefix){u:\(userID)}:fence" }
     func sessions(_ userID: String) -> String { "\(prefix){u:\(userID)}:sessions" }
     func session(_ userID: String, _ sessionID: String) -> String { "\(prefix){u:\(userID)}:s:\(sessionID)" }
     func identityIndex(_ provider: String, _ subject: String) -> String { "\(prefix)idn:\(provider):\(subject)" }

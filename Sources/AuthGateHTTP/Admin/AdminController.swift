@@ -95,19 +95,23 @@ public struct AdminController: Sendable {
             banLength = duration
         }
         if body.userMetadata != nil || body.appMetadata != nil {
-            for (key, value) in body.userMetadata ?? [:] {
-                if value == .null { user.userMetadata.removeValue(forKey: key) } else { user.userMetadata[key] = value }
-            }
-            for (key, value) in body.appMetadata ?? [:] {
-                if value == .null { user.appMetadata.removeValue(forKey: key) } else { user.appMetadata[key] = value }
-            }
             do {
-                try MetadataLimit.check(user.userMetadata, limit: users.maxUserMetadata, name: "user_metadata")
-                try MetadataLimit.check(user.appMetadata, limit: users.maxAppMetadata, name: "app_metadata")
-            } catch let error as AuthGateError {
+                // Applied to the stored user inside a compare-and-set, so nothing that lands
+                // meanwhile (a ban, a sign-in) is overwritten.
+                user =
+                    try await admin.updateUser(user.id, now: now) { stored in
+                        for (key, value) in body.userMetadata ?? [:] {
+                            if value == .null { stored.userMetadata.removeValue(forKey: key) } else { stored.userMetadata[key] = value }
+                        }
+                        for (key, value) in body.appMetadata ?? [:] {
+                            if value == .null { stored.appMetadata.removeValue(forKey: key) } else { stored.appMetadata[key] = value }
+                        }
+                        try MetadataLimit.check(stored.userMetadata, limit: users.maxUserMetadata, name: "user_metadata")
+                        try MetadataLimit.check(stored.appMetadata, limit: users.maxAppMetadata, name: "app_metadata")
+                    } ?? user
+            } catch let error as AuthGateError where error.code == .validationFailed {
                 throw ErrorMapping.clientError(for: error, in: .authenticated)
             }
-            user = try await admin.saveMetadata(of: user, now: now)
         }
         if let banDuration = body.banDuration {
             if banDuration == "none" {

@@ -21,7 +21,13 @@ public final class RedisClient: Service, Sendable {
     private let slots: [RedisConnectionSlot]
     private let nextSlot = Atomic<Int>(0)
     private let isShutDown = Atomic<Bool>(false)
+    private let sent = Atomic<Int>(0)
     private let logger: Logger
+
+    /// How many commands this client has sent through ``send(_:timeout:)`` and
+    /// ``sendReturningErrorReplies(_:timeout:)`` (scripts' `NOSCRIPT` reloads included). A caller
+    /// that awaits each reply makes one round trip per command: how tests and benchmarks count them.
+    public var commandsSent: Int { sent.load(ordering: .relaxed) }
 
     /// Creates a client; connections are opened on first use.
     /// - Parameters:
@@ -48,12 +54,14 @@ public final class RedisClient: Service, Sendable {
     /// - Throws: ``RedisError``; an error reply becomes ``RedisError/Code/serverError``.
     @discardableResult
     public func send(_ command: RedisCommand, timeout: TimeAmount? = nil) async throws -> RESPValue {
-        try await connection().send(command, timeout: timeout)
+        sent.wrappingAdd(1, ordering: .relaxed)
+        return try await connection().send(command, timeout: timeout)
     }
 
     /// Like ``send(_:timeout:)`` but returns error replies as values (for `MULTI`/`EXEC` style callers).
     public func sendReturningErrorReplies(_ command: RedisCommand, timeout: TimeAmount? = nil) async throws -> RESPValue {
-        try await connection().sendReturningErrorReplies(command, timeout: timeout)
+        sent.wrappingAdd(1, ordering: .relaxed)
+        return try await connection().sendReturningErrorReplies(command, timeout: timeout)
     }
 
     /// A pooled connection for a caller that sends several commands on the same socket in order.

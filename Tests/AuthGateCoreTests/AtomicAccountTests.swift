@@ -1,0 +1,199 @@
+import AuthGateTestSupport
+import Foundation
+import RedisBridge
+import Synchronization
+import Testing
+
+@testable import AuthGateCore
+
+/// Issue 14: a sign-in's writes are one atomic commit, round trips are few, and a ban, a deletion
+/// or a sign-out racing a write is never lost.
+@Suite("Atomic account writes, memory and Redis stores", .timeLimit(.minutes(3)))
+struct AtomicAccountTests: AccountsTesting {
+    typealias StoreKind = TestStoreKind
+
+    private func accessToken(_ service: AccountService, subject: String) async throws -> (IssuedSession, String) {
+        let issued = try await service.signInWithIDToken(
+            provider: "fake", idToken: idToken(subject: subject, email: "\(subject)@example.com"), rawNonce: nil, linkingTo: nil, now: Date())
+        return (issued, issued.accessToken)
+    }
+
+    @Test("Redis round trips: sign-in 3 (replay claim, lookup, commit) for a new and a returning user, refresh 1, GET /user 1")
+    func roundTrips() async throws {
+        try await withService(.redis) { service, store in
+            let redis = try #require((store as? RedisAuthStore)?.redis)
+            // Warm-up: every script loaded once (a first EVALSHA costs a NOSCRIPT and a SCRIPT LOAD).
+            let (warm, warmToken) = try await accessToken(service, subject: "warm")
+            _ = try await service.refresh(warm.refreshToken, now: Date())
+            _ = try await service.profile(of: try await service.authenticate(bearer: warmToken, now: Date()))
+
+            func count(_ body: () async throws -> Void) async throws -> Int {
+                let before = redis.commandsSent
+                try await body()
+                return redis.commandsSent - before
+            }
+            var issued: IssuedSession?
+            let newUser = try await count { issued = try await accessToken(service, subject: "rt-new").0 }
+            let returning = try await count { _ = try await accessToken(service, subject: "rt-new") }
+            let session = try #require(issued)
+            let refresh = try await count { _ = try await service.refresh(session.refreshToken, now: Date()) }
+            let getUser = try await count {
+                _ = try await service.profile(of: try await service.authenticate(bearer: session.accessToken, now: Date()))
+            }
+            #expect(newUser == 3, "a new user's sign-in took \(newUser) round trips")
+            #expect(returning == 3, "a returning user's sign-in took \(returning) round trips")
+            #expect(refresh == 1, "a refresh took \(refresh) round trips")
+            #expect(getUser == 1, "GET /user took \(getUser) round trips")
+        }
+    }
+
+    @Test("a ban or a soft delete that lands after the caller was authenticated is not overwritten by its PUT /user", arguments: StoreKind.allCases)
+    func writeAfterBan(kind: StoreKind) async throws {
+        try await withService(kind) { service, store in
+            let admin = AdminService(store: store, logger: accountsTestLogger)
+            for soft in [false, true] {
+                let subject = soft ? "late-delete" : "late-ban"
+                let (issued, token) = try await accessToken(service, subject: subject)
+                let caller = try await service.authenticate(bearer: token, now: Date())
+                if soft {
+                    #expect(try await admin.deleteUser(issued.user.id, soft: true, now: Date()))
+                } else {
+                    _ = try await admin.ban(issued.user.id, until: Date().addingTimeInterval(3600), now: Date())
+                }
+                let refused = await code {
+                    _ = try await service.updateMetadata(of: caller, data: ["nickname": "late"], limit: 65_536, now: Date())
+                }
+                #expect(refused == .sessionNotFound, "the ban ended the caller's session")
+                let stored = try #require(try await store.user(id: issued.user.id))
+                #expect(stored.userMetadata["nickname"] == nil)
+                if soft {
+                    #expect(stored.deletedAt != nil && stored.email == nil)
+                } else {
+                    #expect(stored.bannedUntil != nil)
+                }
+                let again = await code { _ = try await accessToken(service, subject: subject) }
+                #expect(again == (soft ? nil : .userBanned), "a soft-deleted user's identity signs in as a new user; a banned one is refused")
+            }
+        }
+    }
+
+    @Test("2,000 PUT /user racing a ban and a soft delete: the ban and the deletion always survive", arguments: StoreKind.allCases)
+    func putRacingBan(kind: StoreKind) async throws {
+        try await withService(kind) { service, store in
+            let admin = AdminService(store: store, logger: accountsTestLogger)
+            for soft in [false, true] {
+                let (issued, token) = try await accessToken(service, subject: soft ? "race-delete" : "race-ban")
+                let userID = issued.user.id
+                let done = Counter()
+                let written = Counter()
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for worker in 0..<8 {
+                        group.addTask {
+                            for round in 0..<250 {
+                                defer { done.add() }
+                                do {
+                                    let caller = try await service.authenticate(bearer: token, now: Date())
+                                    _ = try await service.updateMetadata(
+                                        of: caller, data: ["w\(worker)": .integer(Int64(round))], limit: 65_536, now: Date())
+                                    written.add()
+                                } catch let error as AuthGateError
+                                    where [.userBanned, .sessionNotFound, .userNotFound].contains(error.code)
+                                {
+                                    continue
+                                } catch let error as AuthGateError where error.code == .storeUnavailable {
+                                    // Eight writers on one account: a PUT that lost 16 races in a
+                                    // row answers 503 (nothing written); the client retries.
+                                    continue
+                                }
+                            }
+                        }
+                    }
+                    group.addTask {
+                        // The ban lands while the writers are in full swing; the operator's fence
+                        // holds them off, so it cannot be starved (an error here fails the test).
+                        try await waitUntil("200 updates were made", deadline: .seconds(60)) { done.value >= 200 }
+                        if soft {
+                            _ = try await admin.deleteUser(userID, soft: true, now: Date())
+                        } else {
+                            _ = try await admin.ban(userID, until: Date().addingTimeInterval(3600), now: Date())
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+                #expect(done.value == 2000)
+                #expect(written.value >= 100, "the writers were running when the ban landed")
+                let stored = try #require(try await store.user(id: userID))
+                if soft {
+                    #expect(stored.deletedAt != nil, "the soft delete survived every racing update")
+                    #expect(try await store.identities(ofUser: userID).isEmpty)
+                } else {
+                    #expect(stored.bannedUntil != nil, "the ban survived every racing update")
+                }
+                #expect(try await store.sessions(ofUser: userID).isEmpty)
+                await #expect(throws: AuthGateError.self) { _ = try await service.authenticate(bearer: token, now: Date()) }
+            }
+        }
+    }
+
+    @Test("a refused link changes nothing, and a link commits the identity, the email and the session at once", arguments: StoreKind.allCases)
+    func linkIsAtomic(kind: StoreKind) async throws {
+        try await withService(kind) { service, store in
+            let anonymous = try await service.signUpAnonymously(data: [:], now: Date())
+            let caller = try await service.authenticate(bearer: anonymous.accessToken, now: Date())
+            // Someone else holds the email: the link is refused and nothing of it is written.
+            _ = try await accessToken(service, subject: "holder")
+            let taken = await code {
+                _ = try await service.signInWithIDToken(
+                    provider: "fake", idToken: idToken(subject: "upgrade", email: "holder@example.com"), rawNonce: nil, linkingTo: caller,
+                    now: Date())
+            }
+            #expect(taken == .emailExists)
+            #expect(try await store.owner(ofIdentity: "fake", subject: "upgrade") == nil)
+            #expect(try await store.identities(ofUser: anonymous.user.id).isEmpty)
+
+            let linked = try await service.signInWithIDToken(
+                provider: "fake", idToken: idToken(subject: "upgrade", email: "upgrade@example.com"), rawNonce: nil, linkingTo: caller,
+                now: Date())
+            #expect(linked.user.id == anonymous.user.id && !linked.user.isAnonymous)
+            #expect(try await store.owner(ofIdentity: "fake", subject: "upgrade") == anonymous.user.id)
+            #expect(try await store.owner(ofEmail: "upgrade@example.com") == anonymous.user.id)
+            #expect(try await store.session(userID: anonymous.user.id, sessionID: linked.session.id) != nil)
+            #expect(try await store.owner(ofSession: linked.session.id) == anonymous.user.id)
+        }
+    }
+
+    @Test("stored records written by the Codable encoder of earlier versions still read back")
+    func earlierRecordsRead() throws {
+        let user = try StoredRecordCoding.decodeUser(
+            Array(
+                #"{"id":"u","aud":"authenticated","role":"authenticated","appMetadata":{},"userMetadata":{"a":1},"isAnonymous":false,"#
+                    .utf8)
+                + Array(#""createdAt":1790000000123.456,"updatedAt":1790000000123,"bannedUntil":1790000360000}"#.utf8))
+        #expect(user.userMetadata["a"] == .integer(1) && user.bannedUntil == Date(timeIntervalSince1970: 1_790_000_360))
+        #expect(abs(user.createdAt.timeIntervalSince1970 - 1_790_000_000.123456) < 0.000_001)
+        #expect(try StoredRecordCoding.decodeUser(StoredRecordCoding.encode(user)) == Self.rounded(user))
+        #expect(throws: AuthGateError.self) { try StoredRecordCoding.decodeUser(Array(#"{"id":"u"}"#.utf8)) }
+        #expect(throws: AuthGateError.self) {
+            try StoredRecordCoding.decodeUser(
+                Array(#"{"id":"u","aud":"a","role":"r","appMetadata":{},"userMetadata":{},"#.utf8)
+                    + Array(#""isAnonymous":false,"createdAt":1e300,"updatedAt":0}"#.utf8))
+        }
+    }
+
+    /// A count shared by concurrent tasks.
+    private final class Counter: Sendable {
+        private let count = Atomic<Int>(0)
+        var value: Int { count.load(ordering: .relaxed) }
+        func add() { count.wrappingAdd(1, ordering: .relaxed) }
+    }
+
+    /// `user` as it reads back: dates to the millisecond.
+    private static func rounded(_ user: UserRecord) -> UserRecord {
+        var copy = user
+        func ms(_ date: Date) -> Date { Date(timeIntervalSince1970: Double(date.unixMilliseconds) / 1000) }
+        copy.createdAt = ms(user.createdAt)
+        copy.updatedAt = ms(user.updatedAt)
+        copy.bannedUntil = user.bannedUntil.map(ms)
+        return copy
+    }
+}
