@@ -57,11 +57,15 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-quarantine_size_mb=16:detect_leaks=0:abort_
 export SWIFT_BACKTRACE="enable=no"
 
 summary=()
+# Logs of runs older than a week go (each run writes its own).
+find Fuzz/.build/logs -name '*.log' -mtime +7 -delete 2>/dev/null || true
 for target in "${targets[@]}"; do
     seeds="Fuzz/Corpus/$target"
     corpus="Fuzz/.build/corpus/$target"
     artifacts="Fuzz/.build/artifacts/$target/"
-    log="Fuzz/.build/logs/$target.log"
+    # One log per run (process id): two runs at once (a long run beside `make test`) would
+    # otherwise write into one file and lose the summary.
+    log="Fuzz/.build/logs/$target.$$.log"
     mkdir -p "$corpus" "$artifacts" "$(dirname "$log")"
     [ -d "$seeds" ] || { echo "error: no seed corpus at $seeds" >&2; exit 1; }
     echo "== $target (${FUZZ_RUNS:+$FUZZ_RUNS runs}${FUZZ_RUNS:+}$([ -z "${FUZZ_RUNS:-}" ] && echo "$seconds s"))"

@@ -45,6 +45,29 @@ struct AccessTokenTests {
         #expect(verified == claims(now: Date(timeIntervalSince1970: Double(verified.iat))))
     }
 
+    @Test("the direct claims reader agrees with the Codable one: same claims, same refusals")
+    func claimsReaderAgrees() throws {
+        let base = #""iss":"i","sub":"s","aud":"a","exp":2,"iat":1,"role":"authenticated""#
+        let payloads = [
+            "{\(base)}",
+            #"{"# + base + #","email":"e@x","phone":null,"app_metadata":{"provider":"apple"},"user_metadata":{"n":[1,2.5,"x"]},"#
+                + #""aal":"aal1","amr":[{"method":"oauth","timestamp":7}],"session_id":"x","is_anonymous":true}"#,
+            "{\(base),\"session_id\":null,\"amr\":null}",
+            #"{"iss":"i","sub":"s","aud":"a","exp":"2","iat":1,"role":"r"}"#,
+            #"{"iss":"i","sub":"s","aud":["a"],"exp":2,"iat":1,"role":"r"}"#,
+            #"{"iss":"i","sub":"s","aud":"a","exp":2,"iat":1}"#,
+            "{\(base),\"is_anonymous\":\"true\"}",
+            "{\(base),\"amr\":[{\"method\":\"oauth\"}]}",
+            "{\(base),\"user_metadata\":[]}"
+        ]
+        for payload in payloads {
+            let codable = try? JSONDecoder().decode(AccessTokenClaims.self, from: Data(payload.utf8))
+            let members = try #require(try JSONValue.parse(Array(payload.utf8)).objectValue)
+            let direct = try? AccessTokenClaims(json: members)
+            #expect(codable == direct, "\(payload)")
+        }
+    }
+
     @Test("tampered, expired, foreign-issuer, wrong-audience and unknown-kid tokens are refused")
     func refusals() throws {
         let signingKey = try SigningKey.generate(kid: "k1", algorithm: .es256)

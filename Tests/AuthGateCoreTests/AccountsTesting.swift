@@ -14,9 +14,10 @@ protocol AccountsTesting {}
 extension AccountsTesting {
     /// A service over a fresh store and a file-backed fake provider named `fake` (issuer
     /// `https://fake.example`), with anonymous sign-in on.
-    func withService(_ kind: TestStoreKind, reuse: String = "10s", extra: String = "", _ body: (AccountService, any AuthStore) async throws -> Void)
-        async throws
-    {
+    func withService(
+        _ kind: TestStoreKind, reuse: String = "10s", extra: String = "", keys: SigningKeys? = nil,
+        _ body: (AccountService, any AuthStore) async throws -> Void
+    ) async throws {
         let jwks = FileManager.default.temporaryDirectory.appendingPathComponent("jwks-\(UUID().uuidString).json")
         try FakeProvider.jwks(FakeProvider.sharedKeys).write(to: jwks, atomically: true, encoding: .utf8)
         let configuration = try AuthGateConfiguration.parse(
@@ -29,11 +30,11 @@ extension AccountsTesting {
             baseDirectory: "",
             environment: [:]
         )
-        let keyRing = try SigningKeyRing.load(configuration.tokens, allowGenerated: true)
+        let signingKeys = try keys ?? SigningKeys(SigningKeyRing.load(configuration.tokens, allowGenerated: true))
         let registry = IdentityVerifierRegistry(providers: configuration.providers, fetcher: UnusedFetcher(), logger: accountsTestLogger)
         func make(_ store: any AuthStore) -> AccountService {
             AccountService(
-                store: store, tokens: configuration.tokens, keyRing: keyRing,
+                store: store, tokens: configuration.tokens, keys: signingKeys,
                 idTokens: IDTokenSignInVerifier(
                     registry: registry, replayGuard: ReplayGuard(store: store, configuration: configuration.replay),
                     nonces: ServerNonceIssuer(store: store, lifetime: .seconds(60))

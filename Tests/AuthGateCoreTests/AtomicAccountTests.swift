@@ -162,6 +162,20 @@ struct AtomicAccountTests: AccountsTesting {
         }
     }
 
+    @Test("a verified bearer token is remembered, and forgotten when the signing keys change")
+    func verifiedTokensForgottenOnKeyChange() async throws {
+        let configuration = try AuthGateConfiguration.parse(yaml: "", baseDirectory: "", environment: [:])
+        let keys = SigningKeys(try SigningKeyRing.load(configuration.tokens, allowGenerated: true))
+        try await withService(.memory, keys: keys) { service, _ in
+            let (_, token) = try await accessToken(service, subject: "cached")
+            _ = try await service.authenticate(bearer: token, now: Date())
+            _ = try await service.authenticate(bearer: token, now: Date())  // from the cache
+            keys.replace(with: try SigningKeyRing.load(configuration.tokens, allowGenerated: true))  // a new key; the old one is gone
+            let refused = await code { _ = try await service.authenticate(bearer: token, now: Date()) }
+            #expect(refused == .badJWT, "a token of a removed key is refused at once, cached or not")
+        }
+    }
+
     @Test("stored records written by the Codable encoder of earlier versions still read back")
     func earlierRecordsRead() throws {
         let user = try StoredRecordCoding.decodeUser(

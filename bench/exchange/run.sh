@@ -7,13 +7,21 @@
 # `openssl speed` on the same core. The gateway (release build) is pinned to core 0; Redis and the
 # load generator (keep-alive HTTP/1.1, CONCURRENCY connections) to core 1.
 #
-# Reproduce: bench/exchange/run.sh [tokens] [concurrency]
-# Profile:   PROFILE=1 bench/exchange/run.sh   (perf samples the gateway; top symbols are printed)
+# Then, on the same gateway: a returning user's sign-in (a second token for each subject), refresh
+# (each session refreshed ROUNDS times in a chain) and GET /auth/v1/user (REQUESTS requests with
+# the sessions' access tokens). Each row prints how busy the gateway's core was (its CPU time over
+# the phase's wall time): well under 100% means the load generator, not the gateway, set the pace.
+#
+# Reproduce: bench/exchange/run.sh [tokens] [concurrency]     (ROUNDS=3 REQUESTS=100000 by default)
+# Profile:   PROFILE=1 bench/exchange/run.sh   (perf samples the gateway; top symbols are printed;
+#            PROFILE_ALL=1 as well to profile every phase, not only new users' sign-ins)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 COUNT="${1:-20000}"
 CONCURRENCY="${2:-64}"
+ROUNDS="${ROUNDS:-3}"
+REQUESTS="${REQUESTS:-100000}"
 scripts/install-deps.sh libhiredis-dev redis-server redis-tools util-linux openssl bc >/dev/null
 swift build -c release --product authgate >/dev/null
 swift build -c release --product ExchangeBench >/dev/null
@@ -45,8 +53,30 @@ gateway_pid=$!
 pids+=($gateway_pid)
 until curl -fs "http://127.0.0.1:$gateway_port/readyz" >/dev/null 2>&1; do sleep 0.05; done
 
-result="$(taskset -c 1 .build/release/ExchangeBench run "http://127.0.0.1:$gateway_port" "$work/tokens.txt" "$CONCURRENCY")"
-IFS=, read -r rate p50 p99 errors <<<"$result"
+ticks_per_second="$(getconf CLK_TCK)"
+# The gateway's CPU time so far, in clock ticks (utime + stime of /proc/<pid>/stat).
+gateway_ticks() { awk '{print $14 + $15}' "/proc/$gateway_pid/stat"; }
+# phase NAME COMMAND...: runs the load generator on core 1; sets NAME_rate, _p50, _p99, _errors, _busy.
+phase() {
+    local name="$1"; shift
+    local before started result rate p50 p99 errors ended after
+    before="$(gateway_ticks)"; started="$(date +%s.%N)"
+    result="$(taskset -c 1 "$@")"
+    ended="$(date +%s.%N)"; after="$(gateway_ticks)"
+    IFS=, read -r rate p50 p99 errors <<<"$result"
+    printf -v "${name}_rate" '%s' "$rate"; printf -v "${name}_p50" '%s' "$p50"; printf -v "${name}_p99" '%s' "$p99"
+    printf -v "${name}_errors" '%s' "$errors"
+    printf -v "${name}_busy" '%.0f' "$(echo "100 * ($after - $before) / $ticks_per_second / ($ended - $started)" | bc -l)"
+}
+bench=.build/release/ExchangeBench
+base="http://127.0.0.1:$gateway_port"
+phase new "$bench" run "$base" "$work/tokens.txt" "$CONCURRENCY" "$work/sessions.txt"
+rate="$new_rate" p50="$new_p50" p99="$new_p99" errors="$new_errors"
+if [ "${PROFILE:-0}" != "1" ] || [ -n "${PROFILE_ALL:-}" ]; then
+    phase returning "$bench" run "$base" "$work/returning.txt" "$CONCURRENCY"
+    phase refresh "$bench" refresh "$base" "$work/sessions.txt" "$CONCURRENCY" "$ROUNDS"
+    phase user "$bench" user "$base" "$work/sessions.txt" "$CONCURRENCY" "$REQUESTS"
+fi
 if [ "${PROFILE:-0}" = "1" ]; then
     kill -INT "$gateway_pid"; wait "$gateway_pid" 2>/dev/null || true
     (perf report -i "$work/perf.data" --stdio --no-children --sort dso,symbol -g none 2>/dev/null | grep -v "^#" | grep "%" | head -45) || true
@@ -66,4 +96,14 @@ printf '%-44s %12s\n' "AuthGate: id_token exchanges/s" "$(printf '%.0f' "$rate")
 printf '%-44s %12s\n' "AuthGate / crypto limit" "$(printf '%.2f' "$(echo "$rate / $limit" | bc -l)")"
 printf '%-44s %12s\n' "latency p50 / p99 (ms)" "$p50 / $p99"
 printf '%-44s %12s\n' "non-200 answers" "$errors"
+printf '%-44s %12s\n' "gateway core busy" "$new_busy%"
+if [ "${PROFILE:-0}" != "1" ]; then
+    echo
+    printf '%-26s %10s %18s %8s %6s\n' "operation (same gateway)" "per second" "p50 / p99 (ms)" "non-200" "busy"
+    for name in new returning refresh user; do
+        label="$(case $name in new) echo "sign-in, new user";; returning) echo "sign-in, returning user";; refresh) echo "refresh";; user) echo "GET /user";; esac)"
+        r="${name}_rate"; a="${name}_p50"; b="${name}_p99"; e="${name}_errors"; u="${name}_busy"
+        printf '%-26s %10.0f %18s %8s %5s%%\n' "$label" "${!r}" "${!a} / ${!b}" "${!e}" "${!u}"
+    done
+fi
 echo "reproduce: bench/exchange/run.sh $COUNT $CONCURRENCY"

@@ -19,6 +19,9 @@ public struct AccountService: Sendable {
     let idTokens: IDTokenSignInVerifier
     let anonymous: AnonymousProvider
     let logger: Logger
+    /// Bearer tokens already verified (the signature check skipped on a hit; the account, its
+    /// session and its ban are read on every call); emptied when the signing keys change.
+    private let verifiedTokens: VerifiedTokenCache
 
     public init(
         store: any AuthStore,
@@ -30,13 +33,15 @@ public struct AccountService: Sendable {
         self.init(store: store, tokens: tokens, keys: SigningKeys(keyRing), idTokens: idTokens, logger: logger)
     }
 
-    /// With keys that may be replaced while running (rotation).
+    /// With keys that may be replaced while running (rotation). `verifiedTokenCacheSize` bounds
+    /// the bearer tokens whose verification is remembered (`proxy.token_cache_size`).
     public init(
         store: any AuthStore,
         tokens: TokensConfiguration,
         keys: SigningKeys,
         idTokens: IDTokenSignInVerifier,
-        logger: Logger
+        logger: Logger,
+        verifiedTokenCacheSize: Int = 10_000
     ) {
         self.store = store
         self.tokens = tokens
@@ -45,6 +50,9 @@ public struct AccountService: Sendable {
         self.idTokens = idTokens
         self.anonymous = idTokens.registry.anonymous
         self.logger = logger
+        let verifiedTokens = VerifiedTokenCache(capacity: verifiedTokenCacheSize)
+        self.verifiedTokens = verifiedTokens
+        keys.onReplace { _ in verifiedTokens.removeAll() }
     }
 
     // MARK: sign-in
@@ -139,12 +147,7 @@ public struct AccountService: Sendable {
     /// GoTrue's user authentication (`internal/api/auth.go`): a valid token, an existing user,
     /// its session alive, not banned.
     public func authenticate(bearer token: String, now: Date) async throws -> AuthenticatedUser {
-        let claims: AccessTokenClaims
-        do {
-            claims = try accessTokens.verify(token, now: now)
-        } catch let error as AuthGateError {
-            throw AuthGateError(.badJWT, "invalid JWT: unable to parse or verify signature, \(error.code)")
-        }
+        let claims = try verifiedClaims(token, now: now)
         guard let account = try await store.account(userID: claims.sub, sessionID: claims.sessionID) else {
             throw AuthGateError(.userNotFound, "User from sub claim in JWT does not exist")
         }
@@ -160,12 +163,7 @@ public struct AccountService: Sendable {
     /// too (the session alive, the user neither banned nor deleted), so a role cannot outlive a
     /// revocation. A token naming neither (`authgate tokens service-role`) needs the role alone.
     public func authenticateAdmin(bearer token: String, roles: Set<String>, now: Date) async throws -> AccessTokenClaims {
-        let claims: AccessTokenClaims
-        do {
-            claims = try accessTokens.verify(token, now: now)
-        } catch let error as AuthGateError {
-            throw AuthGateError(.badJWT, "invalid JWT: unable to parse or verify signature, \(error.code)")
-        }
+        let claims = try verifiedClaims(token, now: now)
         guard roles.contains(claims.role) else { throw AuthGateError(.notAdmin, "User not allowed") }
         let account = try await store.account(userID: claims.sub, sessionID: claims.sessionID)
         if claims.sessionID != nil {
@@ -233,6 +231,19 @@ public struct AccountService: Sendable {
     }
 
     // MARK: helpers
+
+    /// The claims of a valid bearer token: from the cache of verified tokens, or verified now.
+    private func verifiedClaims(_ token: String, now: Date) throws -> AccessTokenClaims {
+        let seconds = Int64(now.timeIntervalSince1970.rounded(.down))
+        if let cached = verifiedTokens.claims(for: token, now: seconds) { return cached }
+        do {
+            let claims = try accessTokens.verify(token, now: now)
+            verifiedTokens.insert(token, claims: claims, now: seconds)
+            return claims
+        } catch let error as AuthGateError {
+            throw AuthGateError(.badJWT, "invalid JWT: unable to parse or verify signature, \(error.code)")
+        }
+    }
 
     private func revoked(userID: String, sessionID: String, reason: String, now: Date) async throws {
         try await store.appendRevocation(RevocationEvent(kind: .session, userID: userID, sessionID: sessionID, reason: reason, at: now))

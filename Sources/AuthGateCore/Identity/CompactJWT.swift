@@ -18,7 +18,7 @@ struct CompactJWT: Sendable {
     let signedBytes: [UInt8]
     /// The decoded signature.
     let signature: [UInt8]
-    private let payloadSegment: Substring
+    private let payloadSegment: ArraySlice<UInt8>
 
     /// Longest token accepted: real ID tokens are 1-2 KB.
     static let maximumLength = 16 * 1024
@@ -27,9 +27,13 @@ struct CompactJWT: Sendable {
     /// - Throws: ``AuthGateError`` with code ``AuthGateError/Code/malformed``.
     init(parsing token: String) throws {
         guard token.utf8.count <= Self.maximumLength else { throw AuthGateError(.malformed, "the token is longer than \(Self.maximumLength) bytes") }
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, !parts[2].isEmpty else { throw AuthGateError(.malformed, "a compact JWS has three non-empty parts") }
-        guard let headerBytes = Self.base64URLDecode(parts[0]), let signature = Self.base64URLDecode(parts[2]) else {
+        // Split at the byte level: this runs on every authenticated request.
+        let bytes = Array(token.utf8)
+        let dot = UInt8(ascii: ".")
+        guard let first = bytes.firstIndex(of: dot), let second = bytes[(first + 1)...].firstIndex(of: dot),
+            !bytes[(second + 1)...].contains(dot), second + 1 < bytes.count
+        else { throw AuthGateError(.malformed, "a compact JWS has three non-empty parts") }
+        guard let headerBytes = Base64URL.decode(bytes: bytes[..<first]), let signature = Base64URL.decode(bytes: bytes[(second + 1)...]) else {
             throw AuthGateError(.malformed, "the header or signature is not base64url")
         }
         guard let header = (try? JSONValue.parse(headerBytes))?.objectValue else {
@@ -45,27 +49,22 @@ struct CompactJWT: Sendable {
             self.keyID = nil
         }
         self.signature = signature
-        self.signedBytes = Array(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
-        self.payloadSegment = parts[1]
+        self.signedBytes = Array(bytes[..<second])
+        self.payloadSegment = bytes[(first + 1)..<second]
     }
 
     /// The payload's bytes. Call only after the signature has verified.
     func payloadBytes() throws -> [UInt8] {
-        guard let bytes = Self.base64URLDecode(payloadSegment) else { throw AuthGateError(.malformed, "the payload is not base64url") }
+        guard let bytes = Base64URL.decode(bytes: payloadSegment) else { throw AuthGateError(.malformed, "the payload is not base64url") }
         return bytes
     }
 
     /// The payload's claims. Call only after the signature has verified.
     /// - Throws: ``AuthGateError`` ``AuthGateError/Code/malformed`` when the payload is not a JSON object.
     func verifiedClaims() throws -> [String: JSONValue] {
-        guard let bytes = Self.base64URLDecode(payloadSegment), let claims = (try? JSONValue.parse(bytes))?.objectValue else {
+        guard let bytes = Base64URL.decode(bytes: payloadSegment), let claims = (try? JSONValue.parse(bytes))?.objectValue else {
             throw AuthGateError(.malformed, "the payload is not a base64url JSON object")
         }
         return claims
-    }
-
-    /// Decodes canonical base64url (``Base64URL/decode(_:)``); nil for any other spelling.
-    static func base64URLDecode(_ text: some StringProtocol) -> [UInt8]? {
-        Base64URL.decode(text)
     }
 }

@@ -54,6 +54,11 @@ public enum Base64URL {
         decode(Array(text.utf8), table: reverse, strict: true)
     }
 
+    /// ``decode(_:)`` for text already in bytes (a segment of a token).
+    public static func decode(bytes: some Collection<UInt8>) -> [UInt8]? {
+        decode(Array(bytes), table: reverse, strict: true)
+    }
+
     /// Decodes base64url or standard base64, with or without `=` padding, ignoring trailing bits.
     /// Only for key material a provider publishes (JWK `n`, `e`, `x`, `y`), where some publishers
     /// pad and no key is derived from the text; never for tokens.

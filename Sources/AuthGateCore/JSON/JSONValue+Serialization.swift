@@ -166,7 +166,20 @@ extension JSONValue {
 
         mutating func string() throws -> String {
             index += 1
-            var output: [UInt8] = []
+            // Fast path: most strings have no escape; they become a String in one step.
+            let start = index
+            while index < bytes.count {
+                let byte = bytes[index]
+                if byte == UInt8(ascii: "\"") {
+                    index += 1
+                    guard let text = String(validating: bytes[start..<(index - 1)], as: UTF8.self) else { throw error("invalid UTF-8 in a string") }
+                    return text
+                }
+                if byte == UInt8(ascii: "\\") || byte < 0x20 { break }
+                index += 1
+            }
+            // An escape, a control character or the end: byte by byte from here.
+            var output = Array(bytes[start..<index])
             while index < bytes.count {
                 let byte = bytes[index]
                 index += 1

@@ -40,14 +40,10 @@ public struct AccessTokenVerifier: Sendable {
         guard key.isValidSignature(jwt.signature, for: jwt.signedBytes) else {
             throw AuthGateError(.badSignature, "the signature does not verify with key \(kid)")
         }
-        let claims: AccessTokenClaims
-        do {
-            claims = try JSONDecoder().decode(AccessTokenClaims.self, from: Data(try jwt.payloadBytes()))
-        } catch let error as AuthGateError {
-            throw error
-        } catch {
+        guard let members = (try? JSONValue.parse(try jwt.payloadBytes()))?.objectValue else {
             throw AuthGateError(.malformed, "the claims are not an AuthGate access token")
         }
+        let claims = try AccessTokenClaims(json: members)
         guard claims.iss == issuer else { throw AuthGateError(.issuer, "iss \(claims.iss) is not \(issuer)") }
         guard claims.aud == audience else { throw AuthGateError(.audience, "aud \(claims.aud) is not \(audience)") }
         guard Double(claims.exp) > now.timeIntervalSince1970 else { throw AuthGateError(.expired, "the token expired at \(claims.exp)") }

@@ -68,7 +68,8 @@ public enum GatewayApplication {
                         replayGuard: ReplayGuard(store: store, configuration: configuration.replay),
                         nonces: nonces
                     ),
-                    logger: logger
+                    logger: logger,
+                    verifiedTokenCacheSize: configuration.proxy.tokenCacheSize
                 )
             }
             let revocations = RevocationView(retention: configuration.tokens.accessTokenTTL + .seconds(60))
