@@ -42,9 +42,16 @@ toolset="$(printf '{ "schemaVersion": "1.0", "linker": { "path": "%s" } }' "$lld
 [ "$(cat Fuzz/.build/lld-toolset.json 2>/dev/null)" = "$toolset" ] || printf '%s' "$toolset" >Fuzz/.build/lld-toolset.json
 flags=(--toolset "$PWD/Fuzz/.build/lld-toolset.json"
     -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -enable-testing)
+mkdir -p Fuzz/.build/logs
 for target in "${targets[@]}"; do
-    (cd Fuzz && swift build -c "$configuration" -j "$jobs" --product "$target" "${flags[@]}") >/dev/null \
-        || { (cd Fuzz && swift build -c "$configuration" -j "$jobs" --product "$target" "${flags[@]}" 2>&1 | tail -n 40); exit 1; }
+    build_log="Fuzz/.build/logs/build-$target.$$.log"
+    if ! (cd Fuzz && swift build -c "$configuration" -j "$jobs" --product "$target" "${flags[@]}") >"$build_log" 2>&1; then
+        # The failed build's own output (errors first), not a second build's.
+        echo "error: building $target failed; full output in $build_log" >&2
+        grep -E "error:" "$build_log" | head -n 20 >&2 || true
+        tail -n 40 "$build_log" >&2
+        exit 1
+    fi
 done
 bin="Fuzz/.build/$configuration"
 
