@@ -35,7 +35,8 @@ let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
     ),
     ("FuzzRESP", [.product(name: "RedisBridge", package: main), .product(name: "NIOCore", package: "swift-nio")]),
     ("FuzzConfiguration", []),
-    ("FuzzAppleNotification", [])
+    ("FuzzAppleNotification", []),
+    ("FuzzStoredRecords", [])
 ]
 
 let package = Package(

@@ -106,3 +106,19 @@ for path, case in zip(tokens, cases):
         claims = dict(case["claims"], aud="fuzz-audience", iss="https://appleid.apple.com", exp=now + 600, iat=now - 10)
         events = claims.pop("events")
         write("FuzzAppleNotification", path.stem[:40], header.encode() + b"\0" + json.dumps(claims).encode() + b"\0" + events.encode())
+
+# Stored records (first byte: 0 user, 1 identity, 2 session), as this version writes them and as
+# the Codable encoder of earlier versions did (fractional milliseconds).
+records = {
+    "user": (0, '{"id":"6f1c1a52-7d0e-4c39-9b7b-2d51b2a3c0de","aud":"authenticated","role":"authenticated","email":"a@example.com",'
+        '"emailConfirmedAt":1790000000000,"appMetadata":{"provider":"apple","providers":["apple"]},"userMetadata":{"name":"A"},'
+        '"isAnonymous":false,"createdAt":1790000000000,"updatedAt":1790000000123,"lastSignInAt":1790000000123}'),
+    "user-banned-deleted": (0, '{"id":"u","aud":"authenticated","role":"authenticated","appMetadata":{},"userMetadata":{},'
+        '"isAnonymous":true,"createdAt":1790000000123.456,"updatedAt":1790000000123,"bannedUntil":1790003600000,"deletedAt":1790000001000}'),
+    "identity": (1, '{"identityID":"i","userID":"u","provider":"apple","subject":"001.abc","identityData":{"sub":"001.abc","email":"a@x"},'
+        '"email":"a@x","createdAt":1790000000000,"updatedAt":1790000000000,"lastSignInAt":1790000000000}'),
+    "session": (2, '{"id":"s","userID":"u","createdAt":1790000000000,"refreshedAt":1790000000000,"aal":"aal1",'
+        '"amr":[{"method":"oauth","timestamp":1790000000}]}'),
+}
+for name, (kind, text) in records.items():
+    write("FuzzStoredRecords", name, bytes([kind]) + text.encode())
