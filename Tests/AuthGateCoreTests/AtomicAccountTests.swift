@@ -151,6 +151,15 @@ struct AtomicAccountTests: AccountsTesting {
             #expect(try await store.owner(ofIdentity: "fake", subject: "upgrade") == nil)
             #expect(try await store.identities(ofUser: anonymous.user.id).isEmpty)
 
+            // An identity held by another user is refused as such, before the email rules (an
+            // unverified email here), as GoTrue orders its checks.
+            let held = await code {
+                _ = try await service.signInWithIDToken(
+                    provider: "fake", idToken: idToken(subject: "holder", email: "other@example.com", verified: false), rawNonce: nil,
+                    linkingTo: caller, now: Date())
+            }
+            #expect(held == .identityAlreadyExists)
+
             let linked = try await service.signInWithIDToken(
                 provider: "fake", idToken: idToken(subject: "upgrade", email: "upgrade@example.com"), rawNonce: nil, linkingTo: caller,
                 now: Date())

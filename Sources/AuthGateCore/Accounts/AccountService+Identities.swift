@@ -44,6 +44,11 @@ extension AccountService {
     /// changes nothing.
     func link(_ identity: VerifiedIdentity, to caller: AuthenticatedUser, now: Date) async throws -> IssuedSession {
         let key = IdentityKey(provider: identity.provider, subject: identity.subject)
+        // GoTrue's order of refusals: an identity held by another user is named before any email
+        // rule (the commit re-checks the claim atomically).
+        if let owner = try await store.owner(ofIdentity: key.provider, subject: key.subject), owner != caller.user.id {
+            throw AuthGateError(.identityAlreadyExists, "identity linked to another user")
+        }
         let (session, refreshToken) = try newSession(for: caller.user.id, method: "oauth", now: now)
         var identities: [IdentityRecord] = []
         let updated = try await store.updateAccount(userID: caller.user.id, sessionID: caller.claims.sessionID, startingFrom: caller.account) {
