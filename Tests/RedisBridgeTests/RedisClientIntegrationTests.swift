@@ -115,15 +115,43 @@ struct RedisClientIntegrationTests {
 
     @Test("EVALSHA loads the script on NOSCRIPT and runs it")
     func scripts() async throws {
-        try await withClient { (redis: RedisClient) async throws in
-            let script = RedisScript("return redis.call('INCRBY', KEYS[1], ARGV[1])")
-            let key = uniqueKey("script")
-            try await redis.send(RedisCommand("SCRIPT", "FLUSH"))
-            #expect(try await redis.evaluate(script, keys: [key], arguments: [5]).int == 5)
-            #expect(try await redis.evaluate(script, keys: [key], arguments: [2]).int == 7)
-            let exists = try await redis.send(RedisCommand("SCRIPT", "EXISTS", .string(script.sha1)))
-            #expect(exists.array == [.integer(1)])
-            _ = try await redis.delete(key)
+        // A Redis of its own: SCRIPT FLUSH on the shared one once made another suite's script
+        // fail between its SCRIPT LOAD and its EVALSHA.
+        try await withRedisServer { server in
+            try await withClient(url: server.url) { (redis: RedisClient) async throws in
+                let script = RedisScript("return redis.call('INCRBY', KEYS[1], ARGV[1])")
+                let key = uniqueKey("script")
+                try await redis.send(RedisCommand("SCRIPT", "FLUSH"))
+                #expect(try await redis.evaluate(script, keys: [key], arguments: [5]).int == 5)
+                #expect(try await redis.evaluate(script, keys: [key], arguments: [2]).int == 7)
+                let exists = try await redis.send(RedisCommand("SCRIPT", "EXISTS", .string(script.sha1)))
+                #expect(exists.array == [.integer(1)])
+                _ = try await redis.delete(key)
+            }
+        }
+    }
+
+    @Test("a script flushed between its SCRIPT LOAD and its EVALSHA still runs (EVAL with the source)")
+    func scriptFlushedMeanwhile() async throws {
+        try await withRedisServer { server in
+            try await withClient(url: server.url, poolSize: 2) { (redis: RedisClient) async throws in
+                let key = uniqueKey("flushed")
+                // The script flushes every script as it loads: the first EVALSHA after the load
+                // always finds it gone again, as a concurrent SCRIPT FLUSH or failover would.
+                let script = RedisScript("redis.call('INCRBY', KEYS[1], ARGV[1]) return redis.call('GET', KEYS[1])")
+                try await redis.send(RedisCommand("SCRIPT", "FLUSH"))
+                let flusher = Task {
+                    for _ in 0..<2000 {
+                        _ = try? await redis.send(RedisCommand("SCRIPT", "FLUSH"))
+                    }
+                }
+                for round in 1...200 {
+                    #expect(try await redis.evaluate(script, keys: [key], arguments: [1]).int == Int64(round))
+                }
+                flusher.cancel()
+                _ = await flusher.result
+                _ = try await redis.delete(key)
+            }
         }
     }
 

@@ -4,7 +4,7 @@ import Crypto
 ///
 /// The SHA-1 is computed once, here, so the first call goes straight to `EVALSHA`; if Redis
 /// answers `NOSCRIPT` (a restart, `SCRIPT FLUSH`, a failover to a fresh replica) the client loads
-/// the script and retries once.
+/// the script and retries once, and if it was flushed again meanwhile, sends it whole (`EVAL`).
 public struct RedisScript: Sendable, Hashable {
     /// The Lua source.
     public let source: String
@@ -22,7 +22,8 @@ public struct RedisScript: Sendable, Hashable {
 }
 
 extension RedisClient {
-    /// Runs a script with `EVALSHA`, loading it with `SCRIPT LOAD` when Redis does not have it.
+    /// Runs a script with `EVALSHA`, loading it with `SCRIPT LOAD` when Redis does not have it, and
+    /// sending it whole with `EVAL` if it was flushed again before the retry.
     /// - Parameters:
     ///   - script: the script.
     ///   - keys: the keys it touches (`KEYS[1]`...); on Redis Cluster they must share a hash slot.
@@ -42,7 +43,14 @@ extension RedisClient {
             guard loaded.string == script.sha1 else {
                 throw RedisError(.unexpectedReply, "SCRIPT LOAD returned \(loaded), expected \(script.sha1)")
             }
-            return try await send(command)
+            do {
+                return try await send(command)
+            } catch let error as RedisError where error.isNoScript {
+                // Flushed again between the load and the call (a SCRIPT FLUSH, a failover): send
+                // the source itself, which cannot miss.
+                return try await send(
+                    RedisCommand("EVAL", arguments: [.string(script.source), .integer(Int64(keys.count))] + keys.map { .string($0) } + arguments))
+            }
         }
     }
 }
