@@ -25,8 +25,15 @@ struct RandomRequestHeadTests {
             connection.send(bytes: request)
             let (bytes, closed) = await connection.receiveUntilClosed()
             if !closed || !bytes.starts(with: Array("HTTP/1.".utf8)) {
-                let outcome = closed ? "closed after \(bytes.count) bytes" : "still open after the receive timeout, \(bytes.count) bytes"
-                unanswered.append("#\(index) (\(outcome)): " + String(decoding: request.prefix(300), as: UTF8.self))
+                let failure = connection.receiveError
+                let outcome =
+                    closed
+                    ? "closed after \(bytes.count) bytes"
+                    : "receive failed with errno \(failure) (\(String(cString: strerror(failure)))) after \(bytes.count) bytes"
+                // The whole head (the token's end tells a tampered one) and the body's size.
+                let text = String(decoding: request, as: UTF8.self)
+                let head = text.components(separatedBy: "\r\n\r\n").first ?? text
+                unanswered.append("#\(index) (\(outcome)): \(head.debugDescription) + \(request.count - head.utf8.count - 4)-byte body")
             }
             if index % 250 == 0 {
                 try #require(rig.server.isRunning, "the gateway died after request \(index):\n\(rig.server.log.suffix(3000))")

@@ -1,10 +1,16 @@
 import Dispatch
 import Foundation
+import Synchronization
 
 /// A blocking loopback TCP connection with a small receive buffer, for tests that control
 /// exactly when bytes are read (a client that stops reading).
 public final class RawConnection: Sendable {
     private let descriptor: Int32
+    private let failure = Mutex<Int32>(0)
+
+    /// The `errno` of the last failed receive (`EAGAIN` for the receive timeout, `ECONNRESET`
+    /// for a reset), 0 when none failed: tells a silent peer from a reset one.
+    public var receiveError: Int32 { failure.withLock { $0 } }
 
     public init(port: Int, receiveBuffer: Int = 64 << 10) throws {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -41,7 +47,11 @@ public final class RawConnection: Sendable {
         while true {
             let received = Self.retryingInterrupted { recv(descriptor, &buffer, buffer.count, 0) }
             if received == 0 { return (bytes, true) }
-            if received < 0 { return (bytes, false) }
+            if received < 0 {
+                let code = errno
+                failure.withLock { $0 = code }
+                return (bytes, false)
+            }
             bytes += buffer.prefix(received)
         }
     }
