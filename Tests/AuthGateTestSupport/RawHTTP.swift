@@ -26,10 +26,10 @@ public final class RawConnection: Sendable {
         let connected = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard connected == 0 else {
-            close(descriptor)
-            throw TestSupportError("connect() failed")
-        }
+        // No close here: every stored property is set, so a throw runs deinit, which closes the
+        // descriptor. Closing it here too closed it twice, and the second close hit whatever
+        // socket another test had opened on the reused number meanwhile (recv: EBADF).
+        guard connected == 0 else { throw TestSupportError("connect() failed") }
     }
 
     deinit { close(descriptor) }
