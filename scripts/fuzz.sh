@@ -38,13 +38,12 @@ echo "== building the fuzz targets ($configuration, -sanitize=fuzzer,address)"
 # sanitized binaries.
 lld="$(dirname "$(readlink -f "$(command -v swiftc)")")/ld.lld"
 [ -x "$lld" ] || { echo "error: no ld.lld beside swiftc ($lld)" >&2; exit 1; }
-mkdir -p Fuzz/.build
+mkdir -p Fuzz/.build/logs
 # Written only when it changes: SwiftPM rebuilds everything when the toolset file is touched.
 toolset="$(printf '{ "schemaVersion": "1.0", "linker": { "path": "%s" } }' "$lld")"
 [ "$(cat Fuzz/.build/lld-toolset.json 2>/dev/null)" = "$toolset" ] || printf '%s' "$toolset" >Fuzz/.build/lld-toolset.json
 flags=(--toolset "$PWD/Fuzz/.build/lld-toolset.json"
     -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -enable-testing)
-mkdir -p Fuzz/.build/logs
 for target in "${targets[@]}"; do
     build_log="Fuzz/.build/logs/build-$target.$$.log"
     if ! (cd Fuzz && swift build -c "$configuration" -j "$jobs" --product "$target" "${flags[@]}") >"$build_log" 2>&1; then
@@ -75,7 +74,7 @@ for target in "${targets[@]}"; do
     # One log per run (process id): two runs at once (a long run beside `make test`) would
     # otherwise write into one file and lose the summary.
     log="Fuzz/.build/logs/$target.$$.log"
-    mkdir -p "$corpus" "$artifacts" "$(dirname "$log")"
+    mkdir -p "$corpus" "$artifacts"
     [ -d "$seeds" ] || { echo "error: no seed corpus at $seeds" >&2; exit 1; }
     echo "== $target (${FUZZ_RUNS:+$FUZZ_RUNS runs}${FUZZ_RUNS:+}$([ -z "${FUZZ_RUNS:-}" ] && echo "$seconds s"))"
     status=0

@@ -16,7 +16,7 @@ extension AccountService {
         var linkableEmail: String?
         if identity.emailVerified, let email = identity.email, EmailAddress.allowsAutomaticLinking(email) { linkableEmail = email }
         var newUserMayClaimEmail = true
-        for attempt in 0..<Self.maximumSignInAttempts {
+        for attempt in 0..<AccountRetry.attempts {
             let lookup = try await store.signInLookup(provider: key.provider, subject: key.subject, email: linkableEmail)
             let decided = try decide(identity, lookup: lookup, newUserMayClaimEmail: newUserMayClaimEmail, now: now)
             let change = decided.change
@@ -35,7 +35,7 @@ extension AccountService {
                 newUserMayClaimEmail = false  // held by another user this identity may not link to
             }
         }
-        throw AuthGateError(.storeUnavailable, "the account changed \(Self.maximumSignInAttempts) times during one sign-in")
+        throw AuthGateError(.storeUnavailable, "the account changed \(AccountRetry.attempts) times during one sign-in")
     }
 
     /// `link_identity: true`: attaches the identity to the caller's user (the anonymous upgrade)
@@ -109,9 +109,6 @@ extension AccountService {
         guard !account.user.isBanned(at: now) else { throw AuthGateError(.userBanned, "User is banned") }
         return returning(identity, account: account, now: now)
     }
-
-    /// How many lookups one sign-in may take while other requests change the same account.
-    static var maximumSignInAttempts: Int { 16 }
 
     /// A returning user's change: its identity refreshed (or added, when found by email), the
     /// provider's data merged into `user_metadata`, the sign-in time.

@@ -234,12 +234,8 @@ public struct AccountService: Sendable {
 
     /// The claims of a valid bearer token: from the cache of verified tokens, or verified now.
     private func verifiedClaims(_ token: String, now: Date) throws -> AccessTokenClaims {
-        let seconds = Int64(now.timeIntervalSince1970.rounded(.down))
-        if let cached = verifiedTokens.claims(for: token, now: seconds) { return cached }
         do {
-            let claims = try accessTokens.verify(token, now: now)
-            verifiedTokens.insert(token, claims: claims, now: seconds)
-            return claims
+            return try verifiedTokens.claims(for: token, now: now) { try accessTokens.verify($0, now: $1) }.claims
         } catch let error as AuthGateError {
             throw AuthGateError(.badJWT, "invalid JWT: unable to parse or verify signature, \(error.code)")
         }

@@ -88,21 +88,17 @@ public final class EdgeAuthenticator: Sendable {
         guard let bearer else {
             return .decided(route.auth == .optional ? .allow(nil) : .unauthorized(reason: "no bearer token"))
         }
-        let seconds = Int64(now.timeIntervalSince1970)
         let claims: AccessTokenClaims
-        if let cached = cache.claims(for: bearer, now: seconds) {
-            GatewayMetrics.tokenCache(hit: true)
-            claims = cached
-        } else {
+        do {
+            let verified = try cache.claims(for: bearer, now: now) { try verifier.verify($0, now: $1) }
+            GatewayMetrics.tokenCache(hit: verified.cached)
+            claims = verified.claims
+        } catch let error as AuthGateError {
             GatewayMetrics.tokenCache(hit: false)
-            do {
-                claims = try verifier.verify(bearer, now: now)
-            } catch let error as AuthGateError {
-                return .decided(.unauthorized(reason: error.code.description))
-            } catch {
-                return .decided(.unauthorized(reason: "malformed"))
-            }
-            cache.insert(bearer, claims: claims, now: seconds)
+            return .decided(.unauthorized(reason: error.code.description))
+        } catch {
+            GatewayMetrics.tokenCache(hit: false)
+            return .decided(.unauthorized(reason: "malformed"))
         }
         switch memoryRevocation(claims, now: now) {
         case .revoked: return .decided(.unauthorized(reason: "session_revoked"))

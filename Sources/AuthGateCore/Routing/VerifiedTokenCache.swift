@@ -1,5 +1,11 @@
 import Synchronization
 
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
 /// Access tokens already verified, until their `exp`, bounded in size. A hit skips signature
 /// verification; it never skips the revocation check, which runs on every request.
 ///
@@ -43,6 +49,17 @@ final class VerifiedTokenCache: Sendable {
             }
             entries[key] = Entry(token: token, claims: claims)
         }
+    }
+
+    /// The claims of `token`: cached, or from `verify` (and then remembered). `cached` says which.
+    func claims(for token: String, now: Date, verify: (String, Date) throws -> AccessTokenClaims) rethrows -> (
+        claims: AccessTokenClaims, cached: Bool
+    ) {
+        let seconds = Int64(now.timeIntervalSince1970)
+        if let cached = claims(for: token, now: seconds) { return (cached, true) }
+        let claims = try verify(token, now)
+        insert(token, claims: claims, now: seconds)
+        return (claims, false)
     }
 
     var count: Int { entries.withLock { $0.count } }

@@ -149,14 +149,9 @@ extension RedisAuthStore {
             throw AuthGateError(.storeCorrupt, "an account reply has the wrong shape")
         }
         let stored = Array(userBytes.readableBytesView)
-        var session: SessionRecord?
-        if case .bulkString(let sessionBytes) = fields[2] {
-            session = try StoredRecordCoding.decodeSession(sessionBytes.readableBytesView)
-            if let refreshed = fields[3].int { session?.refreshedAt = Date(timeIntervalSince1970: Double(refreshed) / 1000) }
-        }
         return AccountSnapshot(
             user: try StoredRecordCoding.decodeUser(stored), stamp: RecordStamp(stored), identities: try identities(from: fields[1]),
-            session: session
+            session: try session(record: fields[2], refreshed: fields[3])
         )
     }
 

@@ -25,10 +25,16 @@ extension RedisAuthStore {
 
     public func session(userID: String, sessionID: String) async throws -> SessionRecord? {
         let reply = try await run(RedisCommand("HMGET", .string(keys.session(userID, sessionID)), "record", "refreshed_ms"))
-        guard let fields = reply.array, fields.count == 2, case .bulkString(let buffer) = fields[0] else { return nil }
-        var record = try StoredRecordCoding.decodeSession(buffer.readableBytesView)
-        if let refreshed = fields[1].int { record.refreshedAt = Date(timeIntervalSince1970: Double(refreshed) / 1000) }
-        return record
+        guard let fields = reply.array, fields.count == 2 else { return nil }
+        return try Self.session(record: fields[0], refreshed: fields[1])
+    }
+
+    /// A session from its hash's `record` and `refreshed_ms` fields (nil when there is no record).
+    static func session(record: RESPValue, refreshed: RESPValue) throws -> SessionRecord? {
+        guard case .bulkString(let buffer) = record else { return nil }
+        var session = try StoredRecordCoding.decodeSession(buffer.readableBytesView)
+        if let refreshed = refreshed.int { session.refreshedAt = Date(timeIntervalSince1970: Double(refreshed) / 1000) }
+        return session
     }
 
     public func sessions(ofUser userID: String) async throws -> [SessionRecord] {

@@ -200,7 +200,8 @@ enum StoredRecordCoding {
             case .double(let value)?: milliseconds = value
             default: throw corrupt(name)
             }
-            guard (-62_135_596_800_000...253_402_300_799_999).contains(milliseconds) else { throw corrupt(name) }
+            let range = Date.unixSecondsRange
+            guard (range.lowerBound * 1000...range.upperBound * 1000 + 999).contains(milliseconds) else { throw corrupt(name) }
             return Date(timeIntervalSince1970: milliseconds / 1000)
         }
     }

@@ -21,10 +21,13 @@ extension Duration {
 }
 
 extension Date {
+    /// The seconds since 1970 of years 0 through 9999, the range every conversion clamps or checks to.
+    static let unixSecondsRange: ClosedRange<Double> = -62_135_596_800...253_402_300_799
+
     /// Seconds since 1970, whole, clamped to years 0 through 9999: a date from outside (a token's
     /// claim, a command-line option) cannot trap the conversion.
     public var unixSeconds: Int64 {
-        Int64(min(max(timeIntervalSince1970, -62_135_596_800), 253_402_300_799))
+        Int64(min(max(timeIntervalSince1970, Self.unixSecondsRange.lowerBound), Self.unixSecondsRange.upperBound))
     }
 
     /// Milliseconds since 1970, rounded to the nearest, clamped like ``unixSeconds``.
@@ -32,6 +35,6 @@ extension Date {
 
     /// Milliseconds since 1970, rounded by `rule`, clamped like ``unixSeconds``.
     public func unixMilliseconds(rounded rule: FloatingPointRoundingRule) -> Int64 {
-        Int64((min(max(timeIntervalSince1970, -62_135_596_800), 253_402_300_799) * 1000).rounded(rule))
+        Int64((min(max(timeIntervalSince1970, Self.unixSecondsRange.lowerBound), Self.unixSecondsRange.upperBound) * 1000).rounded(rule))
     }
 }
