@@ -66,4 +66,38 @@ struct JSONValueTests {
         }
         #expect(checked >= 32)
     }
+    @Test("escapes every control character, quote and backslash wherever it stands in a string, and copies the rest")
+    func escapesEverywhere() throws {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet: [Character] = ["a", "é", "😀", "\"", "\\", "\n", "\r", "\t", "\u{0}", "\u{1f}", "\u{7f}", "/", " "]
+        for length in 0..<40 {
+            let text = String((0..<length).map { _ in alphabet.randomElement(using: &generator) ?? "a" })
+            let bytes = JSONValue.string(text).serialized()
+            #expect(!bytes.dropFirst().dropLast().contains { $0 < 0x20 }, "\(text.debugDescription)")
+            #expect(try JSONValue.parse(bytes) == .string(text), "\(text.debugDescription)")
+            #expect(try JSONDecoder().decode(String.self, from: Data(bytes)) == text, "\(text.debugDescription)")
+        }
+        // A string that is not stored contiguously as UTF-8 (bridged or lazily built) takes the same path.
+        let substring = "x\"y\u{1}z"[...]
+        #expect(String(decoding: JSONValue.string(String(substring)).serialized(), as: UTF8.self) == #""x\"y\u0001z""#)
+    }
+
+    @Test("timestamps are the text Foundation's ISO 8601 style writes, for any date in years 1 through 9999")
+    func timestamps() {
+        let style = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+        var generator = SystemRandomNumberGenerator()
+        var dates: [Date] = [
+            Date(timeIntervalSince1970: 0), Date(timeIntervalSince1970: -0.0005), Date(timeIntervalSince1970: 951_782_400.999_9),
+            Date(timeIntervalSince1970: -62_135_596_800), Date(timeIntervalSince1970: 253_402_300_799.999),
+            Date(timeIntervalSince1970: 1_700_000_000.123), Date(timeIntervalSince1970: -1.5)
+        ]
+        for _ in 0..<20_000 {
+            dates.append(Date(timeIntervalSince1970: Double.random(in: -62_135_596_800...253_402_300_799, using: &generator)))
+            dates.append(Date(timeIntervalSince1970: Double(Int64.random(in: 0...4_000_000_000_000, using: &generator)) / 1000))
+        }
+        for date in dates {
+            #expect(date.rfc3339WithMilliseconds == style.format(date), "\(date.timeIntervalSince1970)")
+        }
+        #expect(Date(timeIntervalSince1970: 1e15).rfc3339WithMilliseconds == style.format(Date(timeIntervalSince1970: 1e15)))
+    }
 }

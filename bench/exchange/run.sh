@@ -15,6 +15,9 @@
 # Reproduce: bench/exchange/run.sh [tokens] [concurrency]     (ROUNDS=3 REQUESTS=100000 by default)
 # Profile:   PROFILE=1 bench/exchange/run.sh   (perf samples the gateway; top symbols are printed;
 #            PROFILE_ALL=1 as well to profile every phase, not only new users' sign-ins)
+#            PROFILE_PHASE=user bench/exchange/run.sh   (perf samples only that phase: new,
+#            returning, refresh or user; every row is still measured; PROFILE_KEEP=FILE keeps
+#            the perf data for `perf report -i FILE`)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -60,9 +63,19 @@ gateway_ticks() { awk '{print $14 + $15}' "/proc/$gateway_pid/stat"; }
 phase() {
     local name="$1"; shift
     local before started result rate p50 p99 errors ended after
+    local perf_pid=""
+    if [ "${PROFILE_PHASE:-}" = "$name" ]; then
+        perf record -F 999 -g -e cpu-clock -p "$gateway_pid" -o "$work/perf-$name.data" 2>/dev/null &
+        perf_pid=$!
+    fi
     before="$(gateway_ticks)"; started="$(date +%s.%N)"
     result="$(taskset -c 1 "$@")"
     ended="$(date +%s.%N)"; after="$(gateway_ticks)"
+    if [ -n "$perf_pid" ]; then
+        kill -INT "$perf_pid" 2>/dev/null || true; wait "$perf_pid" 2>/dev/null || true
+        (perf report -i "$work/perf-$name.data" --stdio --no-children --sort dso,symbol -g none 2>/dev/null | grep -v "^#" | grep "%" | head -60) >"$work/profile-$name.txt" || true
+        if [ -n "${PROFILE_KEEP:-}" ]; then cp "$work/perf-$name.data" "$PROFILE_KEEP"; fi
+    fi
     IFS=, read -r rate p50 p99 errors <<<"$result"
     printf -v "${name}_rate" '%s' "$rate"; printf -v "${name}_p50" '%s' "$p50"; printf -v "${name}_p99" '%s' "$p99"
     printf -v "${name}_errors" '%s' "$errors"
@@ -80,6 +93,10 @@ fi
 if [ "${PROFILE:-0}" = "1" ]; then
     kill -INT "$gateway_pid"; wait "$gateway_pid" 2>/dev/null || true
     (perf report -i "$work/perf.data" --stdio --no-children --sort dso,symbol -g none 2>/dev/null | grep -v "^#" | grep "%" | head -45) || true
+fi
+
+if [ -n "${PROFILE_PHASE:-}" ] && [ -f "$work/profile-$PROFILE_PHASE.txt" ]; then
+    echo "profile of the $PROFILE_PHASE phase:"; cat "$work/profile-$PROFILE_PHASE.txt"
 fi
 
 speed="$(taskset -c 0 openssl speed -seconds 3 rsa2048 ecdsap256 2>/dev/null)"

@@ -44,11 +44,11 @@ extension JSONValue {
             output.append(UInt8(ascii: "]"))
         case .object(let members):
             output.append(UInt8(ascii: "{"))
-            for (index, key) in members.keys.sorted().enumerated() {
+            for (index, member) in members.sorted(by: { $0.key < $1.key }).enumerated() {
                 if index > 0 { output.append(UInt8(ascii: ",")) }
-                Self.writeString(key, into: &output)
+                Self.writeString(member.key, into: &output)
                 output.append(UInt8(ascii: ":"))
-                members[key]?.write(into: &output)
+                member.value.write(into: &output)
             }
             output.append(UInt8(ascii: "}"))
         }
@@ -58,21 +58,35 @@ extension JSONValue {
 
     static func writeString(_ text: String, into output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
+        let written = text.utf8.withContiguousStorageIfAvailable { bytes in
+            writeEscaped(bytes, into: &output)
+        }
+        if written == nil { Array(text.utf8).withUnsafeBufferPointer { writeEscaped($0, into: &output) } }
+        output.append(UInt8(ascii: "\""))
+    }
+
+    /// Appends `bytes` with JSON's escapes; runs that need none (nearly every string) are copied
+    /// in one step.
+    private static func writeEscaped(_ bytes: UnsafeBufferPointer<UInt8>, into output: inout [UInt8]) {
+        var runStart = 0
+        for index in bytes.indices {
+            let byte = bytes[index]
+            guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+            if runStart < index { output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index])) }
+            runStart = index + 1
             switch byte {
             case UInt8(ascii: "\""): output.append(contentsOf: [92, 34])
             case UInt8(ascii: "\\"): output.append(contentsOf: [92, 92])
             case 0x0a: output.append(contentsOf: [92, UInt8(ascii: "n")])
             case 0x0d: output.append(contentsOf: [92, UInt8(ascii: "r")])
             case 0x09: output.append(contentsOf: [92, UInt8(ascii: "t")])
-            case 0..<0x20:
-                output.append(contentsOf: Array("\\u00".utf8))
+            default:
+                output.append(contentsOf: [92, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
                 output.append(hexDigits[Int(byte >> 4)])
                 output.append(hexDigits[Int(byte & 15)])
-            default: output.append(byte)
             }
         }
-        output.append(UInt8(ascii: "\""))
+        if runStart < bytes.count { output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...])) }
     }
 
     private struct Parser {
@@ -110,25 +124,23 @@ extension JSONValue {
 
         mutating func object(depth: Int) throws -> JSONValue {
             index += 1
-            var members: [String: JSONValue] = [:]
             skipWhitespace()
             if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
                 index += 1
-                return .object(members)
+                return .object([:])
             }
+            // Members are collected first so the dictionary is made once at its final size.
+            var members: [(key: String, offset: Int, value: JSONValue)] = []
             while true {
                 skipWhitespace()
                 guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a key") }
                 let keyOffset = index
                 let key = try string()
-                // One name, one value: a reader that kept the first or the last of two would
-                // decide differently from another that kept the other (RFC 8259 §4, RFC 7519 §4).
-                guard members[key] == nil else { throw ParseError(offset: keyOffset, reason: "duplicate member name") }
                 skipWhitespace()
                 guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected :") }
                 index += 1
                 skipWhitespace()
-                members[key] = try value(depth: depth + 1)
+                members.append((key, keyOffset, try value(depth: depth + 1)))
                 skipWhitespace()
                 guard index < bytes.count else { throw error("unexpected end") }
                 if bytes[index] == UInt8(ascii: ",") {
@@ -137,7 +149,15 @@ extension JSONValue {
                 }
                 guard bytes[index] == UInt8(ascii: "}") else { throw error("expected , or }") }
                 index += 1
-                return .object(members)
+                var object: [String: JSONValue] = Dictionary(minimumCapacity: members.count)
+                for member in members {
+                    // One name, one value: a reader that kept the first or the last of two would
+                    // decide differently from another that kept the other (RFC 8259 §4, RFC 7519 §4).
+                    guard object.updateValue(member.value, forKey: member.key) == nil else {
+                        throw ParseError(offset: member.offset, reason: "duplicate member name")
+                    }
+                }
+                return .object(object)
             }
         }
 

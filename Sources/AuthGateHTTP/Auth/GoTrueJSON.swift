@@ -13,7 +13,7 @@ public import AuthGateCore
 public enum GoTrueJSON {
     /// RFC 3339 with fractional seconds, UTC.
     public static func timestamp(_ date: Date) -> JSONValue {
-        .string(Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(date))
+        .string(date.rfc3339WithMilliseconds)
     }
 
     /// A user with its identities.
