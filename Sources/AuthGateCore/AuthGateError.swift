@@ -20,6 +20,9 @@ public struct AuthGateError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let keyInvalid = Code("key_invalid")
         /// The set of signing keys breaks a rule (not exactly one active key, production without keys).
         public static let keySetInvalid = Code("key_set_invalid")
+        /// A call to Apple's REST API names a client id that is not one of the Apple provider's
+        /// audiences, so no client secret is minted for it.
+        public static let appleClientUnknown = Code("apple_client_unknown")
 
         // Reasons a provider ID token is rejected (logged and counted; never shown as-is to clients).
 

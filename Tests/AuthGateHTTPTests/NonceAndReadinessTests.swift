@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import AuthGateCore
 import AuthGateTestSupport
+import Crypto
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -75,5 +76,36 @@ struct NonceAndReadinessTests {
             if let http = service as? HTTPClientService { try await http.client.shutdown() }
         }
         await provider.stop()
+    }
+
+    @Test("/readyz reports Apple's server credentials: identifiers and the client secret's remaining life, never the secret")
+    func appleCredentialsInReadiness() async throws {
+        let directory = NSTemporaryDirectory() + "authgate-readyz-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try P256.Signing.PrivateKey().pemRepresentation.write(toFile: directory + "/apple.p8", atomically: true, encoding: .utf8)
+        try #"{"keys":[]}"#.write(toFile: directory + "/apple-jwks.json", atomically: true, encoding: .utf8)
+        let configuration = try AuthGateConfiguration.parse(
+            yaml: """
+                providers: { apple: { enabled: true, audiences: [com.example.app], jwks_file: apple-jwks.json,
+                  team_id: TEAM123456, key_id: KEY1234567, private_key_file: apple.p8 } }
+                """,
+            baseDirectory: directory,
+            environment: [:]
+        )
+        let assembly = try GatewayApplication.assemble(configuration, logger: Logger(label: "test"))
+        let app = Application(router: GatewayApplication.buildRouter(assembly.dependencies))
+        try await app.test(.router) { client in
+            try await client.execute(uri: "/readyz", method: .get) { response in
+                let text = String(buffer: response.body)
+                let body = try JSONDecoder().decode([String: JSONValue].self, from: Data(response.body.readableBytesView))
+                let detail = try #require(body["checks"]?.objectValue?["apple_server_credentials"]?.stringValue)
+                #expect(detail.hasPrefix("ok (team TEAM123456, key KEY1234567, 1 client id; client secret valid "))
+                #expect(!text.contains("eyJ"), "no JWT in the answer")
+            }
+        }
+        for service in assembly.services {
+            if let http = service as? HTTPClientService { try await http.client.shutdown() }
+        }
     }
 }

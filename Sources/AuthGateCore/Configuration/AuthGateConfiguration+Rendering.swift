@@ -36,7 +36,7 @@ extension AuthGateConfiguration {
                 "admin_roles": Node(tokens.adminRoles.map { Node($0) })
             ],
             "providers": [
-                "apple": rendered(providers.apple, isBuiltIn: true),
+                "apple": renderedApple(),
                 "google": rendered(providers.google, isBuiltIn: true),
                 "anonymous": ["enabled": Node(String(providers.anonymous.enabled))],
                 "oidc": Node(providers.oidc.map { rendered($0, isBuiltIn: false) })
@@ -93,6 +93,17 @@ extension AuthGateConfiguration {
             pairs.append((Node("redis"), redisNode))
         }
         return Node(pairs)
+    }
+
+    /// The Apple provider, with its REST API credentials when set (the key's file, never the key).
+    private func renderedApple() -> Node {
+        let node = rendered(providers.apple, isBuiltIn: true)
+        guard let server = providers.appleServer, case .mapping(var mapping) = node else { return node }
+        mapping["team_id"] = Node(server.teamID)
+        mapping["key_id"] = Node(server.keyID)
+        mapping["private_key_file"] = Node(server.privateKeyFile)
+        mapping["client_secret_ttl"] = Node(format(server.clientSecretLifetime))
+        return .mapping(mapping)
     }
 
     /// A provider block. Built-in providers have fixed issuers, so only OIDC ones print theirs;

@@ -47,6 +47,8 @@ public struct ProvidersConfiguration: Sendable {
     }
 
     public var apple: IDTokenProvider
+    /// Apple's REST API credentials (`team_id`, `key_id`, `private_key_file`); nil when not set.
+    public var appleServer: AppleServerConfiguration?
     public var google: IDTokenProvider
     public var anonymous: Anonymous
     /// Generic OpenID Connect issuers, each with a unique name.
@@ -58,8 +60,10 @@ public struct ProvidersConfiguration: Sendable {
     }
 
     init(reading section: ConfigurationSection) {
+        let appleSection = section.section("apple")
+        appleServer = AppleServerConfiguration.read(appleSection)
         apple = Self.provider(
-            section.section("apple"),
+            appleSection,
             name: "apple",
             issuers: ["https://appleid.apple.com", "https://account.apple.com"],
             defaultJWKS: "https://appleid.apple.com/auth/keys"

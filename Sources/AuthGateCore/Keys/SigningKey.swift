@@ -69,6 +69,13 @@ public struct SigningKey: Sendable {
         }
     }
 
+    /// A compact JWS (`header.payload.signature`, each part base64url) of the given header and
+    /// payload JSON, signed with this key: AuthGate's access tokens and Apple's client secrets.
+    func compactJWS(header: [UInt8], payload: [UInt8]) throws -> String {
+        let signingInput = Base64URL.encode(header) + "." + Base64URL.encode(payload)
+        return signingInput + "." + Base64URL.encode(try sign(Array(signingInput.utf8)))
+    }
+
     /// Signs `bytes` (the ASCII `header.payload` of a JWS) and returns the JWS signature bytes.
     func sign(_ bytes: [UInt8]) throws -> [UInt8] {
         switch privateKey {

@@ -23,9 +23,6 @@ public struct AccessTokenIssuer: Sendable {
     public func mint(_ claims: AccessTokenClaims) throws -> String {
         let key = keys.current.activeKey
         let header = "{\"alg\":\"\(key.algorithm.rawValue)\",\"kid\":\"\(key.kid)\",\"typ\":\"JWT\"}"
-        let payload = claims.jsonValue.serialized()
-        let signingInput = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(payload))
-        let signature = try key.sign(Array(signingInput.utf8))
-        return signingInput + "." + Base64URL.encode(signature)
+        return try key.compactJWS(header: Array(header.utf8), payload: claims.jsonValue.serialized())
     }
 }

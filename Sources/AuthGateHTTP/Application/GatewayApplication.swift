@@ -32,6 +32,9 @@ public enum GatewayApplication {
         public let revocations: RevocationView
         /// The edge proxy; nil without routes or keys.
         public let edge: EdgeProxy?
+        /// Mints Apple's `client_secret`; nil unless `providers.apple` has `team_id`, `key_id`
+        /// and `private_key_file`.
+        public let appleClientSecrets: AppleClientSecretMinter?
         /// The application's logger (services and operator actions log through it).
         public let logger: Logger
         /// Where the metrics are collected when `authgate serve` bootstrapped swift-metrics with
@@ -58,6 +61,9 @@ public enum GatewayApplication {
             let nonces = ServerNonceIssuer(store: store, lifetime: configuration.replay.serverNonceTTL)
             self.verifiers = verifiers
             self.nonces = nonces
+            self.appleClientSecrets = configuration.providers.appleServer.map {
+                AppleClientSecretMinter(configuration: $0, clientIDs: configuration.providers.apple.audiences)
+            }
             self.accounts = signingKeys.map { keys in
                 AccountService(
                     store: store,
@@ -149,7 +155,8 @@ public enum GatewayApplication {
             MetricsController(registry: metrics).register(on: router)
         }
         let probe = ReadinessProbe(
-            store: dependencies.store, keys: dependencies.signingKeys, keySets: dependencies.verifiers.keySets, logger: dependencies.logger)
+            store: dependencies.store, keys: dependencies.signingKeys, keySets: dependencies.verifiers.keySets,
+            appleClientSecrets: dependencies.appleClientSecrets, logger: dependencies.logger)
         HealthController(version: version, probe: probe).register(on: router)
         // Rate limits are attached to the endpoints themselves: they count what the router
         // resolved, however the path was spelled.

@@ -1,6 +1,12 @@
 public import AuthGateCore
 public import Logging
 
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
 /// Decides whether this replica should get traffic: the store answers and the signing keys are
 /// loaded. Provider key sets are reported too: a missing or stale set degrades sign-in with that
 /// provider only (its tokens are refused, fail closed), so it marks the replica `degraded`, not
@@ -19,14 +25,19 @@ public struct ReadinessProbe: Sendable {
     private let store: any AuthStore
     private let keys: SigningKeys?
     private let keySets: [ProviderKeySet]
+    private let appleClientSecrets: AppleClientSecretMinter?
 
     private let logger: Logger
 
-    public init(store: any AuthStore, keys: SigningKeys?, keySets: [ProviderKeySet] = [], logger: Logger = Logger(label: "authgate")) {
+    public init(
+        store: any AuthStore, keys: SigningKeys?, keySets: [ProviderKeySet] = [], appleClientSecrets: AppleClientSecretMinter? = nil,
+        logger: Logger = Logger(label: "authgate")
+    ) {
         self.logger = logger
         self.store = store
         self.keys = keys
         self.keySets = keySets
+        self.appleClientSecrets = appleClientSecrets
     }
 
     /// Runs every check.
@@ -63,6 +74,28 @@ public struct ReadinessProbe: Sendable {
             checks.append(
                 Check(name: "provider_keys.\(status.provider)", isReady: status.keyCount > 0 && !status.isStale, isCritical: false, detail: detail))
         }
+        if let appleClientSecrets { checks.append(appleCredentialsCheck(appleClientSecrets)) }
         return checks
+    }
+
+    /// Apple's REST API credentials: a client secret can be minted (for the first client id) and
+    /// when the cached ones expire. Not critical: only calls to Apple depend on it.
+    private func appleCredentialsCheck(_ minter: AppleClientSecretMinter) -> Check {
+        let status = minter.status()
+        let identifiers = "team \(status.teamID), key \(status.keyID), \(status.clientIDs.count) client id\(status.clientIDs.count == 1 ? "" : "s")"
+        guard let clientID = status.clientIDs.first else {
+            return Check(name: "apple_server_credentials", isReady: false, isCritical: false, detail: "\(identifiers): no client id to mint for")
+        }
+        do {
+            let secret = try minter.clientSecret(for: clientID)
+            let left = max(0, secret.expiresAt - Date().unixSeconds)
+            return Check(
+                name: "apple_server_credentials", isReady: true, isCritical: false,
+                detail: "ok (\(identifiers); client secret valid \(left) s more, renewed at half life)")
+        } catch {
+            logger.warning("readiness: no Apple client secret", metadata: ["gw.error": "\(error)"])
+            return Check(
+                name: "apple_server_credentials", isReady: false, isCritical: false, detail: "\(identifiers): a client secret cannot be minted")
+        }
     }
 }
