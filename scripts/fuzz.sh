@@ -42,6 +42,14 @@ mkdir -p Fuzz/.build/logs
 # Written only when it changes: SwiftPM rebuilds everything when the toolset file is touched.
 toolset="$(printf '{ "schemaVersion": "1.0", "linker": { "path": "%s" } }' "$lld")"
 [ "$(cat Fuzz/.build/lld-toolset.json 2>/dev/null)" = "$toolset" ] || printf '%s' "$toolset" >Fuzz/.build/lld-toolset.json
+# SwiftPM keeps the fuzz package's build plan (Fuzz/.build/<configuration>.yaml) when a source file
+# is added to the gateway (a path dependency): the new file is left out and the build fails with
+# "cannot find ... in scope". When the list of source files changed, the plan is made again.
+sources="$(find Sources Fuzz/Sources -name '*.swift' | sort | sha256sum)"
+if [ "$(cat "Fuzz/.build/sources-$configuration.sha256" 2>/dev/null)" != "$sources" ]; then
+    rm -f "Fuzz/.build/$configuration.yaml"
+    printf '%s' "$sources" >"Fuzz/.build/sources-$configuration.sha256"
+fi
 flags=(--toolset "$PWD/Fuzz/.build/lld-toolset.json"
     -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library -Xswiftc -enable-testing)
 for target in "${targets[@]}"; do
