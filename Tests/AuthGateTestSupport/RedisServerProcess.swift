@@ -205,25 +205,57 @@ public enum SharedRedis {
     }
 }
 
-/// A free TCP port on 127.0.0.1, found by binding port 0 and reading what the kernel chose.
+/// A free TCP port on 127.0.0.1 that nothing else on this machine will be given.
+///
+/// A port the kernel picks for `bind(0)` comes from the ephemeral range, which it hands out again
+/// to every listener bound to port 0 and to the source end of every outgoing connection: between
+/// this call and the test's own bind, another test's gateway or client could take it (a Sentinel
+/// test saw "Address already in use"), and a port meant to be dead could start answering. So the
+/// port comes from below the ephemeral range (`/proc/sys/net/ipv4/ip_local_port_range`), each one
+/// handed out once per process, starting at an offset drawn from the process id, and checked free
+/// by binding it.
 public func freeLoopbackPort() throws -> Int {
-    let socketDescriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard socketDescriptor >= 0 else { throw TestSupportError("socket() failed") }
-    defer { close(socketDescriptor) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = 0
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let bound = withUnsafePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketDescriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    let candidates = LoopbackPorts.candidates
+    for _ in 0..<candidates.count {
+        let port = LoopbackPorts.next()
+        if LoopbackPorts.canBind(port) { return port }
     }
-    guard bound == 0 else { throw TestSupportError("bind() failed") }
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let named = withUnsafeMutablePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socketDescriptor, $0, &length) }
+    throw TestSupportError("no free loopback port in \(candidates)")
+}
+
+/// The ports ``freeLoopbackPort()`` hands out: outside the kernel's ephemeral range, in turn.
+private enum LoopbackPorts {
+    /// Ports no `bind(0)` and no outgoing connection is given.
+    static let candidates: Range<Int> = {
+        let text = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8)) ?? ""
+        let bounds = text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).compactMap { Int($0) }
+        let low = bounds.first ?? 32768
+        let high = bounds.count > 1 ? bounds[1] : 60999
+        if low - 10000 >= 4000 { return 10000..<low }
+        return (high + 1)..<65536
+    }()
+    private static let counter = Atomic<Int>(Int(getpid()) &* 7919)
+
+    static func next() -> Int {
+        let turn = counter.wrappingAdd(1, ordering: .relaxed).oldValue
+        let offset = ((turn % candidates.count) + candidates.count) % candidates.count
+        return candidates.lowerBound + offset
     }
-    guard named == 0 else { throw TestSupportError("getsockname() failed") }
-    return Int(UInt16(bigEndian: address.sin_port))
+
+    static func canBind(_ port: Int) -> Bool {
+        let socketDescriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socketDescriptor >= 0 else { return false }
+        defer { close(socketDescriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(socketDescriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
 }
 
 /// An error raised by test support code, with a message that says what to do.
