@@ -23,6 +23,17 @@ public struct AuthGateError: Error, Sendable, Hashable, CustomStringConvertible 
         /// A call to Apple's REST API names a client id that is not one of the Apple provider's
         /// audiences, so no client secret is minted for it.
         public static let appleClientUnknown = Code("apple_client_unknown")
+        /// A provider's REST API refused a call for good: an authorization code expired or used,
+        /// a token already revoked, an ID token for another subject (Apple's `invalid_grant`).
+        public static let providerRejected = Code("provider_rejected")
+        /// A provider's REST API refused our credentials (`invalid_client`): a configuration
+        /// problem, not the user's; calls are retried once it is fixed.
+        public static let providerCredentialsRejected = Code("provider_credentials_rejected")
+        /// A provider's REST API could not be reached, timed out, or answered 5xx or 429.
+        public static let providerUnavailable = Code("provider_unavailable")
+        /// A provider token the caller asked to keep cannot be, because a setting it needs is
+        /// missing (Apple's REST API credentials, the token encryption key).
+        public static let providerAPINotConfigured = Code("provider_api_not_configured")
 
         // Reasons a provider ID token is rejected (logged and counted; never shown as-is to clients).
 
@@ -94,6 +105,8 @@ public struct AuthGateError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let anonymousProviderDisabled = Code("anonymous_provider_disabled")
         /// Only admins may do this.
         public static let notAdmin = Code("not_admin")
+        /// The identity named does not exist or is not the caller's (GoTrue's `identity_not_found`).
+        public static let identityNotFound = Code("identity_not_found")
 
         public var description: String { base }
     }

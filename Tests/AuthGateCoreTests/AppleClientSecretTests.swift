@@ -23,7 +23,7 @@ struct AppleClientSecretTests {
     private func configuration(_ apple: String, in directory: KeyDirectory, environment: [String: String] = [:]) throws -> AuthGateConfiguration {
         try AuthGateConfiguration.parse(
             yaml: "providers: { apple: { enabled: true, audiences: [com.example.app, com.example.web], \(apple) } }",
-            baseDirectory: directory.path, environment: environment)
+            baseDirectory: directory.path, environment: environment.merging([Self.tokenKeyVariable: Self.tokenKey]) { first, _ in first })
     }
 
     private func issues(_ apple: String, in directory: KeyDirectory) -> [ConfigurationError.Issue] {
@@ -36,6 +36,10 @@ struct AppleClientSecretTests {
             return [ConfigurationError.Issue(key: "unexpected", message: "\(error)")]
         }
     }
+
+    /// The token encryption key Apple's credentials come with.
+    static let tokenKeyVariable = "AUTHGATE_PROVIDERS_TOKEN_ENCRYPTION_KEY"
+    static let tokenKey = Data((0..<32).map { UInt8($0) }).base64EncodedString()
 
     private static let credentials = "team_id: TEAM123456, key_id: KEY1234567, private_key_file: AuthKey_KEY1234567.p8"
 

@@ -91,7 +91,7 @@ struct NonceAndReadinessTests {
                   team_id: TEAM123456, key_id: KEY1234567, private_key_file: apple.p8 } }
                 """,
             baseDirectory: directory,
-            environment: [:]
+            environment: ["AUTHGATE_PROVIDERS_TOKEN_ENCRYPTION_KEY": Data(repeating: 7, count: 32).base64EncodedString()]
         )
         let assembly = try GatewayApplication.assemble(configuration, logger: Logger(label: "test"))
         let app = Application(router: GatewayApplication.buildRouter(assembly.dependencies))

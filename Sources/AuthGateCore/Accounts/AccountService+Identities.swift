@@ -120,6 +120,10 @@ extension AccountService {
         record.email = identity.email
         record.updatedAt = now
         record.lastSignInAt = now
+        if let sealed = identity.sealedRefreshToken {
+            record.sealedRefreshToken = sealed
+            record.refreshTokenClientID = identity.refreshTokenClientID
+        }
         var identities = account.identities.filter { $0.provider != identity.provider || $0.subject != identity.subject }
         identities.append(record)
         identities.sort { $0.createdAt < $1.createdAt }
@@ -156,7 +160,8 @@ extension AccountService {
     private func newIdentity(_ identity: VerifiedIdentity, userID: String, now: Date) -> IdentityRecord {
         IdentityRecord(
             identityID: UUIDBytes.random(), userID: userID, provider: identity.provider, subject: identity.subject,
-            identityData: identity.identityData, email: identity.email, createdAt: now, updatedAt: now, lastSignInAt: now
+            identityData: identity.identityData, email: identity.email, createdAt: now, updatedAt: now, lastSignInAt: now,
+            sealedRefreshToken: identity.sealedRefreshToken, refreshTokenClientID: identity.refreshTokenClientID
         )
     }
 

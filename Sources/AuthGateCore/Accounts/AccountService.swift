@@ -22,6 +22,9 @@ public struct AccountService: Sendable {
     /// Bearer tokens already verified (the signature check skipped on a hit; the account, its
     /// session and its ban are read on every call); emptied when the signing keys change.
     private let verifiedTokens: VerifiedTokenCache
+    /// Exchanges Apple authorization codes for Apple's refresh token; nil unless Apple's REST API
+    /// credentials and the token encryption key are configured.
+    public var appleRefreshTokens: AppleRefreshTokens?
 
     public init(
         store: any AuthStore,
@@ -59,12 +62,32 @@ public struct AccountService: Sendable {
 
     /// `POST /token?grant_type=id_token`: verifies the ID token (once), finds or creates the user
     /// (or links the identity to `linkingTo`), and starts a session.
-    public func signInWithIDToken(provider: String, idToken: String, rawNonce: String?, linkingTo: AuthenticatedUser?, now: Date) async throws
-        -> IssuedSession
-    {
-        let identity = try await withSpan("auth.verify_id_token") { span in
+    ///
+    /// With `authorizationCode` (Apple only, an AuthGate extension of GoTrue's body), the code is
+    /// exchanged at Apple before anything is written, and Apple's refresh token is stored, sealed,
+    /// on the identity by the sign-in's own write; a code that Apple refuses, or that belongs to
+    /// another Apple account, fails the sign-in.
+    public func signInWithIDToken(
+        provider: String, idToken: String, rawNonce: String?, linkingTo: AuthenticatedUser?, authorizationCode: String? = nil, now: Date
+    ) async throws -> IssuedSession {
+        var identity = try await withSpan("auth.verify_id_token") { span in
             span.attributes["auth.provider"] = provider
             return try await idTokens.verify(provider: provider, idToken: idToken, rawNonce: rawNonce, now: now)
+        }
+        if let authorizationCode {
+            guard identity.provider == "apple" else {
+                throw AuthGateError(.validationFailed, "authorization_code is only accepted with provider apple")
+            }
+            guard let appleRefreshTokens else {
+                throw AuthGateError(
+                    .providerAPINotConfigured, "authorization_code needs providers.apple team_id, key_id, private_key_file and a token encryption key"
+                )
+            }
+            let clientID = identity.audiences.first ?? ""
+            identity.sealedRefreshToken = try await withSpan("auth.apple_code_exchange") { _ in
+                try await appleRefreshTokens.sealedRefreshToken(code: authorizationCode, clientID: clientID, subject: identity.subject, now: now)
+            }
+            identity.refreshTokenClientID = clientID
         }
         if let target = linkingTo {
             return try await link(identity, to: target, now: now)

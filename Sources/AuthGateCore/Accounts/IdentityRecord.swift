@@ -17,10 +17,17 @@ public struct IdentityRecord: Sendable, Codable, Hashable {
     public var createdAt: Date
     public var updatedAt: Date
     public var lastSignInAt: Date?
+    /// The provider's refresh token for this identity (Apple's, from a code exchange), sealed by
+    /// ``ProviderTokenSealer``; revoked through the outbox when the identity leaves. Never sent to
+    /// a client.
+    public var sealedRefreshToken: String?
+    /// The client id that refresh token was issued to (the bundle id or Services ID).
+    public var refreshTokenClientID: String?
 
     public init(
         identityID: String, userID: String, provider: String, subject: String, identityData: [String: JSONValue],
-        email: String?, createdAt: Date, updatedAt: Date, lastSignInAt: Date?
+        email: String?, createdAt: Date, updatedAt: Date, lastSignInAt: Date?, sealedRefreshToken: String? = nil,
+        refreshTokenClientID: String? = nil
     ) {
         self.identityID = identityID
         self.userID = userID
@@ -31,5 +38,7 @@ public struct IdentityRecord: Sendable, Codable, Hashable {
         self.createdAt = createdAt
         self.updatedAt = updatedAt
         self.lastSignInAt = lastSignInAt
+        self.sealedRefreshToken = sealedRefreshToken
+        self.refreshTokenClientID = refreshTokenClientID
     }
 }

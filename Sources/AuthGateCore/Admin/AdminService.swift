@@ -83,8 +83,16 @@ public struct AdminService: Sendable {
     /// Deletes a user: its sessions end and its tokens are refused at once. A soft delete keeps
     /// the record (email, phone and identities removed, sign-in refused for good), as GoTrue's
     /// `should_soft_delete`, in one write; otherwise everything is removed, in one write.
+    ///
+    /// The provider refresh tokens its identities hold (Apple's) go into the revocation outbox
+    /// first, so a deletion that fails half-way still revokes them; pass
+    /// `revokeProviderTokens: false` when the provider itself told us (Apple's `account-delete`).
     /// - Returns: false when there is no such user.
-    public func deleteUser(_ userID: String, soft: Bool, now: Date) async throws -> Bool {
+    public func deleteUser(_ userID: String, soft: Bool, revokeProviderTokens: Bool = true, now: Date) async throws -> Bool {
+        var queued: Set<String> = []
+        if revokeProviderTokens {
+            queued = try await queueRevocations(of: try await store.identities(ofUser: userID), except: [], now: now)
+        }
         if soft {
             let updated = try await store.updateAccount(userID: userID, fenced: true) { account in
                 var user = account.user
@@ -100,14 +108,32 @@ public struct AdminService: Sendable {
                 return change
             }
             guard let updated else { return false }
+            // A token stored between the read above and the write: queued now, from what was removed.
+            if revokeProviderTokens { _ = try await queueRevocations(of: updated.account.identities, except: queued, now: now) }
             try await announceSignOut(userID, endedSessions: updated.endedSessions, reason: "user_deleted", now: now)
         } else {
             guard try await store.user(id: userID) != nil else { return false }
             let ended = try await store.deleteUser(userID)
             try await announceSignOut(userID, endedSessions: ended, reason: "user_deleted", now: now)
         }
-        logger.notice("user deleted", metadata: ["gw.user_id": "\(userID)", "gw.soft": "\(soft)"])
+        logger.notice("user deleted", metadata: ["gw.user_id": "\(userID)", "gw.soft": "\(soft)", "gw.provider_tokens_queued": "\(queued.count)"])
         return true
+    }
+
+    /// Puts the provider refresh tokens of `identities` (those not in `except`, by sealed token)
+    /// into the revocation outbox.
+    /// - Returns: the sealed tokens queued, with `except`.
+    func queueRevocations(of identities: [IdentityRecord], except: Set<String>, now: Date) async throws -> Set<String> {
+        let entries = identities.filter { $0.sealedRefreshToken.map { !except.contains($0) } ?? false }.compactMap {
+            ProviderRevocation.revoking($0, now: now)
+        }
+        try await store.enqueueProviderRevocations(entries)
+        for entry in entries {
+            logger.notice(
+                "provider token queued for revocation",
+                metadata: ["gw.provider": "\(entry.provider)", "gw.user_id": "\(entry.userID)", "gw.revocation_id": "\(entry.id)"])
+        }
+        return except.union(entries.map(\.sealedToken))
     }
 
     // MARK: sessions

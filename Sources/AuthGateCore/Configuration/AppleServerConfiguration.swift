@@ -16,6 +16,9 @@ public struct AppleServerConfiguration: Sendable {
     public var privateKey: P256.Signing.PrivateKey
     /// How long each minted client secret is valid; it is renewed when half of it is gone.
     public var clientSecretLifetime: Duration
+    /// Where Apple's REST API is (`api_url`, `https://appleid.apple.com`): `/auth/token` and
+    /// `/auth/revoke` are under it. Tests point it at a fake Apple.
+    public var apiURL: String
 
     /// Apple refuses client secrets valid for longer than this (15,777,000 s, six months).
     public static let maximumLifetime = Duration.seconds(15_777_000)
@@ -28,9 +31,14 @@ public struct AppleServerConfiguration: Sendable {
         let keyPath = section.optionalString("private_key_file")
         let lifetime = section.duration("client_secret_ttl", default: .seconds(3600), minimum: .seconds(60), maximum: maximumLifetime)
         let hasEnvironmentKey = section.isOverridden("private_key")
+        var apiURL = section.string("api_url", default: "https://appleid.apple.com")
+        if !(apiURL.hasPrefix("https://") || apiURL.hasPrefix("http://")) {
+            section.report("api_url", "\"\(apiURL)\" must be an http:// or https:// URL")
+        }
+        while apiURL.hasSuffix("/") { apiURL.removeLast() }
         guard teamID != nil || keyID != nil || keyPath != nil || hasEnvironmentKey else {
-            if section.contains("client_secret_ttl") {
-                section.report("client_secret_ttl", "only used with team_id, key_id and private_key_file; set them or remove it")
+            for key in ["client_secret_ttl", "api_url"] where section.contains(key) {
+                section.report(key, "only used with team_id, key_id and private_key_file; set them or remove it")
             }
             return nil
         }
@@ -53,7 +61,8 @@ public struct AppleServerConfiguration: Sendable {
         }
         guard let teamID, let keyID else { return nil }
         return AppleServerConfiguration(
-            teamID: teamID, keyID: keyID, privateKeyFile: source, privateKey: privateKey, clientSecretLifetime: lifetime)
+            teamID: teamID, keyID: keyID, privateKeyFile: source, privateKey: privateKey, clientSecretLifetime: lifetime,
+            apiURL: apiURL)
     }
 
     /// Team IDs and Key IDs are ten upper-case letters or digits.

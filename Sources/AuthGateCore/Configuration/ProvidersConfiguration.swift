@@ -1,3 +1,5 @@
+public import Crypto
+
 /// `providers:`: who may sign in, and how their ID tokens are checked.
 public struct ProvidersConfiguration: Sendable {
     /// Where a provider's signing keys come from.
@@ -50,6 +52,12 @@ public struct ProvidersConfiguration: Sendable {
     /// Apple's REST API credentials (`team_id`, `key_id`, `private_key_file`); nil when not set.
     public var appleServer: AppleServerConfiguration?
     public var google: IDTokenProvider
+    /// Google's token revocation endpoint (`providers.google.revocation_url`).
+    public var googleRevocationURL: String
+    /// The AES-256 key sealing the provider refresh tokens AuthGate keeps
+    /// (`providers.token_encryption_key_file`, or `AUTHGATE_PROVIDERS_TOKEN_ENCRYPTION_KEY`);
+    /// required with Apple's REST API credentials.
+    public var tokenEncryptionKey: SymmetricKey?
     public var anonymous: Anonymous
     /// Generic OpenID Connect issuers, each with a unique name.
     public var oidc: [IDTokenProvider]
@@ -68,8 +76,13 @@ public struct ProvidersConfiguration: Sendable {
             issuers: ["https://appleid.apple.com", "https://account.apple.com"],
             defaultJWKS: "https://appleid.apple.com/auth/keys"
         )
+        let googleSection = section.section("google")
+        googleRevocationURL = googleSection.string("revocation_url", default: "https://oauth2.googleapis.com/revoke")
+        if !(googleRevocationURL.hasPrefix("https://") || googleRevocationURL.hasPrefix("http://")) {
+            googleSection.report("revocation_url", "\"\(googleRevocationURL)\" must be an http:// or https:// URL")
+        }
         google = Self.provider(
-            section.section("google"),
+            googleSection,
             name: "google",
             issuers: ["https://accounts.google.com", "accounts.google.com"],
             defaultJWKS: "https://www.googleapis.com/oauth2/v3/certs"
@@ -94,6 +107,18 @@ public struct ProvidersConfiguration: Sendable {
             oidc.append(Self.provider(item, name: name, issuers: [issuer], defaultJWKS: nil, enabledByDefault: true))
         }
         self.oidc = oidc
+        tokenEncryptionKey = nil
+        if let text = SecretReader().secret(in: section, key: "token_encryption_key") {
+            if let key = ProviderTokenSealer.key(fromText: text) {
+                tokenEncryptionKey = key
+            } else {
+                section.report("token_encryption_key_file", "must hold 32 random bytes in base64 (openssl rand -base64 32)")
+            }
+        } else if appleServer != nil {
+            section.report(
+                "token_encryption_key_file",
+                "set it with providers.apple's team_id, key_id and private_key_file: Apple's refresh tokens are kept sealed under it")
+        }
         section.finish()
     }
 

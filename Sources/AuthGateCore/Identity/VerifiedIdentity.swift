@@ -29,4 +29,15 @@ public struct VerifiedIdentity: Sendable, Hashable {
     public let identityData: [String: JSONValue]
     /// Lower-case hex SHA-256 of the whole token: its identity in the replay window.
     public let tokenHash: String
+    /// The provider's refresh token obtained with this sign-in (Apple's, from the app's
+    /// authorization code), sealed; stored on the identity by the sign-in's own write.
+    public var sealedRefreshToken: String? = nil
+    /// The client id that refresh token was issued to.
+    public var refreshTokenClientID: String? = nil
+
+    /// The token's audiences (`aud`, a string or a list).
+    public var audiences: [String] {
+        if let single = claims["aud"]?.stringValue { return [single] }
+        return claims["aud"]?.arrayValue?.compactMap(\.stringValue) ?? []
+    }
 }

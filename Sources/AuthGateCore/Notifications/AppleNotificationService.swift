@@ -39,21 +39,30 @@ public struct AppleNotificationService: Sendable {
     ///   already acted on. Nothing changes when it throws.
     public func handle(_ payload: String, now: Date) async throws -> (AppleNotification, Outcome) {
         let notification = try await verifier.verify(payload, now: now)
-        let key = "apple-notification:\(NonceRule.hashed(notification.id))"
-        // Kept until the notification can no longer verify (its exp plus leeway), and at least ten
-        // minutes of the store's own clock (which `now`, pinned in tests, may not be).
-        let forgetAt = max(notification.expiresAt, Date()).addingTimeInterval(600)
-        guard try await store.insertIfAbsent(key, expiresAt: forgetAt) else {
+        let hashed = NonceRule.hashed(notification.id)
+        let handled = "apple-notification:\(hashed)"
+        let inProgress = "apple-notification-claim:\(hashed)"
+        // Marked handled only once its work is done: a failure half-way leaves it unmarked, so
+        // Apple's retry does the work (each step is safe to repeat). While one request works on
+        // it, a duplicate is answered 503 (Apple retries) rather than acknowledged.
+        guard try await !store.contains(handled) else {
             throw AuthGateError(.replayed, "notification \(notification.id) was already handled")
+        }
+        guard try await store.insertIfAbsent(inProgress, expiresAt: Date().addingTimeInterval(60)) else {
+            throw AuthGateError(.storeUnavailable, "notification \(notification.id) is being handled by another request")
         }
         let outcome: Outcome
         do {
             outcome = try await act(on: notification, now: now)
+            // Kept until the notification can no longer verify (its exp plus leeway), and at least
+            // ten minutes of the store's own clock (which `now`, pinned in tests, may not be).
+            let forgetAt = max(notification.expiresAt, Date()).addingTimeInterval(600)
+            _ = try await store.insertIfAbsent(handled, expiresAt: forgetAt)
         } catch {
-            // Not acted on: Apple's retry must be able to succeed.
-            _ = try? await store.consume(key)
+            _ = try? await store.consume(inProgress)
             throw error
         }
+        _ = try? await store.consume(inProgress)
         logger.notice(
             "apple notification",
             metadata: ["gw.event": "\(notification.type)", "gw.outcome": "\(outcome.rawValue)", "gw.apple_sub": "\(notification.subject)"]
@@ -75,7 +84,7 @@ public struct AppleNotificationService: Sendable {
             _ = try await admin.signOutEverywhere(userID, reason: "apple_account_deleted", now: now)
             try await store.deleteIdentity(provider: "apple", subject: notification.subject, userID: userID)
             if try await store.identities(ofUser: userID).isEmpty {
-                _ = try await admin.deleteUser(userID, soft: false, now: now)
+                _ = try await admin.deleteUser(userID, soft: false, revokeProviderTokens: false, now: now)
                 return .userDeleted
             }
             return .identityRemoved

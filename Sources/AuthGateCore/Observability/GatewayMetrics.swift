@@ -32,6 +32,18 @@ public enum GatewayMetrics {
         }
     }
 
+    /// A call to revoke a provider token from the outbox: `outcome` is `revoked`,
+    /// `already_invalid`, `retry` or `failed`.
+    public static func providerRevocation(provider: String, outcome: String) {
+        Counter(label: "authgate_provider_revocations_total", dimensions: [("provider", provider), ("outcome", outcome)]).increment()
+    }
+
+    /// An authorization code exchanged at a provider for its refresh token: `outcome` is `ok` or
+    /// the error code.
+    public static func providerCodeExchange(provider: String, outcome: String) {
+        Counter(label: "authgate_provider_code_exchanges_total", dimensions: [("provider", provider), ("outcome", outcome)]).increment()
+    }
+
     /// How old the provider key set in use is, in seconds.
     public static func keySetAge(provider: String, seconds: Double) {
         Gauge(label: "authgate_provider_keyset_age_seconds", dimensions: [("provider", provider)]).record(seconds)

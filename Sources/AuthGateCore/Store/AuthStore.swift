@@ -21,6 +21,9 @@ public protocol AuthStore: Sendable {
     /// it. Atomic across every replica sharing the store (replay windows, issued nonces).
     func insertIfAbsent(_ key: String, expiresAt: Date) async throws -> Bool
 
+    /// Whether `key` is recorded and unexpired (see ``insertIfAbsent(_:expiresAt:)``).
+    func contains(_ key: String) async throws -> Bool
+
     /// Removes `key` and returns true when it was recorded and unexpired: true exactly once.
     func consume(_ key: String) async throws -> Bool
 
@@ -83,4 +86,19 @@ public protocol AuthStore: Sendable {
     /// Removes a user with its identities, email and identity indexes and sessions, at once;
     /// returns the ids of the sessions that were alive.
     func deleteUser(_ userID: String) async throws -> [String]
+
+    // MARK: provider token revocations (the outbox)
+
+    /// Puts entries in the revocation outbox, due at their `nextAttemptAt`.
+    func enqueueProviderRevocations(_ entries: [ProviderRevocation]) async throws
+    /// Up to `limit` entries due at `now`, each leased to the caller until `now + lease` (another
+    /// claim does not return it meanwhile), atomically across replicas; each comes back with its
+    /// ``ProviderRevocation/lease`` set.
+    func claimProviderRevocations(now: Date, lease: Duration, limit: Int) async throws -> [ProviderRevocation]
+    /// Records how a claimed entry's call ended: removes it (`finished`), stores it due again
+    /// (`retry`) or as given up (`failed`). Nothing happens when the caller's lease was lost
+    /// (expired and claimed by another): false then.
+    func settleProviderRevocation(_ entry: ProviderRevocation, as settlement: ProviderRevocation.Settlement) async throws -> Bool
+    /// Every entry in the outbox, pending and given up, oldest first.
+    func providerRevocations() async throws -> [ProviderRevocation]
 }

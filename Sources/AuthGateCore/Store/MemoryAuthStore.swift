@@ -36,6 +36,8 @@ public actor MemoryAuthStore: AuthStore {
     var identityOwners: [String: String] = [:]
     var emailOwners: [String: String] = [:]
     var sessionsByUser: [String: [String: StoredSession]] = [:]
+    /// The provider token revocation outbox, by entry id.
+    var providerRevocationEntries: [String: ProviderRevocation] = [:]
     /// The revocation stream; the memory store's revocation view reads it in process.
     public private(set) var revocations: [RevocationEvent] = []
     private nonisolated let listeners = Mutex<[@Sendable (RevocationEvent) -> Void]>([])
@@ -50,6 +52,10 @@ public actor MemoryAuthStore: AuthStore {
         if let existing = expiringKeys[key], existing > now { return false }
         expiringKeys[key] = expiresAt
         return true
+    }
+
+    public func contains(_ key: String) async throws -> Bool {
+        (expiringKeys[key] ?? .distantPast) > Date()
     }
 
     public func consume(_ key: String) async throws -> Bool {

@@ -63,6 +63,10 @@ public struct RedisAuthStore: AuthStore {
         return !reply.isNull
     }
 
+    public func contains(_ key: String) async throws -> Bool {
+        try await run(RedisCommand("EXISTS", .string(keys.expiring(key)))).int == 1
+    }
+
     public func consume(_ key: String) async throws -> Bool {
         try await !run(RedisCommand("GETDEL", .string(keys.expiring(key)))).isNull
     }

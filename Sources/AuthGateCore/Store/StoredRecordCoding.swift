@@ -44,6 +44,8 @@ enum StoredRecordCoding {
         writer.date("createdAt", identity.createdAt)
         writer.date("updatedAt", identity.updatedAt)
         writer.date("lastSignInAt", identity.lastSignInAt)
+        writer.string("sealedRefreshToken", identity.sealedRefreshToken)
+        writer.string("refreshTokenClientID", identity.refreshTokenClientID)
         return writer.finished()
     }
 
@@ -78,7 +80,9 @@ enum StoredRecordCoding {
         return IdentityRecord(
             identityID: try fields.string("identityID"), userID: try fields.string("userID"), provider: try fields.string("provider"),
             subject: try fields.string("subject"), identityData: try fields.object("identityData"), email: try fields.optionalString("email"),
-            createdAt: try fields.date("createdAt"), updatedAt: try fields.date("updatedAt"), lastSignInAt: try fields.optionalDate("lastSignInAt")
+            createdAt: try fields.date("createdAt"), updatedAt: try fields.date("updatedAt"), lastSignInAt: try fields.optionalDate("lastSignInAt"),
+            sealedRefreshToken: try fields.optionalString("sealedRefreshToken"),
+            refreshTokenClientID: try fields.optionalString("refreshTokenClientID")
         )
     }
 

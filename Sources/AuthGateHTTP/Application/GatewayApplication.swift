@@ -35,6 +35,8 @@ public enum GatewayApplication {
         /// Mints Apple's `client_secret`; nil unless `providers.apple` has `team_id`, `key_id`
         /// and `private_key_file`.
         public let appleClientSecrets: AppleClientSecretMinter?
+        /// Revokes provider refresh tokens from the outbox (``ProviderRevocationWorker`` runs it).
+        public let providerTokenRevoker: ProviderTokenRevoker
         /// The application's logger (services and operator actions log through it).
         public let logger: Logger
         /// Where the metrics are collected when `authgate serve` bootstrapped swift-metrics with
@@ -48,6 +50,7 @@ public enum GatewayApplication {
             verifiers: IdentityVerifierRegistry? = nil,
             upstreamConnections: UpstreamConnectionPool? = nil,
             metrics: PrometheusCollectorRegistry? = nil,
+            providerHTTPClient: HTTPClient? = nil,
             logger: Logger = Logger(label: "authgate")
         ) {
             self.metrics = metrics
@@ -61,11 +64,20 @@ public enum GatewayApplication {
             let nonces = ServerNonceIssuer(store: store, lifetime: configuration.replay.serverNonceTTL)
             self.verifiers = verifiers
             self.nonces = nonces
-            self.appleClientSecrets = configuration.providers.appleServer.map {
+            let appleClientSecrets = configuration.providers.appleServer.map {
                 AppleClientSecretMinter(configuration: $0, clientIDs: configuration.providers.apple.audiences)
             }
+            self.appleClientSecrets = appleClientSecrets
+            let sealer = configuration.providers.tokenEncryptionKey.map(ProviderTokenSealer.init)
+            let appleClient: AppleTokenClient? = appleClientSecrets.flatMap { secrets in
+                guard let providerHTTPClient, let server = configuration.providers.appleServer else { return nil }
+                return AppleTokenClient(http: providerHTTPClient, secrets: secrets, apiURL: server.apiURL)
+            }
+            self.providerTokenRevoker = ProviderTokenRevoker(
+                sealer: sealer, apple: appleClient,
+                google: providerHTTPClient.map { GoogleTokenClient(http: $0, revocationURL: configuration.providers.googleRevocationURL) })
             self.accounts = signingKeys.map { keys in
-                AccountService(
+                var accounts = AccountService(
                     store: store,
                     tokens: configuration.tokens,
                     keys: keys,
@@ -77,6 +89,11 @@ public enum GatewayApplication {
                     logger: logger,
                     verifiedTokenCacheSize: configuration.proxy.tokenCacheSize
                 )
+                if let appleClient, let sealer {
+                    accounts.appleRefreshTokens = AppleRefreshTokens(
+                        client: appleClient, sealer: sealer, defaultClientID: configuration.providers.apple.audiences.first ?? "")
+                }
+                return accounts
             }
             let revocations = RevocationView(retention: configuration.tokens.accessTokenTTL + .seconds(60))
             self.revocations = revocations
@@ -122,9 +139,10 @@ public enum GatewayApplication {
         let upstreamConnections = UpstreamConnectionPool(maxConnectionsPerUpstream: configuration.proxy.maxConnectionsPerUpstream)
         let dependencies = Dependencies(
             configuration: configuration, store: store.store, keyRing: keyRing, verifiers: verifiers, upstreamConnections: upstreamConnections,
-            metrics: metrics, logger: logger
+            metrics: metrics, providerHTTPClient: httpClient.client, logger: logger
         )
         var services: [any Service] = store.services + [httpClient, upstreamConnections] + verifiers.keySets.map { $0 as any Service }
+        services.append(ProviderRevocationWorker(store: store.store, revoker: dependencies.providerTokenRevoker, logger: logger))
         if let metrics, configuration.server.metricsPort > 0 {
             let router = Router()
             MetricsController(registry: metrics).register(on: router)
@@ -178,6 +196,7 @@ public enum GatewayApplication {
         }
         if let accounts = dependencies.accounts {
             TokenController(accounts: accounts).register(on: limited("token", limits.token))
+            AppleAuthorizationCodeController(accounts: accounts).register(on: limited("token", limits.token))
             UserController(accounts: accounts, configuration: dependencies.configuration, store: dependencies.store)
                 .register(on: router, signup: limited("signup", limits.signup))
             if let apple = (try? dependencies.verifiers.verifier(for: "apple")) as? AppleVerifier {

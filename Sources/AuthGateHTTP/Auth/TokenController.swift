@@ -30,6 +30,8 @@ public struct TokenController: Sendable {
         let clientID: String?
         let issuer: String?
         let refreshToken: String?
+        /// Apple's `authorizationCode` from the app (an AuthGate extension; GoTrue ignores it).
+        let authorizationCode: String?
 
         enum CodingKeys: String, CodingKey {
             case idToken = "id_token"
@@ -37,6 +39,7 @@ public struct TokenController: Sendable {
             case linkIdentity = "link_identity"
             case clientID = "client_id"
             case refreshToken = "refresh_token"
+            case authorizationCode = "authorization_code"
         }
     }
 
@@ -75,7 +78,8 @@ public struct TokenController: Sendable {
             let issued = try await withSpan("auth.sign_in") { span in
                 span.attributes["auth.provider"] = label
                 return try await accounts.signInWithIDToken(
-                    provider: provider, idToken: idToken, rawNonce: body.nonce, linkingTo: linkTarget, now: now)
+                    provider: provider, idToken: idToken, rawNonce: body.nonce, linkingTo: linkTarget,
+                    authorizationCode: body.authorizationCode.flatMap { $0.isEmpty ? nil : $0 }, now: now)
             }
             GatewayMetrics.signIn(provider: label, outcome: "ok")
             context.outcome.userID = issued.user.id

@@ -38,6 +38,14 @@ public enum ErrorMapping {
             return GoTrueError(.unprocessableContent, code: error.code.description, message: text)
         case .notAdmin:
             return GoTrueError(.forbidden, code: "not_admin", message: text)
+        case .identityNotFound:
+            return GoTrueError(.unprocessableContent, code: "identity_not_found", message: text)
+        case .providerRejected:
+            return GoTrueError(.badRequest, code: "provider_code_rejected", message: text)
+        case .providerUnavailable, .providerCredentialsRejected:
+            return GoTrueError(.serviceUnavailable, code: "provider_unavailable", message: text)
+        case .providerAPINotConfigured:
+            return GoTrueError(.badRequest, code: "provider_api_not_configured", message: text)
         case .validationFailed, .refreshTokenNotFound, .refreshTokenAlreadyUsed, .sessionExpired, .emailExists:
             return GoTrueError(.badRequest, code: error.code.description, message: text)
         default:
@@ -67,6 +75,10 @@ public enum ErrorMapping {
         case .emailNotConfirmed: "Unverified email with the provider. A confirmation email has been sent to your provider email"
         case .anonymousProviderDisabled: "Anonymous sign-ins are disabled"
         case .notAdmin: "User not allowed"
+        case .identityNotFound: "Identity doesn't exist"
+        case .providerRejected: "The provider refused the authorization code: it was used, expired, or is for another account"
+        case .providerUnavailable, .providerCredentialsRejected: "The provider could not be reached; try again"
+        case .providerAPINotConfigured: "The provider's server API is not configured on this gateway"
         case .validationFailed: "Invalid request"
         case .refreshTokenNotFound: "Invalid Refresh Token: Refresh Token Not Found"
         case .refreshTokenAlreadyUsed: "Invalid Refresh Token: Already Used"

@@ -1,0 +1,103 @@
+public import AsyncHTTPClient
+import NIOCore
+import NIOHTTP1
+
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
+
+/// One form-encoded POST to a provider's REST API (Apple's `/auth/token` and `/auth/revoke`,
+/// Google's revoke endpoint) and its answer, read with a size cap; the error classes every such
+/// call shares: unreachable or 5xx or 429 is ``AuthGateError/Code/providerUnavailable`` (retry),
+/// `invalid_client` or `unauthorized_client` is ``AuthGateError/Code/providerCredentialsRejected``,
+/// any other 4xx is ``AuthGateError/Code/providerRejected``. No field value (a code, a token, the
+/// client secret) is ever put in an error message.
+struct ProviderFormPost: Sendable {
+    /// The provider's answer.
+    struct Answer: Sendable {
+        let status: Int
+        let body: [UInt8]
+        /// The OAuth `error` code of a refusal (`invalid_grant`, `invalid_client`, …), when the
+        /// body names one.
+        let errorCode: String?
+
+        /// Throws the class of a refusal; returns for a 2xx answer.
+        func requireSuccess(_ what: String) throws {
+            if (200..<300).contains(status) { return }
+            let named = errorCode.map { " \($0)" } ?? ""
+            if status >= 500 || status == 429 || status == 408 {
+                throw AuthGateError(.providerUnavailable, "\(what): HTTP \(status)\(named)")
+            }
+            if errorCode == "invalid_client" || errorCode == "unauthorized_client" || status == 401 {
+                throw AuthGateError(.providerCredentialsRejected, "\(what): HTTP \(status)\(named); check the provider's credentials")
+            }
+            throw AuthGateError(.providerRejected, "\(what): HTTP \(status)\(named)")
+        }
+    }
+
+    let client: HTTPClient
+    let timeout: Duration
+    /// Bodies larger than this are not read (a token response is a few kilobytes).
+    static let maximumBodyBytes = 64 * 1024
+
+    /// Posts `fields` to `url` as `application/x-www-form-urlencoded`.
+    /// - Parameter what: names the call in error messages (`apple token`, `google revoke`).
+    /// - Throws: ``AuthGateError/Code/providerUnavailable`` when no answer came.
+    func post(_ url: String, fields: [(String, String)], what: String) async throws -> Answer {
+        var request = HTTPClientRequest(url: url)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+        request.headers.add(name: "Accept", value: "application/json")
+        request.headers.add(name: "User-Agent", value: "AuthGate")
+        request.body = .bytes(ByteBuffer(string: Self.formEncoded(fields)))
+        do {
+            let response = try await client.execute(request, timeout: .nanoseconds(Int64(clamping: timeout.nanoseconds)))
+            var buffer = try await response.body.collect(upTo: Self.maximumBodyBytes)
+            let body = buffer.readBytes(length: buffer.readableBytes) ?? []
+            let status = Int(response.status.code)
+            return Answer(status: status, body: body, errorCode: (200..<300).contains(status) ? nil : Self.errorCode(body))
+        } catch {
+            throw AuthGateError(.providerUnavailable, "\(what): no answer (\(Self.describe(error)))")
+        }
+    }
+
+    /// The `error` member of an OAuth error body, when it is a short printable code.
+    static func errorCode(_ body: [UInt8]) -> String? {
+        guard let code = (try? JSONValue.parse(body))?.objectValue?["error"]?.stringValue, code.utf8.count <= 64,
+            code.utf8.allSatisfy({ (0x21...0x7E).contains($0) })
+        else { return nil }
+        return code
+    }
+
+    /// `application/x-www-form-urlencoded` (every byte but the unreserved ones percent-encoded).
+    static func formEncoded(_ fields: [(String, String)]) -> String {
+        fields.map { encode($0.0) + "=" + encode($0.1) }.joined(separator: "&")
+    }
+
+    private static func encode(_ text: String) -> String {
+        var output = ""
+        output.reserveCapacity(text.utf8.count)
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                output.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                output += "%" + String(byte >> 4, radix: 16, uppercase: true) + String(byte & 0xF, radix: 16, uppercase: true)
+            }
+        }
+        return output
+    }
+
+    /// A transport error's kind, without anything the request carried.
+    private static func describe(_ error: any Error) -> String {
+        if let error = error as? HTTPClientError {
+            if error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout { return "timed out" }
+            return "transport error"
+        }
+        if error is NIOCore.IOError { return "connection failed" }
+        return "connection failed"
+    }
+}

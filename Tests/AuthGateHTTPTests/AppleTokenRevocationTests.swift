@@ -1,0 +1,296 @@
+import AsyncHTTPClient
+import AuthGateCore
+import AuthGateTestSupport
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+import Testing
+
+@testable import AuthGateHTTP
+
+/// Apple's refresh token obtained from the app's authorization code (in the id_token grant and at
+/// `POST /auth/v1/user/apple/authorization_code`), kept sealed, and revoked through the outbox
+/// when the account is deleted: against a fake Apple that checks every client secret.
+@Suite("Apple token exchange and revocation", .timeLimit(.minutes(3)))
+struct AppleTokenRevocationTests {
+    static let audience = "com.example.app"
+    static let teamID = "TEAM123456"
+    static let keyID = "KEY1234567"
+
+    /// A gateway with Apple's REST API credentials, a fake Apple for keys and one for the REST API.
+    private struct Rig {
+        let keys: FakeProvider
+        let api: FakeAppleAPI
+        let dependencies: GatewayApplication.Dependencies
+        let app: Application<RouterResponder<AuthGateRequestContext>>
+        let directory: String
+        let signingKey: FakeProvider.Key
+
+        var worker: ProviderRevocationWorker {
+            ProviderRevocationWorker(store: dependencies.store, revoker: dependencies.providerTokenRevoker, logger: Logger(label: "revocations"))
+        }
+
+        func stop() async {
+            await api.stop()
+            await keys.stop()
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
+    private func rig(store: any AuthStore = MemoryAuthStore()) async throws -> Rig {
+        let signingKey = FakeProvider.sharedKeys[0]
+        let keys = try await FakeProvider.start(keys: [signingKey])
+        let teamKey = P256.Signing.PrivateKey()
+        let api = try await FakeAppleAPI.start(teamID: Self.teamID, keyID: Self.keyID, publicKey: teamKey.publicKey)
+        let directory = NSTemporaryDirectory() + "authgate-apple-api-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try teamKey.pemRepresentation.write(toFile: directory + "/apple.p8", atomically: true, encoding: .utf8)
+        try Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString().write(
+            toFile: directory + "/token.key", atomically: true, encoding: .utf8)
+        let configuration = try AuthGateConfiguration.parse(
+            yaml: """
+                providers:
+                  token_encryption_key_file: token.key
+                  apple: { enabled: true, audiences: [\(Self.audience)], jwks_url: "\(keys.jwksURL)", team_id: \(Self.teamID),
+                           key_id: \(Self.keyID), private_key_file: apple.p8, api_url: "\(api.url)" }
+                  anonymous: { enabled: true }
+                rate_limits: { token: off, signup: off, nonce: off }
+                """,
+            baseDirectory: directory, environment: [:])
+        let verifiers = IdentityVerifierRegistry(
+            providers: configuration.providers, fetcher: HTTPJWKSFetcher(client: .shared), logger: .init(label: "apple-api"))
+        let dependencies = GatewayApplication.Dependencies(
+            configuration: configuration, store: store, keyRing: try SigningKeyRing.load(configuration.tokens, allowGenerated: true),
+            verifiers: verifiers, providerHTTPClient: .shared)
+        let app = Application(router: GatewayApplication.buildRouter(dependencies))
+        return Rig(keys: keys, api: api, dependencies: dependencies, app: app, directory: directory, signingKey: signingKey)
+    }
+
+    private func idToken(_ subject: String, key: FakeProvider.Key) -> String {
+        let now = Int64(Date().timeIntervalSince1970)
+        return FakeProvider.token(
+            claims: [
+                "iss": "https://appleid.apple.com", "aud": .string(Self.audience), "sub": .string(subject), "iat": .integer(now),
+                "exp": .integer(now + 600), "email": .string("\(subject)@privaterelay.appleid.com"), "email_verified": "true",
+                "jti": .string(UUID().uuidString)
+            ],
+            key: key)
+    }
+
+    /// Signs in with Apple (with `code` in the body when given): the status and the JSON answer.
+    private func signIn(_ client: some TestClientProtocol, _ rig: Rig, subject: String, code: String? = nil) async throws -> (
+        HTTPResponse.Status, [String: JSONValue]
+    ) {
+        let extra = code.map { ",\"authorization_code\":\"\($0)\"" } ?? ""
+        return try await client.execute(
+            uri: "/auth/v1/token?grant_type=id_token", method: .post, headers: [.contentType: "application/json"],
+            body: ByteBuffer(string: "{\"provider\":\"apple\",\"id_token\":\"\(idToken(subject, key: rig.signingKey))\"\(extra)}")
+        ) { response in
+            (response.status, (try? JSONValue.parse(Array(response.body.readableBytesView)).objectValue) ?? [:])
+        }
+    }
+
+    private func appleIdentity(_ rig: Rig, userID: String) async throws -> IdentityRecord {
+        try #require(try await rig.dependencies.store.identities(ofUser: userID).first { $0.provider == "apple" })
+    }
+
+    private func sealer(_ rig: Rig) throws -> ProviderTokenSealer {
+        ProviderTokenSealer(key: try #require(rig.dependencies.configuration.providers.tokenEncryptionKey))
+    }
+
+    @Test(
+        "the id_token grant's authorization_code is exchanged at Apple (client secret checked) and Apple's refresh token kept sealed",
+        arguments: TestStoreKind.allCases)
+    func codeInGrant(kind: TestStoreKind) async throws {
+        try await withTestStore(kind) { store in
+            let rig = try await rig(store: store)
+            rig.api.register(code: "c-1", subject: "apple-sub-1")
+            try await rig.app.test(.router) { client in
+                let (status, body) = try await signIn(client, rig, subject: "apple-sub-1", code: "c-1")
+                #expect(status == .ok, "\(body)")
+                let userID = try #require(body["user"]?.objectValue?["id"]?.stringValue)
+                let identity = try await appleIdentity(rig, userID: userID)
+                let sealed = try #require(identity.sealedRefreshToken)
+                #expect(!sealed.contains("apple-refresh"), "the refresh token is stored sealed, never in the clear")
+                #expect(try sealer(rig).open(sealed, provider: "apple", subject: "apple-sub-1") == FakeAppleAPI.refreshToken(for: "c-1"))
+                #expect(identity.refreshTokenClientID == Self.audience)
+                #expect(!"\(body)".contains("apple-refresh") && !"\(body)".contains(sealed), "never sent to the client")
+                #expect(rig.api.refusedSecrets == 0)
+
+                // A returning sign-in without a code keeps the token.
+                let (again, _) = try await signIn(client, rig, subject: "apple-sub-1")
+                #expect(again == .ok)
+                #expect(try await appleIdentity(rig, userID: userID).sealedRefreshToken == sealed)
+
+                // A used code, or a code of another Apple account, fails the sign-in and writes nothing.
+                let (used, usedBody) = try await signIn(client, rig, subject: "apple-sub-2", code: "c-1")
+                #expect(used == .badRequest)
+                #expect(usedBody["error_code"]?.stringValue == "provider_code_rejected", "\(usedBody)")
+                rig.api.register(code: "c-other", subject: "apple-sub-9")
+                let (mismatch, _) = try await signIn(client, rig, subject: "apple-sub-2", code: "c-other")
+                #expect(mismatch == .badRequest)
+                #expect(try await store.owner(ofIdentity: "apple", subject: "apple-sub-2") == nil)
+            }
+            await rig.stop()
+        }
+    }
+
+    @Test("POST /auth/v1/user/apple/authorization_code stores the token for the caller's Apple identity; a user without one gets 422")
+    func codeAtOwnEndpoint() async throws {
+        let rig = try await rig()
+        rig.api.register(code: "c-2", subject: "apple-sub-3")
+        try await rig.app.test(.router) { client in
+            let (_, body) = try await signIn(client, rig, subject: "apple-sub-3")
+            let access = try #require(body["access_token"]?.stringValue)
+            let userID = try #require(body["user"]?.objectValue?["id"]?.stringValue)
+            #expect(try await appleIdentity(rig, userID: userID).sealedRefreshToken == nil)
+            let headers: HTTPFields = [.authorization: "Bearer \(access)", .contentType: "application/json"]
+            try await client.execute(
+                uri: "/auth/v1/user/apple/authorization_code", method: .post, headers: headers,
+                body: ByteBuffer(string: "{\"authorization_code\":\"c-2\"}")
+            ) { response in
+                #expect(response.status == .ok, "\(String(buffer: response.body))")
+                #expect(!String(buffer: response.body).contains("refresh"), "the token never goes back")
+            }
+            let sealed = try #require(try await appleIdentity(rig, userID: userID).sealedRefreshToken)
+            #expect(try sealer(rig).open(sealed, provider: "apple", subject: "apple-sub-3") == FakeAppleAPI.refreshToken(for: "c-2"))
+            try await client.execute(
+                uri: "/auth/v1/user/apple/authorization_code", method: .post, headers: [.contentType: "application/json"],
+                body: ByteBuffer(string: "{\"authorization_code\":\"c-2\"}")
+            ) { #expect($0.status == .unauthorized) }
+
+            let anonymous = try await client.execute(uri: "/auth/v1/signup", method: .post) { response in
+                try JSONValue.parse(Array(response.body.readableBytesView)).objectValue?["access_token"]?.stringValue
+            }
+            try await client.execute(
+                uri: "/auth/v1/user/apple/authorization_code", method: .post,
+                headers: [.authorization: "Bearer \(anonymous ?? "")", .contentType: "application/json"],
+                body: ByteBuffer(string: "{\"authorization_code\":\"c-3\"}")
+            ) { response in
+                #expect(response.status == .unprocessableContent)
+                #expect(response.headers[GoTrueError.errorCodeHeader] == "identity_not_found")
+            }
+        }
+        await rig.stop()
+    }
+
+    @Test(
+        "deleting the user queues Apple's token; the worker revokes it with Apple's fields, retrying through 503s; invalid_grant finishes it",
+        arguments: TestStoreKind.allCases)
+    func revokedOnDeletion(kind: TestStoreKind) async throws {
+        try await withTestStore(kind) { store in
+            let rig = try await rig(store: store)
+            rig.api.register(code: "c-4", subject: "apple-sub-4")
+            rig.api.register(code: "c-5", subject: "apple-sub-5")
+            try await rig.app.test(.router) { client in
+                let (_, first) = try await signIn(client, rig, subject: "apple-sub-4", code: "c-4")
+                let (_, second) = try await signIn(client, rig, subject: "apple-sub-5", code: "c-5")
+                let firstUser = try #require(first["user"]?.objectValue?["id"]?.stringValue)
+                let secondUser = try #require(second["user"]?.objectValue?["id"]?.stringValue)
+                let admin = AdminService(store: store, logger: Logger(label: "admin"))
+                let now = Date()
+                #expect(try await admin.deleteUser(firstUser, soft: false, now: now))
+                #expect(try await admin.deleteUser(secondUser, soft: true, now: now))
+                let queued = try await store.providerRevocations()
+                #expect(queued.count == 2)
+                #expect(queued.allSatisfy { !$0.sealedToken.contains("apple-refresh") })
+
+                rig.api.queueRevokeAnswers([.init(status: 503), .init(status: 503), .init(status: 400, error: "invalid_grant")])
+                #expect(await rig.worker.workOnce(now: now) == 2)
+                var pending = try await store.providerRevocations()
+                #expect(pending.count == 2 && pending.allSatisfy { $0.attempts == 1 && $0.failedAt == nil && $0.lastError != nil })
+                #expect(await rig.worker.workOnce(now: now) == 0, "nothing is due before its backoff")
+                let later = now.addingTimeInterval(ProviderRevocationWorker.backoff(afterAttempts: 1).inSeconds + 1)
+                #expect(await rig.worker.workOnce(now: later) == 2)
+                pending = try await store.providerRevocations()
+                #expect(pending.isEmpty, "one revoked, one already invalid: both finished; left \(pending)")
+                let calls = rig.api.revokes
+                #expect(calls.count == 4)
+                #expect(Set(calls.map(\.token)) == [FakeAppleAPI.refreshToken(for: "c-4"), FakeAppleAPI.refreshToken(for: "c-5")])
+                #expect(calls.allSatisfy { $0.clientID == Self.audience && $0.tokenTypeHint == "refresh_token" })
+                #expect(rig.api.refusedSecrets == 0)
+            }
+            await rig.stop()
+        }
+    }
+
+    @Test("a permanent refusal is given up and listed; twenty failed calls are too")
+    func givenUp() async throws {
+        let rig = try await rig()
+        rig.api.register(code: "c-6", subject: "apple-sub-6")
+        try await rig.app.test(.router) { client in
+            let (_, body) = try await signIn(client, rig, subject: "apple-sub-6", code: "c-6")
+            let userID = try #require(body["user"]?.objectValue?["id"]?.stringValue)
+            #expect(
+                try await AdminService(store: rig.dependencies.store, logger: Logger(label: "admin")).deleteUser(userID, soft: false, now: Date()))
+        }
+        rig.api.queueRevokeAnswers([.init(status: 400, error: "invalid_request")])
+        #expect(await rig.worker.workOnce(now: Date()) == 1)
+        let failed = try await rig.dependencies.store.providerRevocations()
+        #expect(failed.count == 1 && failed.first?.failedAt != nil && failed.first?.lastError?.contains("invalid_request") == true)
+        #expect(await rig.worker.workOnce(now: Date().addingTimeInterval(86_400 * 30)) == 0, "a given-up entry is never called again")
+
+        // An Apple that is always down: the entry is given up after the last attempt.
+        var entry = try #require(failed.first)
+        entry.id = UUID().uuidString
+        entry.failedAt = nil
+        entry.attempts = ProviderRevocationWorker.maximumAttempts - 1
+        try await rig.dependencies.store.enqueueProviderRevocations([entry])
+        rig.api.queueRevokeAnswers([.init(status: 500)])
+        #expect(await rig.worker.workOnce(now: Date().addingTimeInterval(86_400 * 30)) == 1)
+        #expect(try await rig.dependencies.store.providerRevocations().allSatisfy { $0.failedAt != nil })
+        await rig.stop()
+    }
+
+    @Test("two replicas' workers on one Redis revoke each token exactly once")
+    func exactlyOnceAcrossReplicas() async throws {
+        try await withTestStore(.redis) { store in
+            let rig = try await rig(store: store)
+            let sealer = try sealer(rig)
+            let now = Date()
+            let entries = try (0..<40).map { index in
+                ProviderRevocation(
+                    id: UUID().uuidString, provider: "apple", clientID: Self.audience, subject: "s-\(index)", userID: UUID().uuidString,
+                    sealedToken: try sealer.seal("token-\(index)", provider: "apple", subject: "s-\(index)"), createdAt: now)
+            }
+            try await store.enqueueProviderRevocations(entries)
+            let first = rig.worker
+            let second = rig.worker
+            async let a = drain(first, now: now)
+            async let b = drain(second, now: now)
+            _ = await (a, b)
+            let tokens = rig.api.revokes.map(\.token)
+            #expect(tokens.count == 40, "each entry called once: \(tokens.count) calls")
+            #expect(Set(tokens) == Set((0..<40).map { "token-\($0)" }))
+            #expect(try await store.providerRevocations().isEmpty)
+            await rig.stop()
+        }
+    }
+
+    private func drain(_ worker: ProviderRevocationWorker, now: Date) async {
+        while await worker.workOnce(now: now) > 0 {}
+    }
+
+    @Test("the outbox leases each claim: a lost lease settles nothing, an expired one is claimed again", arguments: TestStoreKind.allCases)
+    func leases(kind: TestStoreKind) async throws {
+        try await withTestStore(kind) { store in
+            let now = Date()
+            let entry = ProviderRevocation(
+                id: UUID().uuidString, provider: "google", clientID: nil, subject: "g-1", userID: "u-1", sealedToken: "v1.x", createdAt: now)
+            try await store.enqueueProviderRevocations([entry])
+            let claimed = try await store.claimProviderRevocations(now: now, lease: .seconds(60), limit: 10)
+            #expect(claimed.count == 1 && claimed.first?.lease != nil)
+            #expect(try await store.claimProviderRevocations(now: now.addingTimeInterval(30), lease: .seconds(60), limit: 10).isEmpty)
+            let again = try await store.claimProviderRevocations(now: now.addingTimeInterval(61), lease: .seconds(60), limit: 10)
+            #expect(again.count == 1, "an expired lease is claimed again")
+            #expect(try await !store.settleProviderRevocation(try #require(claimed.first), as: .finished), "the first lease was lost")
+            #expect(try await store.providerRevocations().count == 1)
+            #expect(try await store.settleProviderRevocation(try #require(again.first), as: .finished))
+            #expect(try await store.providerRevocations().isEmpty)
+        }
+    }
+}
