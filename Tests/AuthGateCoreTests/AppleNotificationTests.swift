@@ -74,4 +74,31 @@ struct AppleNotificationTests {
             #expect(subject != otherSubject)
         }
     }
+
+    @Test(
+        "a notification is marked handled only once its work is done: one in progress elsewhere is refused as unavailable (Apple retries), not acknowledged",
+        arguments: TestStoreKind.allCases)
+    func handledOnlyWhenDone(kind: TestStoreKind) async throws {
+        let testCase = try #require(Self.notifications.first)
+        let at = Date(timeIntervalSince1970: Double(testCase.issuedAt + 1))
+        let jti = try #require(testCase.claims["jti"]?.stringValue)
+        try await withTestStore(kind) { store in
+            let service = AppleNotificationService(
+                verifier: try appleVerifier(audience: testCase.audience), store: store, logger: Logger(label: "apple-test"))
+            // Another request holds the notification and has not finished: neither acted on nor
+            // marked handled, so Apple's retry is not a replay.
+            let claim = "apple-notification-claim:\(NonceRule.hashed(jti))"
+            #expect(try await store.insertIfAbsent(claim, expiresAt: Date().addingTimeInterval(60)))
+            await #expect(throws: AuthGateError(.storeUnavailable, "notification \(jti) is being handled by another request")) {
+                try await service.handle(testCase.token, now: at)
+            }
+            #expect(try await !store.contains("apple-notification:\(NonceRule.hashed(jti))"), "not marked handled")
+            // That request failed and let go: Apple's retry is acted on, then marked, then a replay.
+            #expect(try await store.consume(claim))
+            #expect(try await service.handle(testCase.token, now: at).1 == .unknownUser)
+            #expect(try await store.contains("apple-notification:\(NonceRule.hashed(jti))"))
+            #expect(try await !store.contains(claim), "the claim is let go after the work")
+            await #expect(throws: AuthGateError.self, "a replay is refused") { try await service.handle(testCase.token, now: at) }
+        }
+    }
 }
