@@ -107,6 +107,13 @@ public struct AuthGateError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let notAdmin = Code("not_admin")
         /// The identity named does not exist or is not the caller's (GoTrue's `identity_not_found`).
         public static let identityNotFound = Code("identity_not_found")
+        /// Unlinking would leave the user without an identity (GoTrue's `single_identity_not_deletable`).
+        public static let singleIdentityNotDeletable = Code("single_identity_not_deletable")
+        /// Unlinking would move the user's email to one another user holds
+        /// (GoTrue's `email_conflict_identity_not_deletable`).
+        public static let emailConflictIdentityNotDeletable = Code("email_conflict_identity_not_deletable")
+        /// The caller's sign-in is too old for this action (deleting the account): sign in again.
+        public static let reauthenticationNeeded = Code("reauthentication_needed")
 
         public var description: String { base }
     }

@@ -111,6 +111,9 @@ struct AppleNotificationEndpointTests {
             #expect(try await proxy(client, bob) == .unauthorized)
             #expect(try await store.owner(ofIdentity: "apple", subject: "001.apple.bob") == nil)
             #expect(try await store.user(id: bobID) == nil, "a user whose only identity is deleted is deleted")
+            // The spelling Apple's current page gives takes the same path.
+            #expect(try await post(client, notification("account-deleted", subject: "001.apple.alice", key: key)) == .ok)
+            #expect(try await store.user(id: alice) == nil, "account-deleted is read as account-delete")
         }
         await connections.shutdown()
         await upstream.stop()

@@ -41,7 +41,7 @@ struct AppleTokenRevocationTests {
         }
     }
 
-    private func rig(store: any AuthStore = MemoryAuthStore()) async throws -> Rig {
+    private func rig(store: any AuthStore = MemoryAuthStore(), extra: String = "") async throws -> Rig {
         let signingKey = FakeProvider.sharedKeys[0]
         let keys = try await FakeProvider.start(keys: [signingKey])
         let teamKey = P256.Signing.PrivateKey()
@@ -57,8 +57,10 @@ struct AppleTokenRevocationTests {
                   token_encryption_key_file: token.key
                   apple: { enabled: true, audiences: [\(Self.audience)], jwks_url: "\(keys.jwksURL)", team_id: \(Self.teamID),
                            key_id: \(Self.keyID), private_key_file: apple.p8, api_url: "\(api.url)" }
+                  google: { enabled: true, audiences: [web-client], jwks_url: "\(keys.jwksURL)" }
                   anonymous: { enabled: true }
                 rate_limits: { token: off, signup: off, nonce: off }
+                \(extra)
                 """,
             baseDirectory: directory, environment: [:])
         let verifiers = IdentityVerifierRegistry(
@@ -200,11 +202,13 @@ struct AppleTokenRevocationTests {
                 #expect(queued.allSatisfy { !$0.sealedToken.contains("apple-refresh") })
 
                 rig.api.queueRevokeAnswers([.init(status: 503), .init(status: 503), .init(status: 400, error: "invalid_grant")])
-                #expect(await rig.worker.workOnce(now: now) == 2)
+                #expect(await rig.worker.workOnce(now: now) == 0, "first due after the deletion has landed")
+                let due = now.addingTimeInterval(ProviderRevocation.firstCallDelay.inSeconds)
+                #expect(await rig.worker.workOnce(now: due) == 2)
                 var pending = try await store.providerRevocations()
                 #expect(pending.count == 2 && pending.allSatisfy { $0.attempts == 1 && $0.failedAt == nil && $0.lastError != nil })
-                #expect(await rig.worker.workOnce(now: now) == 0, "nothing is due before its backoff")
-                let later = now.addingTimeInterval(ProviderRevocationWorker.backoff(afterAttempts: 1).inSeconds + 1)
+                #expect(await rig.worker.workOnce(now: due) == 0, "nothing is due before its backoff")
+                let later = due.addingTimeInterval(ProviderRevocationWorker.backoff(afterAttempts: 1).inSeconds + 1)
                 #expect(await rig.worker.workOnce(now: later) == 2)
                 pending = try await store.providerRevocations()
                 #expect(pending.isEmpty, "one revoked, one already invalid: both finished; left \(pending)")
@@ -229,7 +233,7 @@ struct AppleTokenRevocationTests {
                 try await AdminService(store: rig.dependencies.store, logger: Logger(label: "admin")).deleteUser(userID, soft: false, now: Date()))
         }
         rig.api.queueRevokeAnswers([.init(status: 400, error: "invalid_request")])
-        #expect(await rig.worker.workOnce(now: Date()) == 1)
+        #expect(await rig.worker.workOnce(now: Date().addingTimeInterval(31)) == 1)
         let failed = try await rig.dependencies.store.providerRevocations()
         #expect(failed.count == 1 && failed.first?.failedAt != nil && failed.first?.lastError?.contains("invalid_request") == true)
         #expect(await rig.worker.workOnce(now: Date().addingTimeInterval(86_400 * 30)) == 0, "a given-up entry is never called again")
@@ -292,5 +296,181 @@ struct AppleTokenRevocationTests {
             #expect(try await store.settleProviderRevocation(try #require(again.first), as: .finished))
             #expect(try await store.providerRevocations().isEmpty)
         }
+    }
+
+    // MARK: the account life cycle
+
+    private func googleToken(_ subject: String, email: String, key: FakeProvider.Key) -> String {
+        let now = Int64(Date().timeIntervalSince1970)
+        return FakeProvider.token(
+            claims: [
+                "iss": "https://accounts.google.com", "aud": "web-client", "sub": .string(subject), "iat": .integer(now),
+                "exp": .integer(now + 600), "email": .string(email), "email_verified": true, "jti": .string(UUID().uuidString)
+            ],
+            key: key)
+    }
+
+    private func json(_ response: TestResponse) -> [String: JSONValue] {
+        (try? JSONValue.parse(Array(response.body.readableBytesView)).objectValue) ?? [:]
+    }
+
+    @Test(
+        "DELETE /auth/v1/user: off by default; deletes the account (hard or soft), ends its tokens, queues Apple's token; the Apple account signs in again as a new user",
+        arguments: TestStoreKind.allCases)
+    func selfDelete(kind: TestStoreKind) async throws {
+        for mode in UsersConfiguration.SelfDeleteMode.allCases {
+            try await withTestStore(kind) { store in
+                let rig = try await rig(store: store, extra: "users: { allow_self_delete: true, self_delete: \(mode.rawValue) }")
+                rig.api.register(code: "d-1", subject: "apple-del")
+                try await rig.app.test(.router) { client in
+                    let (_, body) = try await signIn(client, rig, subject: "apple-del", code: "d-1")
+                    let access = try #require(body["access_token"]?.stringValue)
+                    let userID = try #require(body["user"]?.objectValue?["id"]?.stringValue)
+                    try await client.execute(uri: "/auth/v1/user", method: .delete, headers: [.authorization: "Bearer \(access)"]) { response in
+                        #expect(response.status == .ok, "\(String(buffer: response.body))")
+                        #expect(json(response) == [:])
+                    }
+                    try await client.execute(uri: "/auth/v1/user", method: .get, headers: [.authorization: "Bearer \(access)"]) { response in
+                        #expect(response.status == .forbidden, "the deleted user's token is refused")
+                    }
+                    if mode == .soft {
+                        let kept = try #require(try await store.user(id: userID))
+                        #expect(kept.deletedAt != nil && kept.email == nil)
+                    } else {
+                        #expect(try await store.user(id: userID) == nil)
+                    }
+                    #expect(try await store.identities(ofUser: userID).isEmpty)
+                    let queued = try await store.providerRevocations()
+                    #expect(queued.count == 1 && queued.first?.userID == userID)
+                    #expect(await rig.worker.workOnce(now: Date()) == 0, "first due after the removal has landed")
+                    #expect(await rig.worker.workOnce(now: Date().addingTimeInterval(31)) == 1)
+                    #expect(rig.api.revokes.map(\.token) == [FakeAppleAPI.refreshToken(for: "d-1")])
+
+                    let (again, fresh) = try await signIn(client, rig, subject: "apple-del")
+                    #expect(again == .ok)
+                    #expect(fresh["user"]?.objectValue?["id"]?.stringValue != userID, "a deleted user's Apple account gets a fresh user")
+                }
+                await rig.stop()
+            }
+        }
+        // Off unless users.allow_self_delete.
+        let off = try await rig()
+        try await off.app.test(.router) { client in
+            let (_, body) = try await signIn(client, off, subject: "apple-keep")
+            let access = try #require(body["access_token"]?.stringValue)
+            try await client.execute(uri: "/auth/v1/user", method: .delete, headers: [.authorization: "Bearer \(access)"]) { response in
+                #expect(response.status == .notFound)
+                #expect(response.headers[GoTrueError.errorCodeHeader] == "self_delete_disabled")
+            }
+            #expect(try await off.dependencies.store.owner(ofIdentity: "apple", subject: "apple-keep") != nil)
+        }
+        await off.stop()
+    }
+
+    @Test("a sign-in older than users.self_delete_max_auth_age cannot delete the account: 403 reauthentication_needed, nothing changes")
+    func selfDeleteNeedsRecentSignIn() async throws {
+        let rig = try await rig(extra: "users: { allow_self_delete: true }")
+        let accounts = try #require(rig.dependencies.accounts)
+        try await rig.app.test(.router) { client in
+            let (_, body) = try await signIn(client, rig, subject: "apple-old")
+            let access = try #require(body["access_token"]?.stringValue)
+            let caller = try await accounts.authenticate(bearer: access, now: Date())
+            let later = Date().addingTimeInterval(11 * 60)
+            do {
+                try await accounts.deleteSelf(caller, mode: .hard, maxAuthAge: .seconds(600), now: later)
+                Issue.record("an eleven-minute-old sign-in deleted the account")
+            } catch let error as AuthGateError {
+                #expect(error.code == .reauthenticationNeeded)
+                let client = ErrorMapping.clientError(for: error, in: .authenticated) as? GoTrueError
+                #expect(client?.status == .forbidden && client?.code == "reauthentication_needed")
+            }
+            #expect(try await rig.dependencies.store.user(id: caller.user.id) != nil)
+            try await accounts.deleteSelf(caller, mode: .hard, maxAuthAge: .seconds(600), now: Date().addingTimeInterval(60))
+            #expect(try await rig.dependencies.store.user(id: caller.user.id) == nil)
+        }
+        await rig.stop()
+    }
+
+    @Test(
+        "DELETE /auth/v1/user/identities/{id}: GoTrue's refusals; unlinking Apple moves the email, drops the provider, queues the revocation",
+        arguments: TestStoreKind.allCases)
+    func unlink(kind: TestStoreKind) async throws {
+        try await withTestStore(kind) { store in
+            let rig = try await rig(store: store, extra: "security: { manual_linking_enabled: true }")
+            rig.api.register(code: "u-1", subject: "apple-unlink")
+            try await rig.app.test(.router) { client in
+                let (_, body) = try await signIn(client, rig, subject: "apple-unlink", code: "u-1")
+                let access = try #require(body["access_token"]?.stringValue)
+                let refresh = try #require(body["refresh_token"]?.stringValue)
+                let userID = try #require(body["user"]?.objectValue?["id"]?.stringValue)
+                let bearer: HTTPFields = [.authorization: "Bearer \(access)", .contentType: "application/json"]
+                let apple = try await appleIdentity(rig, userID: userID)
+                try await client.execute(uri: "/auth/v1/user/identities/\(apple.identityID)", method: .delete, headers: bearer) { response in
+                    #expect(response.status == .unprocessableContent)
+                    #expect(response.headers[GoTrueError.errorCodeHeader] == "single_identity_not_deletable")
+                }
+                let link =
+                    "{\"provider\":\"google\",\"id_token\":\"\(googleToken("g-1", email: "person@example.com", key: rig.signingKey))\",\"link_identity\":true}"
+                try await client.execute(uri: "/auth/v1/token?grant_type=id_token", method: .post, headers: bearer, body: ByteBuffer(string: link)) {
+                    #expect($0.status == .ok, "\(String(buffer: $0.body))")
+                }
+                try await client.execute(uri: "/auth/v1/user/identities/not-a-uuid", method: .delete, headers: bearer) { response in
+                    #expect(response.status == .notFound)
+                    #expect(response.headers[GoTrueError.errorCodeHeader] == "validation_failed")
+                }
+                try await client.execute(uri: "/auth/v1/user/identities/\(UUID().uuidString)", method: .delete, headers: bearer) { response in
+                    #expect(response.status == .unprocessableContent)
+                    #expect(response.headers[GoTrueError.errorCodeHeader] == "identity_not_found")
+                }
+                try await client.execute(uri: "/auth/v1/user/identities/\(apple.identityID)", method: .delete, headers: bearer) { response in
+                    #expect(response.status == .ok, "\(String(buffer: response.body))")
+                    #expect(json(response) == [:])
+                }
+                let user = try #require(try await store.user(id: userID))
+                #expect(user.email == "person@example.com", "the email moves to the remaining identity's")
+                #expect(user.appMetadata["providers"] == .array(["google"]) && user.appMetadata["provider"] == "google")
+                #expect(try await store.owner(ofIdentity: "apple", subject: "apple-unlink") == nil)
+                // The next refresh carries the new app_metadata.
+                try await client.execute(
+                    uri: "/auth/v1/token?grant_type=refresh_token", method: .post, headers: [.contentType: "application/json"],
+                    body: ByteBuffer(string: "{\"refresh_token\":\"\(refresh)\"}")
+                ) { response in
+                    #expect(response.status == .ok)
+                    #expect(json(response)["user"]?.objectValue?["app_metadata"]?.objectValue?["providers"] == .array(["google"]))
+                }
+                #expect(await rig.worker.workOnce(now: Date().addingTimeInterval(31)) == 1)
+                #expect(rig.api.revokes.map(\.token) == [FakeAppleAPI.refreshToken(for: "u-1")])
+            }
+            await rig.stop()
+        }
+        // Without security.manual_linking_enabled: 404 manual_linking_disabled.
+        let off = try await rig()
+        try await off.app.test(.router) { client in
+            let (_, body) = try await signIn(client, off, subject: "apple-off")
+            let access = try #require(body["access_token"]?.stringValue)
+            try await client.execute(
+                uri: "/auth/v1/user/identities/\(UUID().uuidString)", method: .delete, headers: [.authorization: "Bearer \(access)"]
+            ) { response in
+                #expect(response.status == .notFound)
+                #expect(response.headers[GoTrueError.errorCodeHeader] == "manual_linking_disabled")
+            }
+        }
+        await off.stop()
+    }
+
+    @Test("a queued revocation whose identity still holds the token (its removal did not land) is dropped, not sent")
+    func stillLinkedIsNotRevoked() async throws {
+        let rig = try await rig()
+        rig.api.register(code: "s-1", subject: "apple-stays")
+        try await rig.app.test(.router) { client in
+            let (_, body) = try await signIn(client, rig, subject: "apple-stays", code: "s-1")
+            let userID = try #require(body["user"]?.objectValue?["id"]?.stringValue)
+            let identity = try await appleIdentity(rig, userID: userID)
+            try await rig.dependencies.store.enqueueProviderRevocations([try #require(ProviderRevocation.revoking(identity, now: Date()))])
+            #expect(await rig.worker.workOnce(now: Date().addingTimeInterval(31)) == 1)
+            #expect(rig.api.revokes.isEmpty, "a token still linked is not revoked")
+            #expect(try await rig.dependencies.store.providerRevocations().isEmpty)
+        }
+        await rig.stop()
     }
 }

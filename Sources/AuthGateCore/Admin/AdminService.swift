@@ -85,14 +85,12 @@ public struct AdminService: Sendable {
     /// `should_soft_delete`, in one write; otherwise everything is removed, in one write.
     ///
     /// The provider refresh tokens its identities hold (Apple's) go into the revocation outbox
-    /// first, so a deletion that fails half-way still revokes them; pass
-    /// `revokeProviderTokens: false` when the provider itself told us (Apple's `account-delete`).
+    /// first, so a deletion that fails half-way still revokes them; `notRevoking` names providers
+    /// that told us themselves (Apple's `account-delete`): their tokens are dropped, not revoked.
     /// - Returns: false when there is no such user.
-    public func deleteUser(_ userID: String, soft: Bool, revokeProviderTokens: Bool = true, now: Date) async throws -> Bool {
-        var queued: Set<String> = []
-        if revokeProviderTokens {
-            queued = try await queueRevocations(of: try await store.identities(ofUser: userID), except: [], now: now)
-        }
+    public func deleteUser(_ userID: String, soft: Bool, notRevoking: Set<String> = [], now: Date) async throws -> Bool {
+        let revocable = { (identities: [IdentityRecord]) in identities.filter { !notRevoking.contains($0.provider) } }
+        var queued = try await queueRevocations(of: revocable(try await store.identities(ofUser: userID)), except: [], now: now)
         if soft {
             let updated = try await store.updateAccount(userID: userID, fenced: true) { account in
                 var user = account.user
@@ -109,7 +107,7 @@ public struct AdminService: Sendable {
             }
             guard let updated else { return false }
             // A token stored between the read above and the write: queued now, from what was removed.
-            if revokeProviderTokens { _ = try await queueRevocations(of: updated.account.identities, except: queued, now: now) }
+            queued = try await queueRevocations(of: revocable(updated.account.identities), except: queued, now: now)
             try await announceSignOut(userID, endedSessions: updated.endedSessions, reason: "user_deleted", now: now)
         } else {
             guard try await store.user(id: userID) != nil else { return false }

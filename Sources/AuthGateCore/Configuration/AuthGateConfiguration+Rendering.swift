@@ -54,8 +54,12 @@ extension AuthGateConfiguration {
             ],
             "users": [
                 "max_user_metadata": Node(ConfigurationValueParsers.format(bytes: users.maxUserMetadata)),
-                "max_app_metadata": Node(ConfigurationValueParsers.format(bytes: users.maxAppMetadata))
+                "max_app_metadata": Node(ConfigurationValueParsers.format(bytes: users.maxAppMetadata)),
+                "allow_self_delete": Node(String(users.allowSelfDelete)),
+                "self_delete": Node(users.selfDelete.rawValue),
+                "self_delete_max_auth_age": Node(format(users.selfDeleteMaxAuthAge))
             ],
+            "security": ["manual_linking_enabled": Node(String(security.manualLinkingEnabled))],
             "routes": Node(routes.map(rendered)),
             "proxy": [
                 "identity_header_prefix": Node(proxy.identityHeaderPrefix),

@@ -20,6 +20,7 @@ public struct AuthGateConfiguration: Sendable {
     public var replay: ReplayConfiguration
     public var rateLimits: RateLimitsConfiguration
     public var users: UsersConfiguration
+    public var security: SecurityConfiguration
     public var routes: [RouteConfiguration]
     public var proxy: ProxyConfiguration
     public var logging: LoggingConfiguration
@@ -72,6 +73,7 @@ public struct AuthGateConfiguration: Sendable {
         let replay = ReplayConfiguration(reading: root.section("replay"))
         let rateLimits = RateLimitsConfiguration(reading: root.section("rate_limits"))
         let users = UsersConfiguration(reading: root.section("users"))
+        let security = SecurityConfiguration(reading: root.section("security"))
         let routes = root.sections("routes").map(RouteConfiguration.init(reading:))
         let proxy = ProxyConfiguration(reading: root.section("proxy"))
         let logging = LoggingConfiguration(reading: root.section("logging"))
@@ -121,6 +123,7 @@ public struct AuthGateConfiguration: Sendable {
             replay: replay,
             rateLimits: rateLimits,
             users: users,
+            security: security,
             routes: routes,
             proxy: proxy,
             logging: logging,

@@ -5,10 +5,28 @@ public struct UsersConfiguration: Sendable {
     public var maxUserMetadata: Int
     /// Largest `app_metadata` an admin may set (`PUT /admin/users/{id}`); also in every token.
     public var maxAppMetadata: Int
+    /// `DELETE /auth/v1/user`: whether users may delete their own account (off by default).
+    public var allowSelfDelete: Bool
+    /// What a self-deletion (and Apple's `account-delete` notification) does to the user record.
+    public var selfDelete: SelfDeleteMode
+    /// How recent the caller's sign-in must be for `DELETE /auth/v1/user` (10 minutes).
+    public var selfDeleteMaxAuthAge: Duration
+
+    /// `users.self_delete`.
+    public enum SelfDeleteMode: String, Sendable, CaseIterable {
+        /// Everything is removed.
+        case hard
+        /// A scrubbed record stays (email, phone and identities removed, sign-in refused for
+        /// good), as the admin API's soft delete.
+        case soft
+    }
 
     init(reading section: ConfigurationSection) {
         maxUserMetadata = section.byteSize("max_user_metadata", default: 16 << 10)
         maxAppMetadata = section.byteSize("max_app_metadata", default: 16 << 10)
+        allowSelfDelete = section.bool("allow_self_delete", default: false)
+        selfDelete = section.choice("self_delete", default: .hard)
+        selfDeleteMaxAuthAge = section.duration("self_delete_max_auth_age", default: .seconds(600), minimum: .seconds(10), maximum: .seconds(86_400))
         for (key, value) in [("max_user_metadata", maxUserMetadata), ("max_app_metadata", maxAppMetadata)] where value > 256 << 10 {
             section.report(key, "\(ConfigurationValueParsers.format(bytes: value)) is over 256KiB: metadata travels in every access token")
         }

@@ -23,6 +23,8 @@ public struct AppleNotification: Sendable, Equatable {
 
     public static let consentRevoked = "consent-revoked"
     public static let accountDelete = "account-delete"
+    /// The spelling Apple's current page gives the same event; read as ``accountDelete``.
+    static let accountDeleted = "account-deleted"
     public static let emailDisabled = "email-disabled"
     public static let emailEnabled = "email-enabled"
 }
@@ -50,7 +52,8 @@ public struct AppleNotificationVerifier: Sendable {
         }
         guard let milliseconds = events["event_time"]?.integerValue else { throw AuthGateError(.malformed, "events lacks event_time") }
         return AppleNotification(
-            type: type, subject: subject, eventTime: Date(timeIntervalSince1970: Double(milliseconds) / 1000),
+            type: type == AppleNotification.accountDeleted ? AppleNotification.accountDelete : type, subject: subject,
+            eventTime: Date(timeIntervalSince1970: Double(milliseconds) / 1000),
             email: events["email"]?.stringValue, isPrivateEmail: events["is_private_email"]?.lenientBoolValue, id: id, expiresAt: verified.expiresAt
         )
     }

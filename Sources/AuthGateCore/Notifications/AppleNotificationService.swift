@@ -8,7 +8,8 @@ public import Logging
 
 /// Acts on Apple's server-to-server notifications, each once (by `jti`):
 /// - `consent-revoked`: the user owning that Apple identity is signed out everywhere;
-/// - `account-delete`: the same, the identity is removed, and the user too if it has no other;
+/// - `account-delete` (or `account-deleted`): the user is deleted as by its own
+///   `DELETE /auth/v1/user` (hard or soft per `users.self_delete`), Apple not called back;
 /// - `email-disabled` / `email-enabled`: the identity's email data records it;
 /// - anything else is logged and acknowledged.
 public struct AppleNotificationService: Sendable {
@@ -26,8 +27,11 @@ public struct AppleNotificationService: Sendable {
     private let store: any AuthStore
     private let admin: AdminService
     private let logger: Logger
+    private let selfDelete: UsersConfiguration.SelfDeleteMode
 
-    public init(verifier: AppleVerifier, store: any AuthStore, logger: Logger) {
+    /// - Parameter selfDelete: what `account-delete` does to the user (`users.self_delete`).
+    public init(verifier: AppleVerifier, store: any AuthStore, selfDelete: UsersConfiguration.SelfDeleteMode = .hard, logger: Logger) {
+        self.selfDelete = selfDelete
         self.verifier = AppleNotificationVerifier(verifier: verifier)
         self.store = store
         self.admin = AdminService(store: store, logger: logger)
@@ -81,13 +85,10 @@ public struct AppleNotificationService: Sendable {
             _ = try await admin.signOutEverywhere(userID, reason: "apple_consent_revoked", now: now)
             return .signedOut
         case AppleNotification.accountDelete:
-            _ = try await admin.signOutEverywhere(userID, reason: "apple_account_deleted", now: now)
-            try await store.deleteIdentity(provider: "apple", subject: notification.subject, userID: userID)
-            if try await store.identities(ofUser: userID).isEmpty {
-                _ = try await admin.deleteUser(userID, soft: false, revokeProviderTokens: false, now: now)
-                return .userDeleted
-            }
-            return .identityRemoved
+            // The path of a user's own deletion (`DELETE /auth/v1/user`, `users.self_delete`),
+            // without calling Apple back: its tokens are dropped; other providers' are revoked.
+            _ = try await admin.deleteUser(userID, soft: selfDelete == .soft, notRevoking: ["apple"], now: now)
+            return .userDeleted
         default:
             guard
                 var identity = try await store.identities(ofUser: userID).first(where: {

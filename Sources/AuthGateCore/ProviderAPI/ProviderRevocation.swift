@@ -50,12 +50,18 @@ public struct ProviderRevocation: Sendable, Hashable {
         self.failedAt = failedAt
     }
 
-    /// An entry revoking the token `identity` holds; nil when it holds none.
+    /// How long after it is queued an entry is first due: the removal it is queued ahead of
+    /// (a deletion, an unlinking) has landed or failed by then, and the worker revokes only a
+    /// token whose identity no longer holds it.
+    public static let firstCallDelay = Duration.seconds(30)
+
+    /// An entry revoking the token `identity` holds, first due ``firstCallDelay`` after `now`;
+    /// nil when it holds none.
     public static func revoking(_ identity: IdentityRecord, now: Date) -> ProviderRevocation? {
         guard let sealed = identity.sealedRefreshToken else { return nil }
         return ProviderRevocation(
             id: UUIDBytes.random(), provider: identity.provider, clientID: identity.refreshTokenClientID, subject: identity.subject,
-            userID: identity.userID, sealedToken: sealed, createdAt: now)
+            userID: identity.userID, sealedToken: sealed, createdAt: now, nextAttemptAt: now.addingTimeInterval(firstCallDelay.inSeconds))
     }
 
     /// How a provider answered a revocation.
@@ -65,6 +71,9 @@ public struct ProviderRevocation: Sendable, Hashable {
         /// The provider said the token is no longer valid (`invalid_grant`, `invalid_token`):
         /// nothing is left to revoke.
         case alreadyInvalid = "already_invalid"
+        /// Not called: the identity still holds the token (the removal it was queued ahead of
+        /// was refused or never landed), so it is not the provider's to forget.
+        case stillLinked = "still_linked"
     }
 
     /// How a worker's call ended, as the store records it.

@@ -9,8 +9,9 @@ public import ServiceLifecycle
 
 /// Works the provider token revocation outbox (a `Service` on every replica): claims what is due
 /// (each entry leased to one replica at a time), calls the provider, and settles each entry:
-/// removed when revoked or already invalid; due again with exponential backoff while the provider
-/// is unreachable, answers 5xx or refuses our credentials; given up (kept for `authgate
+/// removed when revoked or already invalid (or when its identity still holds the token: the
+/// removal it was queued ahead of did not land); due again with exponential backoff while the provider
+/// (or the store) is unreachable, answers 5xx or refuses our credentials; given up (kept for `authgate
 /// revocations`) on a permanent refusal or after ``maximumAttempts`` calls. Every outcome is
 /// logged (never the token) and counted in `authgate_provider_revocations_total`.
 public struct ProviderRevocationWorker: Service {
@@ -63,6 +64,13 @@ public struct ProviderRevocationWorker: Service {
         return claimed.count
     }
 
+    /// Whether the entry's identity still holds its token (then it is not revoked).
+    private func stillLinked(_ entry: ProviderRevocation) async throws -> Bool {
+        try await store.identities(ofUser: entry.userID).contains {
+            $0.provider == entry.provider && $0.subject == entry.subject && $0.sealedRefreshToken == entry.sealedToken
+        }
+    }
+
     private func work(_ entry: ProviderRevocation, now: Date) async {
         var entry = entry
         entry.attempts += 1
@@ -73,7 +81,7 @@ public struct ProviderRevocationWorker: Service {
             "gw.attempts": "\(entry.attempts)"
         ]
         do {
-            let result = try await revoker.revoke(entry)
+            let result = try await stillLinked(entry) ? .stillLinked : try await revoker.revoke(entry)
             settlement = .finished
             outcome = result.rawValue
             logger.notice("provider token revoked", metadata: metadata.merging(["gw.outcome": "\(outcome)"]) { $1 })
@@ -81,7 +89,7 @@ public struct ProviderRevocationWorker: Service {
             let reason = (error as? AuthGateError) ?? AuthGateError(.providerUnavailable, "\(type(of: error))")
             entry.lastError = reason.description
             metadata["gw.error"] = "\(reason)"
-            let retryable = reason.code == .providerUnavailable || reason.code == .providerCredentialsRejected
+            let retryable = [.providerUnavailable, .providerCredentialsRejected, .storeUnavailable].contains(reason.code)
             if retryable, entry.attempts < Self.maximumAttempts {
                 settlement = .retry
                 outcome = "retry"

@@ -197,11 +197,14 @@ public enum GatewayApplication {
         if let accounts = dependencies.accounts {
             TokenController(accounts: accounts).register(on: limited("token", limits.token))
             AppleAuthorizationCodeController(accounts: accounts).register(on: limited("token", limits.token))
+            UserAccountController(accounts: accounts, configuration: dependencies.configuration).register(on: router)
             UserController(accounts: accounts, configuration: dependencies.configuration, store: dependencies.store)
                 .register(on: router, signup: limited("signup", limits.signup))
             if let apple = (try? dependencies.verifiers.verifier(for: "apple")) as? AppleVerifier {
                 AppleNotificationController(
-                    service: AppleNotificationService(verifier: apple, store: dependencies.store, logger: dependencies.logger)
+                    service: AppleNotificationService(
+                        verifier: apple, store: dependencies.store, selfDelete: dependencies.configuration.users.selfDelete,
+                        logger: dependencies.logger)
                 ).register(on: router)
             }
             AdminController(

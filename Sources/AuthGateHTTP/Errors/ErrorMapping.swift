@@ -38,8 +38,10 @@ public enum ErrorMapping {
             return GoTrueError(.unprocessableContent, code: error.code.description, message: text)
         case .notAdmin:
             return GoTrueError(.forbidden, code: "not_admin", message: text)
-        case .identityNotFound:
-            return GoTrueError(.unprocessableContent, code: "identity_not_found", message: text)
+        case .identityNotFound, .singleIdentityNotDeletable, .emailConflictIdentityNotDeletable:
+            return GoTrueError(.unprocessableContent, code: error.code.description, message: text)
+        case .reauthenticationNeeded:
+            return GoTrueError(.forbidden, code: "reauthentication_needed", message: text)
         case .providerRejected:
             return GoTrueError(.badRequest, code: "provider_code_rejected", message: text)
         case .providerUnavailable, .providerCredentialsRejected:
@@ -76,6 +78,9 @@ public enum ErrorMapping {
         case .anonymousProviderDisabled: "Anonymous sign-ins are disabled"
         case .notAdmin: "User not allowed"
         case .identityNotFound: "Identity doesn't exist"
+        case .singleIdentityNotDeletable: "User must have at least 1 identity after unlinking"
+        case .emailConflictIdentityNotDeletable: "Unable to unlink identity due to email conflict"
+        case .reauthenticationNeeded: "Deleting the account needs a recent sign-in; sign in again"
         case .providerRejected: "The provider refused the authorization code: it was used, expired, or is for another account"
         case .providerUnavailable, .providerCredentialsRejected: "The provider could not be reached; try again"
         case .providerAPINotConfigured: "The provider's server API is not configured on this gateway"
