@@ -8,6 +8,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
+import RedisBridge
 import Testing
 
 @testable import AuthGateHTTP
@@ -122,6 +123,11 @@ struct AppleTokenRevocationTests {
                 #expect(identity.refreshTokenClientID == Self.audience)
                 #expect(!"\(body)".contains("apple-refresh") && !"\(body)".contains(sealed), "never sent to the client")
                 #expect(rig.api.refusedSecrets == 0)
+                if let redisStore = store as? RedisAuthStore {
+                    let everything = try await Self.everyValue(redisStore)
+                    #expect(!everything.isEmpty)
+                    #expect(!everything.contains { $0.contains("apple-refresh") }, "Apple's refresh token is in Redis only sealed")
+                }
 
                 // A returning sign-in without a code keeps the token.
                 let (again, _) = try await signIn(client, rig, subject: "apple-sub-1")
@@ -472,5 +478,38 @@ struct AppleTokenRevocationTests {
             #expect(try await rig.dependencies.store.providerRevocations().isEmpty)
         }
         await rig.stop()
+    }
+
+    /// Every value under the store's prefix (strings, hash fields and values, set and stream
+    /// members), as text.
+    static func everyValue(_ store: RedisAuthStore) async throws -> [String] {
+        var values: [String] = []
+        var cursor = "0"
+        repeat {
+            let reply = try await store.redis.send(RedisCommand("SCAN", .string(cursor), "MATCH", .string(store.keyPrefix + "*"), "COUNT", 1000))
+            guard let parts = reply.array, parts.count == 2 else { break }
+            cursor = parts[0].string ?? "0"
+            for key in parts[1].array?.compactMap(\.string) ?? [] {
+                values.append(key)
+                let type = try await store.redis.send(RedisCommand("TYPE", .string(key))).string ?? ""
+                let content: RESPValue
+                switch type {
+                case "string": content = try await store.redis.send(RedisCommand("GET", .string(key)))
+                case "hash": content = try await store.redis.send(RedisCommand("HGETALL", .string(key)))
+                case "zset": content = try await store.redis.send(RedisCommand("ZRANGE", .string(key), 0, -1))
+                case "set": content = try await store.redis.send(RedisCommand("SMEMBERS", .string(key)))
+                case "stream": content = try await store.redis.send(RedisCommand("XRANGE", .string(key), "-", "+"))
+                default: content = .null
+                }
+                values.append("\(content)")
+                values += Self.strings(content)
+            }
+        } while cursor != "0"
+        return values
+    }
+
+    private static func strings(_ value: RESPValue) -> [String] {
+        if let text = value.string { return [text] }
+        return (value.array ?? []).flatMap(strings)
     }
 }

@@ -120,6 +120,7 @@ class Gateway:
                 "anonymous": {"enabled": True},
             },
             "rate_limits": {"token": "off", "signup": "off", "nonce": "off"},
+            "security": {"manual_linking_enabled": True},
             # An upstream nobody listens on: the metrics check drives the proxy's families with it.
             "routes": [{"name": "api", "path_prefix": "/api/", "upstreams": [f"http://127.0.0.1:{free_port()}"], "auth": "required", "allow_anonymous": True}],
         }

@@ -176,6 +176,41 @@ def test_link_identity_upgrades_the_anonymous_user(gateway, providers):
     assert status == 400 and body == {"error": "invalid request", "error_description": "Linking requires a valid user access token in Authorization"}
 
 
+def test_get_user_identities_and_unlink_identity(gateway, providers):
+    client = client_for(gateway)
+    subject = f"apple-{secrets.token_hex(6)}"
+    nonce = secrets.token_urlsafe(16)
+    signed_in = client.sign_in_with_id_token(
+        {"provider": "apple", "token": providers.apple.id_token(subject, email=f"{subject}@privaterelay.appleid.com", raw_nonce=nonce), "nonce": nonce}
+    )
+    # Link Google to the same user (the id_token grant with link_identity).
+    google_email = f"g-{secrets.token_hex(4)}@example.com"
+    status, _, body = raw(
+        gateway, "POST", "/token?grant_type=id_token",
+        {"provider": "google", "id_token": providers.google.id_token(f"g-{secrets.token_hex(6)}", email=google_email), "link_identity": True},
+        {"Authorization": f"Bearer {signed_in.session.access_token}"},
+    )
+    assert status == 200, body
+    client.refresh_session()
+    identities = client.get_user_identities().identities
+    assert sorted(identity.provider for identity in identities) == ["apple", "google"]
+    apple = next(identity for identity in identities if identity.provider == "apple")
+
+    client.unlink_identity(apple)
+    refreshed = client.refresh_session()
+    assert unverified_claims(refreshed.session.access_token)["app_metadata"]["providers"] == ["google"]
+    remaining = client.get_user_identities().identities
+    assert [identity.provider for identity in remaining] == ["google"]
+    assert client.get_user().user.email == google_email, "the email moves to the remaining identity's"
+
+    # The last identity cannot go, and an identity that is not the caller's is not found.
+    with pytest.raises(AuthApiError) as last:
+        client.unlink_identity(remaining[0])
+    assert last.value.code == "single_identity_not_deletable"
+    status, _, body = raw(gateway, "DELETE", "/user/identities/not-a-uuid", None, {"Authorization": f"Bearer {refreshed.session.access_token}"})
+    assert status == 404 and body["error_code"] == "validation_failed"
+
+
 def test_refresh_token_reuse(gateway):
     client = client_for(gateway)
     first = client.sign_in_anonymously().session
