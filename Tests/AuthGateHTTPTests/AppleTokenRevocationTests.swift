@@ -85,12 +85,12 @@ struct AppleTokenRevocationTests {
     }
 
     /// Signs in with Apple (with `code` in the body when given): the status and the JSON answer.
-    private func signIn(_ client: some TestClientProtocol, _ rig: Rig, subject: String, code: String? = nil) async throws -> (
-        HTTPResponse.Status, [String: JSONValue]
-    ) {
+    private func signIn(_ client: some TestClientProtocol, _ rig: Rig, subject: String, code: String? = nil, userAgent: String = "test")
+        async throws -> (HTTPResponse.Status, [String: JSONValue])
+    {
         let extra = code.map { ",\"authorization_code\":\"\($0)\"" } ?? ""
         return try await client.execute(
-            uri: "/auth/v1/token?grant_type=id_token", method: .post, headers: [.contentType: "application/json"],
+            uri: "/auth/v1/token?grant_type=id_token", method: .post, headers: [.contentType: "application/json", .userAgent: userAgent],
             body: ByteBuffer(string: "{\"provider\":\"apple\",\"id_token\":\"\(idToken(subject, key: rig.signingKey))\"\(extra)}")
         ) { response in
             (response.status, (try? JSONValue.parse(Array(response.body.readableBytesView)).objectValue) ?? [:])
@@ -462,6 +462,51 @@ struct AppleTokenRevocationTests {
             }
         }
         await off.stop()
+    }
+
+    @Test("GET /auth/v1/user/sessions lists the caller's devices (user agent, IP, current); DELETE /auth/v1/user/sessions/{id} signs one out")
+    func ownSessions() async throws {
+        let rig = try await rig()
+        try await rig.app.test(.live) { client in
+            let (_, phone) = try await signIn(client, rig, subject: "apple-devices", userAgent: "MyApp/1.0 (iPhone; iOS 18.1)")
+            let (_, pad) = try await signIn(client, rig, subject: "apple-devices", userAgent: "MyApp/1.0 (iPad; iPadOS 18.1)")
+            let phoneToken = try #require(phone["access_token"]?.stringValue)
+            let padToken = try #require(pad["access_token"]?.stringValue)
+            let payload = try #require(Base64URL.decode(padToken.split(separator: ".")[1]))
+            let padSession = try #require(try JSONValue.parse(payload).objectValue?["session_id"]?.stringValue)
+            let sessions = try await client.execute(
+                uri: "/auth/v1/user/sessions", method: .get, headers: [.authorization: "Bearer \(phoneToken)"]
+            ) { response in
+                #expect(response.status == .ok)
+                return json(response)["sessions"]?.arrayValue?.compactMap(\.objectValue) ?? []
+            }
+            #expect(sessions.count == 2)
+            // Two sign-ins in the same millisecond may list in either order.
+            #expect(Set(sessions.map { $0["user_agent"]?.stringValue ?? "" }) == ["MyApp/1.0 (iPhone; iOS 18.1)", "MyApp/1.0 (iPad; iPadOS 18.1)"])
+            #expect(sessions.allSatisfy { $0["ip"]?.stringValue == "127.0.0.1" && $0["aal"]?.stringValue == "aal1" })
+            #expect(sessions.filter { $0["current"] == .bool(true) }.map { $0["user_agent"]?.stringValue } == ["MyApp/1.0 (iPhone; iOS 18.1)"])
+            #expect(sessions.filter { $0["current"] == .bool(false) }.map { $0["id"]?.stringValue } == [padSession])
+
+            // Sign out the iPad from the iPhone: its token is refused at once, the iPhone's is not.
+            try await client.execute(
+                uri: "/auth/v1/user/sessions/\(padSession)", method: .delete, headers: [.authorization: "Bearer \(phoneToken)"]
+            ) { #expect($0.status == .noContent) }
+            try await client.execute(uri: "/auth/v1/user", method: .get, headers: [.authorization: "Bearer \(padToken)"]) {
+                #expect($0.status == .forbidden)
+            }
+            try await client.execute(uri: "/auth/v1/user", method: .get, headers: [.authorization: "Bearer \(phoneToken)"]) {
+                #expect($0.status == .ok)
+            }
+            for target in [padSession, UUID().uuidString, "not-a-session"] {
+                try await client.execute(
+                    uri: "/auth/v1/user/sessions/\(target)", method: .delete, headers: [.authorization: "Bearer \(phoneToken)"]
+                ) { response in
+                    #expect(response.status == .notFound)
+                    #expect(response.headers[GoTrueError.errorCodeHeader] == "session_not_found")
+                }
+            }
+        }
+        await rig.stop()
     }
 
     @Test("a queued revocation whose identity still holds the token (its removal did not land) is dropped, not sent")

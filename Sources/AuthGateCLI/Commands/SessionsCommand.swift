@@ -30,8 +30,13 @@ struct ListSessionsCommand: AsyncParsableCommand {
                 return
             }
             Output.table(
-                ["SESSION", "CREATED", "REFRESHED", "AAL", "METHODS"],
-                sessions.map { [$0.id, Output.date($0.createdAt), Output.date($0.refreshedAt), $0.aal, $0.amr.map(\.method).joined(separator: ",")] }
+                ["SESSION", "CREATED", "REFRESHED", "AAL", "METHODS", "IP", "USER AGENT"],
+                sessions.map {
+                    [
+                        $0.id, Output.date($0.createdAt), Output.date($0.refreshedAt), $0.aal, $0.amr.map(\.method).joined(separator: ","),
+                        $0.ip ?? "-", $0.userAgent.map { String($0.prefix(60)) } ?? "-"
+                    ]
+                }
             )
         }
     }

@@ -11,7 +11,7 @@ extension AccountService {
     /// the user holding that email (automatic linking, ``EmailAddress``); or as a new user. One
     /// lookup and one commit (user, identity, indexes and session at once); when another request
     /// changed the account or claimed the identity meanwhile, it reads again and decides again.
-    func signIn(_ identity: VerifiedIdentity, now: Date) async throws -> IssuedSession {
+    func signIn(_ identity: VerifiedIdentity, device: SessionDevice = .unknown, now: Date) async throws -> IssuedSession {
         let key = IdentityKey(provider: identity.provider, subject: identity.subject)
         var linkableEmail: String?
         if identity.emailVerified, let email = identity.email, EmailAddress.allowsAutomaticLinking(email) { linkableEmail = email }
@@ -22,7 +22,7 @@ extension AccountService {
             let change = decided.change
             let identities = decided.identities
             var started = change
-            let (session, refreshToken) = try newSession(for: change.user.id, method: "oauth", now: now)
+            let (session, refreshToken) = try newSession(for: change.user.id, method: "oauth", device: device, now: now)
             started.newSession = (session, refreshToken.hash)
             switch try await store.commit(started) {
             case .committed:
@@ -42,14 +42,14 @@ extension AccountService {
     /// and starts a session, in one commit from the account read when the caller was
     /// authenticated. Every condition is checked before anything is written: a refused link
     /// changes nothing.
-    func link(_ identity: VerifiedIdentity, to caller: AuthenticatedUser, now: Date) async throws -> IssuedSession {
+    func link(_ identity: VerifiedIdentity, to caller: AuthenticatedUser, device: SessionDevice = .unknown, now: Date) async throws -> IssuedSession {
         let key = IdentityKey(provider: identity.provider, subject: identity.subject)
         // GoTrue's order of refusals: an identity held by another user is named before any email
         // rule (the commit re-checks the claim atomically).
         if let owner = try await store.owner(ofIdentity: key.provider, subject: key.subject), owner != caller.user.id {
             throw AuthGateError(.identityAlreadyExists, "identity linked to another user")
         }
-        let (session, refreshToken) = try newSession(for: caller.user.id, method: "oauth", now: now)
+        let (session, refreshToken) = try newSession(for: caller.user.id, method: "oauth", device: device, now: now)
         var identities: [IdentityRecord] = []
         let updated = try await store.updateAccount(userID: caller.user.id, sessionID: caller.claims.sessionID, startingFrom: caller.account) {
             account in

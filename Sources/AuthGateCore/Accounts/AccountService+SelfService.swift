@@ -7,8 +7,25 @@ import Logging
 #endif
 
 /// What a user does to their own account: delete it (`DELETE /auth/v1/user`, an App Store rule for
-/// apps with sign-in) and unlink one of its identities (`DELETE /auth/v1/user/identities/{id}`).
+/// apps with sign-in), unlink one of its identities (`DELETE /auth/v1/user/identities/{id}`), list
+/// and end its sessions (`/auth/v1/user/sessions`).
 extension AccountService {
+    /// The caller's live sessions, oldest first.
+    public func sessions(of caller: AuthenticatedUser) async throws -> [SessionRecord] {
+        try await store.sessions(ofUser: caller.user.id)
+    }
+
+    /// Ends one of the caller's sessions (any device, the current one included) and announces it
+    /// on the revocation stream, so every replica's proxy refuses its tokens within a second.
+    /// - Returns: false when the caller has no such live session.
+    public func endSession(of caller: AuthenticatedUser, sessionID: String, now: Date) async throws -> Bool {
+        guard try await store.deleteSessions(userID: caller.user.id, sessionIDs: [sessionID]).contains(sessionID) else { return false }
+        try await store.appendRevocation(
+            RevocationEvent(kind: .session, userID: caller.user.id, sessionID: sessionID, reason: "user_ended_session", at: now))
+        logger.notice("session ended by its user", metadata: ["gw.user_id": "\(caller.user.id)", "gw.session_id": "\(sessionID)"])
+        return true
+    }
+
     /// When the caller last signed in: the latest authentication of its session (its `amr`).
     func authenticatedAt(_ caller: AuthenticatedUser) -> Date? {
         let methods = caller.account.session?.amr ?? caller.claims.amr

@@ -68,7 +68,8 @@ public struct AccountService: Sendable {
     /// on the identity by the sign-in's own write; a code that Apple refuses, or that belongs to
     /// another Apple account, fails the sign-in.
     public func signInWithIDToken(
-        provider: String, idToken: String, rawNonce: String?, linkingTo: AuthenticatedUser?, authorizationCode: String? = nil, now: Date
+        provider: String, idToken: String, rawNonce: String?, linkingTo: AuthenticatedUser?, authorizationCode: String? = nil,
+        device: SessionDevice = .unknown, now: Date
     ) async throws -> IssuedSession {
         var identity = try await withSpan("auth.verify_id_token") { span in
             span.attributes["auth.provider"] = provider
@@ -90,14 +91,14 @@ public struct AccountService: Sendable {
             identity.refreshTokenClientID = clientID
         }
         if let target = linkingTo {
-            return try await link(identity, to: target, now: now)
+            return try await link(identity, to: target, device: device, now: now)
         }
-        return try await signIn(identity, now: now)
+        return try await signIn(identity, device: device, now: now)
     }
 
     /// `POST /signup` without email or phone: a new anonymous user and its first session, written
     /// at once.
-    public func signUpAnonymously(data: [String: JSONValue], now: Date) async throws -> IssuedSession {
+    public func signUpAnonymously(data: [String: JSONValue], device: SessionDevice = .unknown, now: Date) async throws -> IssuedSession {
         guard anonymous.isEnabled else { throw AuthGateError(.anonymousProviderDisabled, "Anonymous sign-ins are disabled") }
         let user = UserRecord(
             id: UUIDBytes.random(), aud: tokens.audience, role: "authenticated", email: nil, phone: nil, emailConfirmedAt: nil,
@@ -105,7 +106,7 @@ public struct AccountService: Sendable {
             lastSignInAt: now, bannedUntil: nil
         )
         var change = AccountChange(base: nil, user: user)
-        let (session, refreshToken) = try newSession(for: user.id, method: "anonymous", now: now)
+        let (session, refreshToken) = try newSession(for: user.id, method: "anonymous", device: device, now: now)
         change.newSession = (session, refreshToken.hash)
         guard case .committed = try await store.commit(change) else {
             throw AuthGateError(.storeCorrupt, "a new random user id was already taken")
@@ -269,10 +270,10 @@ public struct AccountService: Sendable {
     }
 
     /// A new session's record and first refresh token (not stored yet).
-    func newSession(for userID: String, method: String, now: Date) throws -> (SessionRecord, RefreshToken) {
+    func newSession(for userID: String, method: String, device: SessionDevice, now: Date) throws -> (SessionRecord, RefreshToken) {
         let session = SessionRecord(
             id: UUIDBytes.random(), userID: userID, createdAt: now, refreshedAt: now, aal: "aal1",
-            amr: [.init(method: method, timestamp: Int64(now.timeIntervalSince1970))]
+            amr: [.init(method: method, timestamp: Int64(now.timeIntervalSince1970))], device: device
         )
         guard let refreshToken = RefreshToken.generate(userID: userID, sessionID: session.id) else {
             throw AuthGateError(.storeCorrupt, "user or session id is not a UUID")

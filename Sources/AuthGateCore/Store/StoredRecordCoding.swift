@@ -57,6 +57,8 @@ enum StoredRecordCoding {
         writer.date("refreshedAt", session.refreshedAt)
         writer.string("aal", session.aal)
         writer.value("amr", .array(session.amr.map { .object(["method": .string($0.method), "timestamp": .integer($0.timestamp)]) }))
+        writer.string("userAgent", session.userAgent)
+        writer.string("ip", session.ip)
         return writer.finished()
     }
 
@@ -97,7 +99,8 @@ enum StoredRecordCoding {
         }
         return SessionRecord(
             id: try fields.string("id"), userID: try fields.string("userID"), createdAt: try fields.date("createdAt"),
-            refreshedAt: try fields.date("refreshedAt"), aal: try fields.string("aal"), amr: amr
+            refreshedAt: try fields.date("refreshedAt"), aal: try fields.string("aal"), amr: amr,
+            device: SessionDevice(userAgent: try fields.optionalString("userAgent"), ip: try fields.optionalString("ip"))
         )
     }
 

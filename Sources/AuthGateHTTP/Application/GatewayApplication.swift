@@ -195,7 +195,8 @@ public enum GatewayApplication {
             JWKSController(keys: keys, issuer: dependencies.configuration.tokens.issuer).register(on: router)
         }
         if let accounts = dependencies.accounts {
-            TokenController(accounts: accounts).register(on: limited("token", limits.token))
+            TokenController(accounts: accounts, trustedProxies: dependencies.configuration.server.trustedProxies)
+                .register(on: limited("token", limits.token))
             AppleAuthorizationCodeController(accounts: accounts).register(on: limited("token", limits.token))
             UserAccountController(accounts: accounts, configuration: dependencies.configuration).register(on: router)
             UserController(accounts: accounts, configuration: dependencies.configuration, store: dependencies.store)

@@ -66,7 +66,9 @@ public enum GoTrueJSON {
             "updated_at": timestamp(session.refreshedAt),
             "refreshed_at": timestamp(session.refreshedAt),
             "aal": .string(session.aal),
-            "amr": .array(session.amr.map { .object(["method": .string($0.method), "timestamp": .integer($0.timestamp)]) })
+            "amr": .array(session.amr.map { .object(["method": .string($0.method), "timestamp": .integer($0.timestamp)]) }),
+            "user_agent": session.userAgent.map(JSONValue.string) ?? .null,
+            "ip": session.ip.map(JSONValue.string) ?? .null
         ]
     }
 

@@ -77,4 +77,11 @@ enum RequestSupport {
             return "invalid JSON"
         }
     }
+
+    /// The device a new session records: the request's `User-Agent` and client IP (through
+    /// `trustedProxies`).
+    static func device(_ request: Request, _ context: AuthGateRequestContext, trustedProxies: [IPNetwork]) -> SessionDevice {
+        let address = ClientAddress.resolve(request.headers, peer: context.remoteAddress, trustedProxies: trustedProxies).address
+        return SessionDevice(userAgent: request.headers[.userAgent], ip: address == "unknown" ? nil : address)
+    }
 }

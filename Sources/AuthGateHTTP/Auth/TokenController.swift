@@ -13,9 +13,12 @@ import Tracing
 /// its error texts (`internal/api/token.go`, `token_oidc.go`, `token_refresh.go`).
 public struct TokenController: Sendable {
     let accounts: AccountService
+    /// Who may name the client's address in `X-Forwarded-For` (for the session's device).
+    let trustedProxies: [IPNetwork]
 
-    public init(accounts: AccountService) {
+    public init(accounts: AccountService, trustedProxies: [IPNetwork] = []) {
         self.accounts = accounts
+        self.trustedProxies = trustedProxies
     }
 
     public func register(on router: some RouterMethods<AuthGateRequestContext>) {
@@ -79,7 +82,8 @@ public struct TokenController: Sendable {
                 span.attributes["auth.provider"] = label
                 return try await accounts.signInWithIDToken(
                     provider: provider, idToken: idToken, rawNonce: body.nonce, linkingTo: linkTarget,
-                    authorizationCode: body.authorizationCode.flatMap { $0.isEmpty ? nil : $0 }, now: now)
+                    authorizationCode: body.authorizationCode.flatMap { $0.isEmpty ? nil : $0 },
+                    device: RequestSupport.device(request, context, trustedProxies: trustedProxies), now: now)
             }
             GatewayMetrics.signIn(provider: label, outcome: "ok")
             context.outcome.userID = issued.user.id

@@ -16,6 +16,9 @@ import Logging
 ///   refusals (404 `manual_linking_disabled` unless `security.manual_linking_enabled`, 404
 ///   `validation_failed` for an id that is not a UUID, 422 `single_identity_not_deletable`, 422
 ///   `identity_not_found`, 422 `email_conflict_identity_not_deletable`); 200 `{}`.
+/// - `GET /auth/v1/user/sessions` and `DELETE /auth/v1/user/sessions/{id}` (AuthGate's): the
+///   caller's devices (user agent, IP, creation, last refresh, `aal`; the current one marked) and
+///   ending one of them (404 `session_not_found` when it is not the caller's live session).
 public struct UserAccountController: Sendable {
     let accounts: AccountService
     let users: UsersConfiguration
@@ -31,6 +34,31 @@ public struct UserAccountController: Sendable {
         let authenticated = router.group().add(middleware: BearerAuthenticator(accounts: accounts, requirement: .user))
         authenticated.delete("/auth/v1/user") { _, context in try await deleteSelf(context) }
         authenticated.delete("/auth/v1/user/identities/:identity_id") { _, context in try await unlink(context) }
+        authenticated.get("/auth/v1/user/sessions") { _, context in try await sessions(context) }
+        authenticated.delete("/auth/v1/user/sessions/:session_id") { _, context in try await endSession(context) }
+    }
+
+    private func sessions(_ context: AuthGateRequestContext) async throws -> Response {
+        let caller = try context.requireCaller()
+        let sessions = try await accounts.sessions(of: caller)
+        return try RequestSupport.json([
+            "sessions": .array(
+                sessions.map { session in
+                    var object = GoTrueJSON.sessionRecord(session)
+                    object["current"] = .bool(session.id == caller.claims.sessionID)
+                    return .object(object)
+                })
+        ])
+    }
+
+    private func endSession(_ context: AuthGateRequestContext) async throws -> Response {
+        let caller = try context.requireCaller()
+        guard let sessionID = context.parameters.get("session_id").flatMap({ UUID(uuidString: $0) })?.uuidString.lowercased(),
+            try await accounts.endSession(of: caller, sessionID: sessionID, now: Date())
+        else {
+            throw GoTrueError(.notFound, code: "session_not_found", message: "Session not found")
+        }
+        return Response(status: .noContent)
     }
 
     private func deleteSelf(_ context: AuthGateRequestContext) async throws -> Response {

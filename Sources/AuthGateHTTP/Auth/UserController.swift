@@ -18,8 +18,10 @@ public struct UserController: Sendable {
     let users: UsersConfiguration
     let userUpdateLimit: RateLimit?
     let limiter: RateLimiter
+    let trustedProxies: [IPNetwork]
 
     public init(accounts: AccountService, configuration: AuthGateConfiguration, store: any AuthStore) {
+        self.trustedProxies = configuration.server.trustedProxies
         self.accounts = accounts
         self.providers = configuration.providers
         self.users = configuration.users
@@ -29,7 +31,7 @@ public struct UserController: Sendable {
 
     /// Registers the endpoints; `signup` is the (rate-limited) group sign-up goes on.
     public func register(on router: Router<AuthGateRequestContext>, signup: some RouterMethods<AuthGateRequestContext>) {
-        signup.post("/auth/v1/signup") { request, _ in try await self.signup(request) }
+        signup.post("/auth/v1/signup") { request, context in try await self.signup(request, context) }
         let authenticated = router.group().add(middleware: BearerAuthenticator(accounts: accounts, requirement: .user))
         authenticated.get("/auth/v1/user") { _, context in try await currentUser(context) }
         authenticated.put("/auth/v1/user") { request, context in try await updateUser(request, context) }
@@ -59,7 +61,7 @@ public struct UserController: Sendable {
         }
     }
 
-    private func signup(_ request: Request) async throws -> Response {
+    private func signup(_ request: Request, _ context: AuthGateRequestContext) async throws -> Response {
         let body = try await RequestSupport.decode(SignupBody.self, from: request, limit: bodyLimit)
         guard (body.email ?? "").isEmpty, (body.phone ?? "").isEmpty else {
             throw GoTrueError(
@@ -67,7 +69,10 @@ public struct UserController: Sendable {
         }
         do {
             try MetadataLimit.check(body.data ?? [:], limit: users.maxUserMetadata, name: "user_metadata")
-            return try RequestSupport.json(GoTrueJSON.session(try await accounts.signUpAnonymously(data: body.data ?? [:], now: Date())))
+            return try RequestSupport.json(
+                GoTrueJSON.session(
+                    try await accounts.signUpAnonymously(
+                        data: body.data ?? [:], device: RequestSupport.device(request, context, trustedProxies: trustedProxies), now: Date())))
         } catch let error as AuthGateError {
             throw ErrorMapping.clientError(for: error, in: .signup)
         }
