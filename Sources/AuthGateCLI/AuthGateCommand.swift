@@ -9,7 +9,7 @@ public struct AuthGateCommand: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             ServeCommand.self, CheckConfigCommand.self, VerifyIDTokenCommand.self, KeysCommand.self, UsersCommand.self, SessionsCommand.self,
-            TokensCommand.self, DoctorCommand.self, RevocationsCommand.self
+            TokensCommand.self, DoctorCommand.self, RevocationsCommand.self, AuditCommand.self
         ]
     )
 

@@ -1,6 +1,8 @@
 import AuthGateCore
 import AuthGateTestSupport
 import Foundation
+import Logging
+import RedisBridge
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -19,6 +21,8 @@ struct AdminCommandsTests {
         let provider: FakeProvider
         let upstream: EchoUpstream
         let server: AuthGateServer
+        /// The store's key prefix (tests that put records straight into Redis use it).
+        let prefix = "admin-\(UInt32.random(in: 0...UInt32.max)):"
 
         init() async throws {
             files = try GatewayFiles("admin")
@@ -27,7 +31,7 @@ struct AdminCommandsTests {
             try files.writeConfig(
                 """
                 server: { host: 127.0.0.1, public_url: "https://auth.example.com" }
-                store: { kind: redis, redis: { url: "\(try await SharedRedis.url())", key_prefix: "admin-\(UInt32.random(in: 0...UInt32.max)):" } }
+                store: { kind: redis, redis: { url: "\(try await SharedRedis.url())", key_prefix: "\(prefix)" } }
                 tokens: { signing_keys: [ { kid: k1, file: k1.pem } ] }
                 providers:
                   anonymous: { enabled: true }
@@ -190,6 +194,48 @@ struct AdminCommandsTests {
                 $0.objectValue?["id"]?.stringValue
             }
             #expect(ids == [carol.userID])
+        }
+    }
+
+    @Test("audit shows the gateway's and the CLI's events with their actors; revocations list shows the outbox, never a token")
+    func auditAndRevocations() async throws {
+        try await withSetup { setup in
+            let erin = try await setup.signIn("erin")
+            let banned = try await setup.admin(["users", "ban", erin.userID, "--for", "1h"])
+            #expect(banned.status == 0, "\(banned.standardError)")
+            // The gateway writes its events within 200 ms; the CLI writes its own before it exits.
+            var actions: [String: String] = [:]
+            try await waitUntil("the sign-up and the ban are in the trail") {
+                let audit = try await setup.admin(["audit", "--user", erin.userID, "--json"])
+                actions = [:]
+                for line in audit.standardOutput.split(separator: "\n") {
+                    let payload = try JSONValue.parse(Array(line.utf8)).objectValue?["payload"]?.objectValue
+                    if let action = payload?["action"]?.stringValue { actions[action] = payload?["actor_id"]?.stringValue }
+                }
+                return actions["user_signedup"] != nil && actions["user_banned"] != nil
+            }
+            #expect(actions["user_signedup"] == erin.userID)
+            #expect(actions["user_banned"]?.hasPrefix("cli:") == true, "\(actions)")
+            let table = try await setup.admin(["audit", "--since", "1h", "--limit", "5"])
+            #expect(table.status == 0 && table.standardOutput.hasPrefix("TIME"), "\(table.standardOutput)")
+            #expect(try await setup.admin(["audit", "--since", "yesterday"]).status == 2)
+
+            let client = RedisClient(configuration: .init(url: try await SharedRedis.url(), poolSize: 1), logger: Logger(label: "cli-test"))
+            let store = RedisAuthStore(redis: client, keyPrefix: setup.prefix)
+            var entry = ProviderRevocation(
+                id: UUID().uuidString, provider: "apple", clientID: "com.example.app", subject: "s-1", userID: erin.userID,
+                sealedToken: "v1.SEALED-TOKEN-BYTES", createdAt: Date())
+            entry.failedAt = Date()
+            entry.lastError = "provider_rejected: apple revoke: HTTP 400 invalid_request"
+            try await store.enqueueProviderRevocations([entry])
+            await client.shutdown()
+            let listed = try await setup.admin(["revocations", "list", "--failed", "--json"])
+            #expect(listed.status == 0, "\(listed.standardError)")
+            let revocations = try JSONValue.parse(Array(listed.standardOutput.utf8)).objectValue?["revocations"]?.arrayValue ?? []
+            #expect(revocations.count == 1 && revocations.first?.objectValue?["state"] == "failed")
+            #expect(!listed.standardOutput.contains("SEALED-TOKEN"), "the sealed token is never printed")
+            let plain = try await setup.admin(["revocations", "list"])
+            #expect(plain.standardOutput.contains("failed") && plain.standardOutput.contains("invalid_request"))
         }
     }
 

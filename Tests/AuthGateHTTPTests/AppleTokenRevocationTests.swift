@@ -509,6 +509,77 @@ struct AppleTokenRevocationTests {
         await rig.stop()
     }
 
+    @Test(
+        "the audit trail records every account event with actor, address and request id, never a token; GET /auth/v1/admin/audit pages and filters it",
+        arguments: TestStoreKind.allCases)
+    func auditTrail(kind: TestStoreKind) async throws {
+        try await withTestStore(kind) { store in
+            let rig = try await rig(store: store, extra: "users: { allow_self_delete: true }\nsecurity: { manual_linking_enabled: true }")
+            rig.api.register(code: "a-1", subject: "apple-audit")
+            let keys = try #require(rig.dependencies.signingKeys)
+            let now = Int64(Date().timeIntervalSince1970)
+            let serviceRole = try AccessTokenIssuer(keys: keys).mint(
+                AccessTokenClaims(
+                    iss: rig.dependencies.configuration.tokens.issuer, sub: "operator", aud: rig.dependencies.configuration.tokens.audience,
+                    exp: now + 600, iat: now, email: "", phone: "", appMetadata: [:], userMetadata: [:], role: "service_role", aal: "aal1", amr: [],
+                    sessionID: nil, isAnonymous: false))
+            try await rig.app.test(.live) { client in
+                let (_, first) = try await signIn(client, rig, subject: "apple-audit", code: "a-1")
+                let userID = try #require(first["user"]?.objectValue?["id"]?.stringValue)
+                let (_, second) = try await signIn(client, rig, subject: "apple-audit")
+                let access = try #require(second["access_token"]?.stringValue)
+                let bearer: HTTPFields = [
+                    .authorization: "Bearer \(access)", .contentType: "application/json", HTTPField.Name("X-Request-Id")!: "req-audit-1"
+                ]
+                let link =
+                    "{\"provider\":\"google\",\"id_token\":\"\(googleToken("g-a", email: "audit@example.com", key: rig.signingKey))\",\"link_identity\":true}"
+                try await client.execute(uri: "/auth/v1/token?grant_type=id_token", method: .post, headers: bearer, body: ByteBuffer(string: link)) {
+                    #expect($0.status == .ok)
+                }
+                let google = try #require(try await store.identities(ofUser: userID).first { $0.provider == "google" })
+                try await client.execute(uri: "/auth/v1/user/identities/\(google.identityID)", method: .delete, headers: bearer) {
+                    #expect($0.status == .ok)
+                }
+                try await client.execute(uri: "/auth/v1/user", method: .delete, headers: bearer) { #expect($0.status == .ok) }
+                #expect(await rig.worker.workOnce(now: Date().addingTimeInterval(31)) == 1)
+
+                let admin: HTTPFields = [.authorization: "Bearer \(serviceRole)"]
+                let entries = try await client.execute(uri: "/auth/v1/admin/audit?user_id=\(userID)&per_page=100", method: .get, headers: admin) {
+                    response in
+                    #expect(response.status == .ok)
+                    let text = String(buffer: response.body)
+                    #expect(!text.contains("apple-refresh") && !text.contains(access) && !text.contains("a-1\""), "no token or code in the trail")
+                    return (try? JSONValue.parse(Array(response.body.readableBytesView)).arrayValue) ?? []
+                }
+                let actions = entries.compactMap { $0.objectValue?["payload"]?.objectValue?["action"]?.stringValue }
+                #expect(
+                    actions == ["provider_token_revoked", "user_deleted", "identity_unlinked", "identity_linked", "login", "user_signedup"],
+                    "newest first: \(actions)")
+                let byAction = Dictionary(
+                    entries.compactMap { entry -> (String, [String: JSONValue])? in
+                        guard let object = entry.objectValue, let action = object["payload"]?.objectValue?["action"]?.stringValue else { return nil }
+                        return (action, object)
+                    }, uniquingKeysWith: { first, _ in first })
+                #expect(byAction["user_deleted"]?["payload"]?.objectValue?["actor_id"]?.stringValue == userID, "the user deleted themselves")
+                #expect(byAction["user_deleted"]?["payload"]?.objectValue?["traits"]?.objectValue?["request_id"]?.stringValue == "req-audit-1")
+                #expect(byAction["user_deleted"]?["ip_address"]?.stringValue == "127.0.0.1")
+                #expect(byAction["provider_token_revoked"]?["payload"]?.objectValue?["actor_id"]?.stringValue == "system")
+                #expect(byAction["user_signedup"]?["payload"]?.objectValue?["traits"]?.objectValue?["provider"]?.stringValue == "apple")
+
+                // Paging, and the admin's own read needs service_role.
+                let page = try await client.execute(uri: "/auth/v1/admin/audit?user_id=\(userID)&per_page=2&page=2", method: .get, headers: admin) {
+                    (try? JSONValue.parse(Array($0.body.readableBytesView)).arrayValue) ?? []
+                }
+                #expect(
+                    page.compactMap { $0.objectValue?["payload"]?.objectValue?["action"]?.stringValue } == ["identity_unlinked", "identity_linked"])
+                try await client.execute(uri: "/auth/v1/admin/audit", method: .get, headers: [.authorization: "Bearer \(access)"]) {
+                    #expect($0.status == .forbidden || $0.status == .unauthorized)
+                }
+            }
+            await rig.stop()
+        }
+    }
+
     @Test("a queued revocation whose identity still holds the token (its removal did not land) is dropped, not sent")
     func stillLinkedIsNotRevoked() async throws {
         let rig = try await rig()

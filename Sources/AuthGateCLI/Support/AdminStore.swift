@@ -39,13 +39,18 @@ struct AdminStore {
     }
 
     /// Runs `body` against the store, then disconnects.
+    /// Opens the store, runs `body` as the operator (`cli:<login name>` in the audit trail), writes
+    /// the audit events it recorded, and closes the store.
     static func run<T>(_ options: ConfigurationOptions, _ body: (AdminStore) async throws -> T) async throws -> T {
         let opened = try await open(options)
+        let operatorName = ProcessInfo.processInfo.environment["USER"].flatMap { $0.isEmpty ? nil : $0 } ?? "operator"
         do {
-            let result = try await body(opened)
+            let result = try await AuditContext.$current.withValue(AuditContext(actor: "cli:\(operatorName)")) { try await body(opened) }
+            try? await opened.store.flushAudit()
             await opened.redisStore.redis.shutdown()
             return result
         } catch {
+            try? await opened.store.flushAudit()
             await opened.redisStore.redis.shutdown()
             throw error
         }

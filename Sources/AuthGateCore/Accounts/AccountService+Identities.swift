@@ -26,6 +26,10 @@ extension AccountService {
             started.newSession = (session, refreshToken.hash)
             switch try await store.commit(started) {
             case .committed:
+                store.recordAudit(
+                    .now(
+                        started.base == nil ? "user_signedup" : "login", userID: started.user.id, actor: started.user.id,
+                        detail: ["provider": identity.provider, "session_id": session.id]))
                 return try issue(for: started.user, identities: identities, session: session, refreshToken: refreshToken, now: now)
             case .stale, .identityTaken:
                 continue  // the account changed, or a concurrent first sign-in won: decide again
@@ -92,6 +96,8 @@ extension AccountService {
             }
         }
         guard let updated else { throw AuthGateError(.userNotFound, "User from sub claim in JWT does not exist") }
+        store.recordAudit(
+            .now("identity_linked", userID: caller.user.id, actor: caller.user.id, detail: ["provider": identity.provider, "session_id": session.id]))
         return try issue(for: updated.change.user, identities: identities, session: session, refreshToken: refreshToken, now: now)
     }
 

@@ -22,6 +22,7 @@ extension AccountService {
         guard try await store.deleteSessions(userID: caller.user.id, sessionIDs: [sessionID]).contains(sessionID) else { return false }
         try await store.appendRevocation(
             RevocationEvent(kind: .session, userID: caller.user.id, sessionID: sessionID, reason: "user_ended_session", at: now))
+        store.recordAudit(.now("session_revoked", userID: caller.user.id, detail: ["session_id": sessionID]))
         logger.notice("session ended by its user", metadata: ["gw.user_id": "\(caller.user.id)", "gw.session_id": "\(sessionID)"])
         return true
     }
@@ -88,6 +89,8 @@ extension AccountService {
             AuthGateError(.emailConflictIdentityNotDeletable, "the remaining identity's email belongs to another user")
         }
         guard let updated else { throw AuthGateError(.userNotFound, "User from sub claim in JWT does not exist") }
+        let provider = caller.account.identities.first { $0.identityID == identityID }?.provider ?? "unknown"
+        store.recordAudit(.now("identity_unlinked", userID: caller.user.id, detail: ["provider": provider]))
         logger.notice("identity unlinked", metadata: ["gw.user_id": "\(caller.user.id)", "gw.identity_id": "\(identityID)"])
         return updated.change.user
     }

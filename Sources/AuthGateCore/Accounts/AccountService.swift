@@ -111,6 +111,7 @@ public struct AccountService: Sendable {
         guard case .committed = try await store.commit(change) else {
             throw AuthGateError(.storeCorrupt, "a new random user id was already taken")
         }
+        store.recordAudit(.now("user_signedup", userID: user.id, actor: user.id, detail: ["provider": "anonymous", "session_id": session.id]))
         return try issue(for: user, identities: [], session: session, refreshToken: refreshToken, now: now)
     }
 
@@ -146,6 +147,10 @@ public struct AccountService: Sendable {
             issued = current
         case .reuseDetected:
             try await revoked(userID: token.userID, sessionID: token.sessionID, reason: "refresh_token_reuse", now: now)
+            store.recordAudit(
+                .now(
+                    "token_revoked", userID: token.userID, actor: token.userID,
+                    detail: ["reason": "refresh_token_reuse", "session_id": token.sessionID]))
             logger.warning("refresh token reuse: session revoked", metadata: ["gw.user_id": "\(token.userID)", "gw.session_id": "\(token.sessionID)"])
             throw AuthGateError(.refreshTokenAlreadyUsed, "Invalid Refresh Token: Already Used")
         case .expiredTimebox:
@@ -223,6 +228,7 @@ public struct AccountService: Sendable {
         for id in try await store.deleteSessions(userID: caller.user.id, sessionIDs: targets) {
             try await store.appendRevocation(RevocationEvent(kind: .session, userID: caller.user.id, sessionID: id, reason: "logout", at: now))
         }
+        store.recordAudit(.now("logout", userID: caller.user.id, detail: ["scope": scope.rawValue]))
     }
 
     /// The caller's user and identities (`GET /user`).

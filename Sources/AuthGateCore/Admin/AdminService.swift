@@ -47,12 +47,14 @@ public struct AdminService: Sendable {
     /// runs on the stored user and runs again if the user changed before the write landed.
     /// - Returns: the updated user, or nil when there is none.
     public func updateUser(_ userID: String, now: Date, _ edit: (inout UserRecord) throws -> Void) async throws -> UserRecord? {
-        try await store.updateAccount(userID: userID) { account in
+        let user = try await store.updateAccount(userID: userID) { account in
             var user = account.user
             try edit(&user)
             user.updatedAt = now
             return AccountChange(base: account.stamp, user: user)
         }?.change.user
+        if user != nil { store.recordAudit(.now("user_modified", userID: userID)) }
+        return user
     }
 
     /// Bans a user until `until`: the ban and the end of its sessions are one write, and every
@@ -69,6 +71,7 @@ public struct AdminService: Sendable {
         }
         guard let updated else { return nil }
         try await announceSignOut(userID, endedSessions: updated.endedSessions, reason: "ban", now: now)
+        store.recordAudit(.now("user_banned", userID: userID, detail: ["until": "\(until.unixSeconds)"]))
         logger.notice("user banned", metadata: ["gw.user_id": "\(userID)", "gw.until": "\(until)"])
         return updated.change.user
     }
@@ -76,7 +79,10 @@ public struct AdminService: Sendable {
     /// Lifts a ban (new sign-ins work again; ended sessions stay ended).
     public func liftBan(_ userID: String, now: Date) async throws -> UserRecord? {
         let user = try await updateUser(userID, now: now) { $0.bannedUntil = nil }
-        if user != nil { logger.notice("user ban lifted", metadata: ["gw.user_id": "\(userID)"]) }
+        if user != nil {
+            store.recordAudit(.now("user_unbanned", userID: userID))
+            logger.notice("user ban lifted", metadata: ["gw.user_id": "\(userID)"])
+        }
         return user
     }
 
@@ -114,6 +120,7 @@ public struct AdminService: Sendable {
             let ended = try await store.deleteUser(userID)
             try await announceSignOut(userID, endedSessions: ended, reason: "user_deleted", now: now)
         }
+        store.recordAudit(.now("user_deleted", userID: userID, detail: ["soft": "\(soft)", "provider_tokens_queued": "\(queued.count)"]))
         logger.notice("user deleted", metadata: ["gw.user_id": "\(userID)", "gw.soft": "\(soft)", "gw.provider_tokens_queued": "\(queued.count)"])
         return true
     }
@@ -148,6 +155,7 @@ public struct AdminService: Sendable {
             try await store.deleteSessions(userID: userID, sessionIDs: [sessionID]).contains(sessionID)
         else { return nil }
         try await store.appendRevocation(RevocationEvent(kind: .session, userID: userID, sessionID: sessionID, reason: "admin", at: now))
+        store.recordAudit(.now("session_revoked", userID: userID, detail: ["session_id": sessionID]))
         logger.notice("session revoked", metadata: ["gw.user_id": "\(userID)", "gw.session_id": "\(sessionID)"])
         return userID
     }
@@ -158,6 +166,7 @@ public struct AdminService: Sendable {
     public func signOutEverywhere(_ userID: String, reason: String = "admin", now: Date) async throws -> [String] {
         let ended = try await store.deleteSessions(userID: userID, sessionIDs: try await store.sessions(ofUser: userID).map(\.id))
         try await announceSignOut(userID, endedSessions: ended, reason: reason, now: now)
+        store.recordAudit(.now("user_signed_out_everywhere", userID: userID, detail: ["reason": reason, "sessions": "\(ended.count)"]))
         logger.notice("user signed out everywhere", metadata: ["gw.user_id": "\(userID)", "gw.sessions": "\(ended.count)", "gw.reason": "\(reason)"])
         return ended
     }

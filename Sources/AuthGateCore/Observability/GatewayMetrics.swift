@@ -44,6 +44,11 @@ public enum GatewayMetrics {
         Counter(label: "authgate_provider_code_exchanges_total", dimensions: [("provider", provider), ("outcome", outcome)]).increment()
     }
 
+    /// Audit events dropped because too many waited to be written (the store was unreachable).
+    public static func auditDropped(_ count: Int) {
+        Counter(label: "authgate_audit_dropped_total").increment(by: count)
+    }
+
     /// How old the provider key set in use is, in seconds.
     public static func keySetAge(provider: String, seconds: Double) {
         Gauge(label: "authgate_provider_keyset_age_seconds", dimensions: [("provider", provider)]).record(seconds)

@@ -103,6 +103,12 @@ public struct ProviderRevocationWorker: Service {
                 logger.error("provider token revocation given up; see `authgate revocations list`", metadata: metadata)
             }
         }
+        if settlement != .retry {
+            store.recordAudit(
+                .now(
+                    settlement == .failed ? "provider_revocation_failed" : "provider_token_revoked", userID: entry.userID, actor: "system",
+                    detail: ["provider": entry.provider, "outcome": outcome, "revocation_id": entry.id]))
+        }
         GatewayMetrics.providerRevocation(
             provider: entry.provider == "apple" || entry.provider == "google" ? entry.provider : "other", outcome: outcome)
         do {

@@ -101,4 +101,13 @@ public protocol AuthStore: Sendable {
     func settleProviderRevocation(_ entry: ProviderRevocation, as settlement: ProviderRevocation.Settlement) async throws -> Bool
     /// Every entry in the outbox, pending and given up, oldest first.
     func providerRevocations() async throws -> [ProviderRevocation]
+
+    // MARK: the audit trail
+
+    /// Records an audit event without waiting for the store (written by ``flushAudit()``).
+    func recordAudit(_ event: AuditEvent)
+    /// Writes every recorded event not written yet (one call on Redis).
+    func flushAudit() async throws
+    /// Events of the trail as `query` asks, after writing those waiting.
+    func auditEvents(_ query: AuditQuery) async throws -> [AuditEvent]
 }

@@ -41,6 +41,8 @@ public actor MemoryAuthStore: AuthStore {
     /// The revocation stream; the memory store's revocation view reads it in process.
     public private(set) var revocations: [RevocationEvent] = []
     private nonisolated let listeners = Mutex<[@Sendable (RevocationEvent) -> Void]>([])
+    /// The audit trail (newest 100,000 events).
+    nonisolated let auditTrail = Mutex(MemoryAuditTrail())
 
     public init() {}
 

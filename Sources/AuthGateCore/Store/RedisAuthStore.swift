@@ -17,6 +17,8 @@ public struct RedisAuthStore: AuthStore {
     public let keyPrefix: String
 
     let keys: RedisKeyspace
+    /// Audit events recorded and not written yet (``flushAudit()``).
+    public let auditBuffer = AuditBuffer()
 
     public init(redis: RedisClient, keyPrefix: String) {
         self.redis = redis

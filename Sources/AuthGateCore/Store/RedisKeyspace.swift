@@ -16,6 +16,8 @@ struct RedisKeyspace: Sendable {
     /// Every user id, scored by creation time in milliseconds (listing and paging).
     var users: String { "\(prefix)users" }
     var revocations: String { "\(prefix)revocations" }
+    /// The audit trail (a stream capped near 100,000 entries).
+    var audit: String { "\(prefix)audit" }
     /// The provider token revocation outbox: entry ids scored by when they are due (or leased
     /// until), and the entries by id; one hash tag, so its scripts stay on one slot.
     var providerRevocationsDue: String { "\(prefix){rv}:due" }

@@ -160,7 +160,7 @@ public struct AdminController: Sendable {
         return user
     }
 
-    private static func positive(_ text: Substring?, name: String, default value: Int) throws -> Int {
+    static func positive(_ text: Substring?, name: String, default value: Int) throws -> Int {
         guard let text else { return value }
         guard let number = Int(text), number > 0 else {
             throw GoTrueError(.badRequest, code: "validation_failed", message: "\(name) must be a positive number")

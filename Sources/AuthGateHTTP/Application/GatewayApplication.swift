@@ -143,6 +143,7 @@ public enum GatewayApplication {
         )
         var services: [any Service] = store.services + [httpClient, upstreamConnections] + verifiers.keySets.map { $0 as any Service }
         services.append(ProviderRevocationWorker(store: store.store, revoker: dependencies.providerTokenRevoker, logger: logger))
+        services.append(AuditFlusher(store: store.store, logger: logger))
         if let metrics, configuration.server.metricsPort > 0 {
             let router = Router()
             MetricsController(registry: metrics).register(on: router)
@@ -165,7 +166,7 @@ public enum GatewayApplication {
     /// The router with every route and middleware.
     public static func buildRouter(_ dependencies: Dependencies) -> Router<AuthGateRequestContext> {
         let router = Router(context: AuthGateRequestContext.self)
-        router.add(middleware: RequestLogMiddleware())
+        router.add(middleware: RequestLogMiddleware(trustedProxies: dependencies.configuration.server.trustedProxies))
         if dependencies.configuration.tracing.enabled {
             router.add(middleware: TracingMiddleware<AuthGateRequestContext>())
         }
@@ -212,6 +213,8 @@ public enum GatewayApplication {
                 admin: AdminService(store: dependencies.store, logger: dependencies.logger), accounts: accounts,
                 adminRoles: dependencies.configuration.tokens.adminRoles, users: dependencies.configuration.users
             ).register(on: router)
+            AdminAuditController(store: dependencies.store, accounts: accounts, adminRoles: dependencies.configuration.tokens.adminRoles)
+                .register(on: router)
         }
         return router
     }

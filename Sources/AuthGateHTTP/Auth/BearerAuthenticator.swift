@@ -36,22 +36,26 @@ public struct BearerAuthenticator: RouterMiddleware {
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let bearer = RequestSupport.bearerToken(request) else { throw RequestSupport.missingBearer }
         var context = context
+        var audit = AuditContext.current
         do {
             switch requirement {
             case .user:
                 let caller = try await accounts.authenticate(bearer: bearer, now: Date())
                 context.caller = caller
                 context.outcome.userID = caller.user.id
+                audit.actor = caller.user.id
             case .admin(let roles):
                 let claims = try await accounts.authenticateAdmin(bearer: bearer, roles: roles, now: Date())
                 context.adminClaims = claims
                 context.outcome.userID = claims.sub
+                audit.actor = claims.role
             }
         } catch let error as AuthGateError {
             context.outcome.reason = error.code.description
             throw ErrorMapping.clientError(for: error, in: .authenticated)
         }
-        return try await next(request, context)
+        let authenticated = context
+        return try await AuditContext.$current.withValue(audit) { try await next(request, authenticated) }
     }
 }
 

@@ -59,10 +59,15 @@ enum RequestSupport {
 
     /// A JSON response.
     static func json(_ object: [String: JSONValue], status: HTTPResponse.Status = .ok) throws -> Response {
+        try json(value: .object(object), status: status)
+    }
+
+    /// A JSON response holding any value (GoTrue answers some lists as a bare array).
+    static func json(value: JSONValue, status: HTTPResponse.Status = .ok) throws -> Response {
         Response(
             status: status,
             headers: [.contentType: "application/json", .cacheControl: "no-store"],
-            body: .init(byteBuffer: ByteBuffer(bytes: JSONValue.object(object).serialized()))
+            body: .init(byteBuffer: ByteBuffer(bytes: value.serialized()))
         )
     }
 

@@ -1,4 +1,4 @@
-import AuthGateCore
+public import AuthGateCore
 import HTTPTypes
 public import Hummingbird
 import Logging
@@ -15,7 +15,12 @@ public struct RequestLogMiddleware: RouterMiddleware {
 
     static let requestIDHeader = HTTPField.Name.constant("X-Request-Id")
 
-    public init() {}
+    /// Who may name the client's address in `X-Forwarded-For` (for the audit trail).
+    private let trustedProxies: [IPNetwork]
+
+    public init(trustedProxies: [IPNetwork] = []) {
+        self.trustedProxies = trustedProxies
+    }
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
@@ -25,8 +30,10 @@ public struct RequestLogMiddleware: RouterMiddleware {
         context.logger[metadataKey: "gw.request_id"] = .string(requestID)
         let start = ContinuousClock.now
         var response: Response
+        let address = ClientAddress.resolve(request.headers, peer: context.remoteAddress, trustedProxies: trustedProxies).address
+        let audit = AuditContext(ip: address == "unknown" ? nil : address, requestID: requestID)
         do {
-            response = try await next(request, context)
+            response = try await AuditContext.$current.withValue(audit) { try await next(request, context) }
         } catch let error as GoTrueError {
             response = try error.response(from: request, context: context)
         } catch let error as HTTPError {

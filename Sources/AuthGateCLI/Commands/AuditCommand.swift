@@ -1,0 +1,85 @@
+import ArgumentParser
+import AuthGateCore
+import AuthGateHTTP
+import Foundation
+
+/// `authgate audit [--user U] [--since T] [--limit N] [--follow] [--json]`: the audit trail the
+/// gateways write (sign-ups, sign-ins, links, unlinks, refresh reuse, logouts, deletions, bans,
+/// admin and CLI actions, provider revocations), newest first; with `--follow`, new events as
+/// they arrive.
+struct AuditCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "audit", abstract: "Show the audit trail (never a token or secret).")
+
+    @OptionGroup var options: ConfigurationOptions
+    @OptionGroup var output: OutputOptions
+    @Option(help: "Only this user's events (a user id).")
+    var user: String?
+    @Option(help: "Only events at or after this time: Unix seconds, or a duration ago such as 15m, 2h, 7d.")
+    var since: String?
+    @Option(help: "How many events (1-1000).")
+    var limit = 50
+    @Flag(help: "Keep printing new events as they arrive (stop with Ctrl-C).")
+    var follow = false
+
+    func validate() throws {
+        guard (1...1000).contains(limit) else { throw ValidationError("--limit must be 1 to 1000") }
+        if let since, Self.parseSince(since, now: Date()) == nil {
+            throw ValidationError("--since must be Unix seconds or a duration such as 15m, 2h, 7d")
+        }
+    }
+
+    /// `--since`: Unix seconds, or a duration ago (`90s`, `15m`, `2h`, `7d`).
+    static func parseSince(_ text: String, now: Date) -> Date? {
+        if let seconds = Int64(text), (0...253_402_300_799).contains(seconds) { return Date(timeIntervalSince1970: Double(seconds)) }
+        guard let unit = text.last, let amount = Int(text.dropLast()), (0...100_000).contains(amount) else { return nil }
+        let scale: Int
+        switch unit {
+        case "s": scale = 1
+        case "m": scale = 60
+        case "h": scale = 3600
+        case "d": scale = 86_400
+        default: return nil
+        }
+        return now.addingTimeInterval(-Double(amount * scale))
+    }
+
+    func run() async throws {
+        try await AdminStore.run(options) { opened in
+            let query = AuditQuery(userID: user, since: since.flatMap { Self.parseSince($0, now: Date()) }, limit: limit)
+            let events = try await opened.store.auditEvents(query)
+            print(events)
+            guard follow else { return }
+            var last = events.first?.id ?? "\(Date().unixMilliseconds)-0"
+            while !Task.isCancelled {
+                try await Task.sleep(for: .milliseconds(500))
+                var next = query
+                next.after = last
+                next.limit = 1000
+                let fresh = try await opened.store.auditEvents(next)
+                if let newest = fresh.last?.id { last = newest }
+                print(fresh.reversed(), header: false)
+            }
+        }
+    }
+
+    /// Prints events: a table with a header, or (following) one tab-separated line each.
+    private func print(_ events: [AuditEvent], header: Bool = true) {
+        if output.json {
+            for event in events { Output.json(.object(AdminAuditController.entry(event))) }
+            return
+        }
+        let rows = events.map(Self.row)
+        if header {
+            Output.table(["TIME", "ACTION", "ACTOR", "USER", "IP", "REQUEST", "DETAIL"], rows)
+        } else {
+            for row in rows { Swift.print(row.joined(separator: "\t")) }
+        }
+    }
+
+    private static func row(_ event: AuditEvent) -> [String] {
+        [
+            Output.date(event.at), event.action, event.actor, event.userID ?? "-", event.ip ?? "-", event.requestID ?? "-",
+            event.detail.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        ]
+    }
+}

@@ -1,0 +1,93 @@
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
+
+/// One account-level event in the audit trail: who did what to which user, when, from where.
+/// Never a token, code or secret: the fields are ids, fixed action names and short details.
+public struct AuditEvent: Sendable, Hashable {
+    /// The stream id once stored (`<ms>-<n>` on Redis); nil before.
+    public var id: String?
+    /// What happened: GoTrue's action names where it has one (`user_signedup`, `login`,
+    /// `logout`, `token_revoked`, `user_deleted`, `user_modified`), AuthGate's otherwise
+    /// (`identity_linked`, `identity_unlinked`, `user_banned`, `user_unbanned`,
+    /// `session_revoked`, `provider_token_revoked`, `provider_revocation_failed`, …).
+    public var action: String
+    /// Who did it: the user's id, `service_role` (the admin API), `cli:<name>`, `apple`, `system`.
+    public var actor: String
+    /// The user it was done to.
+    public var userID: String?
+    public var at: Date
+    /// The client's address (through `server.trusted_proxies`), for requests.
+    public var ip: String?
+    /// The request's `X-Request-Id`, for requests.
+    public var requestID: String?
+    /// Bounded detail: a provider name, a session id, a reason code.
+    public var detail: [String: String]
+
+    public init(
+        action: String, actor: String, userID: String?, at: Date, ip: String? = nil, requestID: String? = nil, detail: [String: String] = [:]
+    ) {
+        self.action = action
+        self.actor = actor
+        self.userID = userID
+        self.at = at
+        self.ip = ip
+        self.requestID = requestID
+        self.detail = detail
+    }
+
+    /// An event for `action` on `userID` now, with the address and request id of the task's
+    /// ``AuditContext`` and its actor (or `actor`, for a user acting before it is authenticated:
+    /// signing in; `system` when neither says).
+    public static func now(_ action: String, userID: String?, actor: String? = nil, detail: [String: String] = [:], at: Date = Date())
+        -> AuditEvent
+    {
+        let context = AuditContext.current
+        return AuditEvent(
+            action: action, actor: actor ?? context.actor ?? "system", userID: userID, at: at, ip: context.ip, requestID: context.requestID,
+            detail: detail)
+    }
+
+    /// The stored form (compact JSON; `id` is the stream's).
+    public func encoded() -> [UInt8] {
+        var members: [String: JSONValue] = ["action": .string(action), "actor": .string(actor), "at": .integer(at.unixMilliseconds)]
+        if let userID { members["user_id"] = .string(userID) }
+        if let ip { members["ip"] = .string(ip) }
+        if let requestID { members["request_id"] = .string(requestID) }
+        if !detail.isEmpty { members["detail"] = .object(detail.mapValues { .string($0) }) }
+        return JSONValue.object(members).serialized()
+    }
+
+    /// Reads a stored event; nil for one that does not parse (a trail is read, never trusted to
+    /// be well-formed).
+    public static func decode(_ bytes: some Collection<UInt8>, id: String?) -> AuditEvent? {
+        guard let members = (try? JSONValue.parse(bytes))?.objectValue, let action = members["action"]?.stringValue,
+            let actor = members["actor"]?.stringValue, let milliseconds = members["at"]?.integerValue,
+            (0...253_402_300_799_000).contains(milliseconds)
+        else { return nil }
+        var event = AuditEvent(
+            action: action, actor: actor, userID: members["user_id"]?.stringValue, at: Date(timeIntervalSince1970: Double(milliseconds) / 1000),
+            ip: members["ip"]?.stringValue, requestID: members["request_id"]?.stringValue,
+            detail: (members["detail"]?.objectValue ?? [:]).compactMapValues(\.stringValue))
+        event.id = id
+        return event
+    }
+}
+
+/// Who is acting in the current task, for the audit trail: set by the HTTP layer per request
+/// (client address, request id; the user or `service_role` once authenticated) and by the CLI.
+public struct AuditContext: Sendable {
+    public var actor: String?
+    public var ip: String?
+    public var requestID: String?
+
+    public init(actor: String? = nil, ip: String? = nil, requestID: String? = nil) {
+        self.actor = actor
+        self.ip = ip
+        self.requestID = requestID
+    }
+
+    @TaskLocal public static var current = AuditContext()
+}

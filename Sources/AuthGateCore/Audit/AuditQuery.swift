@@ -1,0 +1,32 @@
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
+
+/// What to read of the audit trail: newest first, `limit` events, optionally one user's and
+/// those at or after `since`, skipping `offset` (paging).
+public struct AuditQuery: Sendable, Hashable {
+    public var userID: String?
+    public var since: Date?
+    public var offset: Int
+    public var limit: Int
+    /// Only events stored after this stream id, oldest first (`authgate audit --follow`).
+    public var after: String?
+
+    /// How far back a filtered read looks at most (the trail is capped near 100,000 events).
+    public static let scanLimit = 100_000
+
+    public init(userID: String? = nil, since: Date? = nil, offset: Int = 0, limit: Int = 50, after: String? = nil) {
+        self.userID = userID
+        self.since = since
+        self.offset = max(0, offset)
+        self.limit = min(max(1, limit), 1000)
+        self.after = after
+    }
+
+    /// Whether `event` is one the query asks for.
+    public func matches(_ event: AuditEvent) -> Bool {
+        (userID == nil || event.userID == userID) && (since.map { event.at >= $0 } ?? true)
+    }
+}

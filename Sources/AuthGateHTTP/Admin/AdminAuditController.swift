@@ -1,0 +1,78 @@
+public import AuthGateCore
+public import Hummingbird
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// `GET /auth/v1/admin/audit` (GoTrue's path, `service_role`): the audit trail, newest first, in
+/// GoTrue's entry shape (`id`, `payload` with `action`, `actor_id`, `log_type`, `traits`,
+/// `created_at`, `ip_address`), paged with `page` and `per_page`; AuthGate adds `user_id` and
+/// `since` (Unix seconds) filters and the `request_id` in each entry's traits.
+public struct AdminAuditController: Sendable {
+    let store: any AuthStore
+    let accounts: AccountService
+    let adminRoles: Set<String>
+
+    public init(store: any AuthStore, accounts: AccountService, adminRoles: [String]) {
+        self.store = store
+        self.accounts = accounts
+        self.adminRoles = Set(adminRoles)
+    }
+
+    public func register(on router: Router<AuthGateRequestContext>) {
+        router.group().add(middleware: BearerAuthenticator(accounts: accounts, requirement: .admin(roles: adminRoles)))
+            .get("/auth/v1/admin/audit") { request, _ in try await list(request) }
+    }
+
+    private func list(_ request: Request) async throws -> Response {
+        let parameters = request.uri.queryParameters
+        let page = try AdminController.positive(parameters["page"], name: "page", default: 1)
+        let perPage = min(try AdminController.positive(parameters["per_page"], name: "per_page", default: 50), 1000)
+        let (offset, overflow) = (page - 1).multipliedReportingOverflow(by: perPage)
+        guard !overflow, offset <= AuditQuery.scanLimit else { return try RequestSupport.json(value: .array([])) }
+        var since: Date?
+        if let text = parameters["since"] {
+            guard let seconds = Int64(text), (0...253_402_300_799).contains(seconds) else {
+                throw GoTrueError(.badRequest, code: "validation_failed", message: "since must be Unix seconds")
+            }
+            since = Date(timeIntervalSince1970: Double(seconds))
+        }
+        let userID = parameters["user_id"].map(String.init).flatMap { $0.isEmpty ? nil : $0 }
+        let events: [AuditEvent]
+        do {
+            events = try await store.auditEvents(AuditQuery(userID: userID, since: since, offset: offset, limit: perPage))
+        } catch let error as AuthGateError {
+            throw ErrorMapping.clientError(for: error, in: .authenticated)
+        }
+        return try RequestSupport.json(value: .array(events.map { .object(Self.entry($0)) }))
+    }
+
+    /// One event in GoTrue's audit entry shape.
+    public static func entry(_ event: AuditEvent) -> [String: JSONValue] {
+        var traits: [String: JSONValue] = event.detail.mapValues { .string($0) }
+        if let userID = event.userID { traits["user_id"] = .string(userID) }
+        if let requestID = event.requestID { traits["request_id"] = .string(requestID) }
+        return [
+            "id": .string(event.id ?? ""),
+            "payload": .object([
+                "action": .string(event.action), "actor_id": .string(event.actor), "log_type": .string(logType(event.action)),
+                "traits": .object(traits)
+            ]),
+            "created_at": GoTrueJSON.timestamp(event.at),
+            "ip_address": .string(event.ip ?? "")
+        ]
+    }
+
+    /// GoTrue's `log_type` family for an action.
+    static func logType(_ action: String) -> String {
+        switch action {
+        case "login", "logout", "token_revoked", "session_revoked", "user_signed_out_everywhere": "token"
+        case "user_signedup", "identity_linked", "identity_unlinked": "account"
+        case "provider_token_revoked", "provider_revocation_failed": "provider"
+        default: "user"
+        }
+    }
+}
