@@ -281,6 +281,34 @@ struct AppleTokenRevocationTests {
         }
     }
 
+    @Test("Apple down through a deletion and two gateway restarts: the revocation arrives once Apple is back, exactly once")
+    func survivesRestarts() async throws {
+        try await withTestStore(.redis) { store in
+            let rig = try await rig(store: store)
+            rig.api.register(code: "r-1", subject: "apple-restarts")
+            try await rig.app.test(.router) { client in
+                let (_, body) = try await signIn(client, rig, subject: "apple-restarts", code: "r-1")
+                let userID = try #require(body["user"]?.objectValue?["id"]?.stringValue)
+                #expect(try await AdminService(store: store, logger: Logger(label: "admin")).deleteUser(userID, soft: false, now: Date()))
+            }
+            rig.api.queueRevokeAnswers([.init(status: 503), .init(status: 502)])
+            // Each gateway's worker keeps nothing: a restart is a new worker on the same Redis.
+            var now = Date().addingTimeInterval(ProviderRevocation.firstCallDelay.inSeconds + 1)
+            for attempt in 1...3 {
+                let worker = ProviderRevocationWorker(
+                    store: store, revoker: rig.dependencies.providerTokenRevoker, logger: Logger(label: "restart-\(attempt)"))
+                #expect(await worker.workOnce(now: now) == 1, "attempt \(attempt) found the entry")
+                now = now.addingTimeInterval(ProviderRevocationWorker.backoff(afterAttempts: attempt).inSeconds + 1)
+            }
+            #expect(rig.api.revokes.map(\.status) == [503, 502, 200])
+            #expect(rig.api.revokes.filter { $0.status == 200 }.map(\.token) == [FakeAppleAPI.refreshToken(for: "r-1")])
+            #expect(try await store.providerRevocations().isEmpty)
+            let late = ProviderRevocationWorker(store: store, revoker: rig.dependencies.providerTokenRevoker, logger: Logger(label: "late"))
+            #expect(await late.workOnce(now: now.addingTimeInterval(86_400)) == 0, "nothing is revoked twice")
+            await rig.stop()
+        }
+    }
+
     private func drain(_ worker: ProviderRevocationWorker, now: Date) async {
         while await worker.workOnce(now: now) > 0 {}
     }

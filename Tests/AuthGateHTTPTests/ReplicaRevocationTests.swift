@@ -11,7 +11,7 @@ import Testing
 struct ReplicaRevocationTests {
     static let trials = 100
 
-    @Test("a session logged out through one replica is refused by the other within 3 s, 100 times out of 100")
+    @Test("a session logged out (or a user deleted) through one replica is refused by the other within 3 s, 100 (and 10) times out of 100 (10)")
     func revokedEverywhereWithinASecond() async throws {
         let upstream = try await EchoUpstream.start()
         let redisURL = try await SharedRedis.url()
@@ -26,6 +26,7 @@ struct ReplicaRevocationTests {
         tokens: { signing_keys: [ { kid: k1, file: k1.pem } ] }
         providers: { anonymous: { enabled: true } }
         rate_limits: { token: off, signup: off, nonce: off }
+        users: { allow_self_delete: true }
         routes:
           - { name: api, path_prefix: /api/, upstreams: [\(upstream.url)], auth: required, allow_anonymous: true }
         logging: { level: warning }
@@ -65,6 +66,26 @@ struct ReplicaRevocationTests {
                 }
                 let elapsed = try #require(refusedAfter, "trial \(trial): the other replica never refused the token")
                 #expect(elapsed < .seconds(3), "trial \(trial): refused after \(elapsed)")
+                slowest = max(slowest, elapsed)
+            }
+            // A user deleting their own account through one replica: the other refuses its token.
+            for trial in 1...10 {
+                let (_, body) = try await call(first, .POST, "/auth/v1/signup")
+                let token = try #require(try JSONValue.parse(Array(body.readableBytesView)).objectValue?["access_token"]?.stringValue)
+                #expect(try await call(second, .GET, "/api/x", token: token).0 == .ok)
+                #expect(try await call(first, .DELETE, "/auth/v1/user", token: token).0 == .ok)
+                let clock = ContinuousClock()
+                let start = clock.now
+                var refusedAfter: Duration?
+                while clock.now - start < .seconds(10) {
+                    if try await call(second, .GET, "/api/x", token: token).0 == .unauthorized {
+                        refusedAfter = clock.now - start
+                        break
+                    }
+                    try await Task.sleep(for: .milliseconds(5))
+                }
+                let elapsed = try #require(refusedAfter, "deletion trial \(trial): the other replica never refused the token")
+                #expect(elapsed < .seconds(3), "deletion trial \(trial): refused after \(elapsed)")
                 slowest = max(slowest, elapsed)
             }
         } catch {
