@@ -58,7 +58,7 @@ struct AppleTokenRevocationTests {
                   token_encryption_key_file: token.key
                   apple: { enabled: true, audiences: [\(Self.audience)], jwks_url: "\(keys.jwksURL)", team_id: \(Self.teamID),
                            key_id: \(Self.keyID), private_key_file: apple.p8, api_url: "\(api.url)" }
-                  google: { enabled: true, audiences: [web-client], jwks_url: "\(keys.jwksURL)" }
+                  google: { enabled: true, audiences: [web-client], jwks_url: "\(keys.jwksURL)", revocation_url: "\(api.googleRevocationURL)" }
                   anonymous: { enabled: true }
                 rate_limits: { token: off, signup: off, nonce: off }
                 \(extra)
@@ -307,6 +307,29 @@ struct AppleTokenRevocationTests {
             #expect(await late.workOnce(now: now.addingTimeInterval(86_400)) == 0, "nothing is revoked twice")
             await rig.stop()
         }
+    }
+
+    @Test("the outbox revokes a Google refresh token at Google's endpoint; invalid_token finishes it, 503 retries")
+    func googleRevocation() async throws {
+        let rig = try await rig()
+        let sealer = try sealer(rig)
+        let now = Date()
+        let entries = try ["g-1", "g-2"].map { subject in
+            ProviderRevocation(
+                id: UUID().uuidString, provider: "google", clientID: nil, subject: subject, userID: UUID().uuidString,
+                sealedToken: try sealer.seal("google-refresh-\(subject)", provider: "google", subject: subject), createdAt: now)
+        }
+        try await rig.dependencies.store.enqueueProviderRevocations(entries)
+        rig.api.queueRevokeAnswers([.init(status: 503), .init(status: 400, error: "invalid_token")])
+        #expect(await rig.worker.workOnce(now: now) == 2)
+        #expect(try await rig.dependencies.store.providerRevocations().count == 1, "the 503 one waits for its retry")
+        #expect(await rig.worker.workOnce(now: now.addingTimeInterval(ProviderRevocationWorker.backoff(afterAttempts: 1).inSeconds + 1)) == 1)
+        #expect(try await rig.dependencies.store.providerRevocations().isEmpty)
+        let calls = rig.api.googleRevokes
+        #expect(calls.map(\.status) == [503, 400, 200])
+        #expect(Set(calls.map(\.token)) == ["google-refresh-g-1", "google-refresh-g-2"])
+        #expect(rig.api.revokes.isEmpty, "nothing went to Apple")
+        await rig.stop()
     }
 
     private func drain(_ worker: ProviderRevocationWorker, now: Date) async {

@@ -9,7 +9,9 @@ import Synchronization
 /// `/auth/revoke`), over real HTTP: it checks each call's `client_secret` (ES256 signature with
 /// the team's public key, `iss`, `sub` = `client_id`, `aud`, `exp`) as Apple does, exchanges
 /// the codes tests register, and records every revocation. Tests queue the statuses it answers
-/// (`503`, `400 invalid_grant`, …) to play an Apple that is down or refuses.
+/// (`503`, `400 invalid_grant`, …) to play an Apple that is down or refuses. It also plays
+/// Google's revocation endpoint at `/google/revoke` (form field `token`, no client
+/// authentication), answering from the same queue.
 public final class FakeAppleAPI: Sendable {
     /// One answer to play: an HTTP status and the OAuth `error` code for a 4xx.
     public struct Answer: Sendable {
@@ -35,6 +37,7 @@ public final class FakeAppleAPI: Sendable {
         var usedCodes: Set<String> = []
         var revokeAnswers: [Answer] = []
         var revokes: [RevokeCall] = []
+        var googleRevokes: [RevokeCall] = []
         var tokenCalls = 0
         var refusedSecrets = 0
     }
@@ -59,6 +62,10 @@ public final class FakeAppleAPI: Sendable {
         router.post("/auth/revoke") { request, _ -> Response in
             guard let api = box.withLock({ $0 }) else { return Response(status: .serviceUnavailable) }
             return api.revoke(try await Self.form(request))
+        }
+        router.post("/google/revoke") { request, _ -> Response in
+            guard let api = box.withLock({ $0 }) else { return Response(status: .serviceUnavailable) }
+            return api.googleRevoke(try await Self.form(request))
         }
         let api = FakeAppleAPI(server: try await LocalServer.start(router), teamID: teamID, keyID: keyID, publicKey: publicKey)
         box.withLock { $0 = api }
@@ -85,6 +92,10 @@ public final class FakeAppleAPI: Sendable {
 
     /// Every revocation call so far.
     public var revokes: [RevokeCall] { state.withLock { $0.revokes } }
+    /// Every call to the Google revocation endpoint so far (`clientID` empty).
+    public var googleRevokes: [RevokeCall] { state.withLock { $0.googleRevokes } }
+    /// The Google revocation endpoint's URL.
+    public var googleRevocationURL: String { url + "/google/revoke" }
     /// How many code exchanges were asked for.
     public var tokenCalls: Int { state.withLock { $0.tokenCalls } }
     /// Calls refused for a bad client secret.
@@ -124,6 +135,17 @@ public final class FakeAppleAPI: Sendable {
         let answer = state.withLock { state -> Answer in
             let answer = state.revokeAnswers.isEmpty ? Answer(status: 200) : state.revokeAnswers.removeFirst()
             state.revokes.append(RevokeCall(clientID: clientID, token: token, tokenTypeHint: form["token_type_hint"], status: answer.status))
+            return answer
+        }
+        if answer.status == 200 { return Response(status: .ok) }
+        return Self.error(answer.status, answer.error)
+    }
+
+    private func googleRevoke(_ form: [String: String]) -> Response {
+        guard let token = form["token"] else { return Self.error(400, "invalid_request") }
+        let answer = state.withLock { state -> Answer in
+            let answer = state.revokeAnswers.isEmpty ? Answer(status: 200) : state.revokeAnswers.removeFirst()
+            state.googleRevokes.append(RevokeCall(clientID: "", token: token, tokenTypeHint: form["token_type_hint"], status: answer.status))
             return answer
         }
         if answer.status == 200 { return Response(status: .ok) }
