@@ -500,6 +500,31 @@ struct AppleTokenRevocationTests {
             }
             await rig.stop()
         }
+        // The email would move to one another user holds: 422 email_conflict_identity_not_deletable, nothing changes.
+        let conflict = try await rig(extra: "security: { manual_linking_enabled: true }")
+        try await conflict.app.test(.router) { client in
+            let other = "{\"provider\":\"google\",\"id_token\":\"\(googleToken("g-holder", email: "shared@example.com", key: conflict.signingKey))\"}"
+            try await client.execute(
+                uri: "/auth/v1/token?grant_type=id_token", method: .post, headers: [.contentType: "application/json"], body: ByteBuffer(string: other)
+            ) { #expect($0.status == .ok) }
+            let (_, body) = try await signIn(client, conflict, subject: "apple-conflict")
+            let access = try #require(body["access_token"]?.stringValue)
+            let userID = try #require(body["user"]?.objectValue?["id"]?.stringValue)
+            let bearer: HTTPFields = [.authorization: "Bearer \(access)", .contentType: "application/json"]
+            let link =
+                "{\"provider\":\"google\",\"id_token\":\"\(googleToken("g-linked", email: "shared@example.com", key: conflict.signingKey))\",\"link_identity\":true}"
+            try await client.execute(uri: "/auth/v1/token?grant_type=id_token", method: .post, headers: bearer, body: ByteBuffer(string: link)) {
+                #expect($0.status == .ok, "\(String(buffer: $0.body))")
+            }
+            let apple = try await appleIdentity(conflict, userID: userID)
+            try await client.execute(uri: "/auth/v1/user/identities/\(apple.identityID)", method: .delete, headers: bearer) { response in
+                #expect(response.status == .unprocessableContent)
+                #expect(response.headers[GoTrueError.errorCodeHeader] == "email_conflict_identity_not_deletable")
+            }
+            #expect(try await conflict.dependencies.store.identities(ofUser: userID).count == 2)
+            #expect(try await conflict.dependencies.store.user(id: userID)?.email == "apple-conflict@privaterelay.appleid.com")
+        }
+        await conflict.stop()
         // Without security.manual_linking_enabled: 404 manual_linking_disabled.
         let off = try await rig()
         try await off.app.test(.router) { client in

@@ -68,6 +68,24 @@ struct ReplicaRevocationTests {
                 #expect(elapsed < .seconds(3), "trial \(trial): refused after \(elapsed)")
                 slowest = max(slowest, elapsed)
             }
+            // A user signing one of their sessions out ("that iPad") through one replica: the other
+            // refuses that session's token.
+            do {
+                let (_, body) = try await call(first, .POST, "/auth/v1/signup")
+                let token = try #require(try JSONValue.parse(Array(body.readableBytesView)).objectValue?["access_token"]?.stringValue)
+                let payload = try #require(token.split(separator: ".").dropFirst().first.flatMap { Base64URL.decode($0) })
+                let sessionID = try #require(try JSONValue.parse(payload).objectValue?["session_id"]?.stringValue)
+                #expect(try await call(second, .GET, "/api/x", token: token).0 == .ok)
+                #expect(try await call(first, .DELETE, "/auth/v1/user/sessions/\(sessionID)", token: token).0 == .noContent)
+                let clock = ContinuousClock()
+                let start = clock.now
+                var refused = false
+                while !refused, clock.now - start < .seconds(3) {
+                    refused = try await call(second, .GET, "/api/x", token: token).0 == .unauthorized
+                    if !refused { try await Task.sleep(for: .milliseconds(5)) }
+                }
+                #expect(refused, "the other replica refuses the ended session within 3 s")
+            }
             // A user deleting their own account through one replica: the other refuses its token.
             for trial in 1...10 {
                 let (_, body) = try await call(first, .POST, "/auth/v1/signup")
