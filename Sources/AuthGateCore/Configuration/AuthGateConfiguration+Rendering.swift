@@ -16,7 +16,8 @@ extension AuthGateConfiguration {
                 "max_connections": Node(String(server.maxConnections)),
                 "request_head_timeout": Node(format(server.requestHeadTimeout)),
                 "keep_alive_timeout": Node(format(server.keepAliveTimeout)),
-                "client_idle_timeout": Node(format(server.clientIdleTimeout))
+                "client_idle_timeout": Node(format(server.clientIdleTimeout)),
+                "cors_allowed_origins": Node(server.corsAllowedOrigins.map { Node($0) })
             ],
             "store": renderedStore(),
             "tokens": [

@@ -23,6 +23,9 @@ public struct ServerConfiguration: Sendable {
     /// leave a response unread; also bounds how long the rest of a body is awaited after an early
     /// response.
     public var clientIdleTimeout: Duration
+    /// Browser origins allowed to call `/auth/v1` (`scheme://host[:port]`, or `*` for any); none by
+    /// default (no CORS headers, preflights unanswered).
+    public var corsAllowedOrigins: [String]
 
     init(reading section: ConfigurationSection) {
         host = section.string("host", default: "127.0.0.1")
@@ -45,6 +48,38 @@ public struct ServerConfiguration: Sendable {
         requestHeadTimeout = section.duration("request_head_timeout", default: .seconds(10), minimum: .milliseconds(100), maximum: .seconds(600))
         keepAliveTimeout = section.duration("keep_alive_timeout", default: .seconds(60), minimum: .milliseconds(100), maximum: .seconds(3600))
         clientIdleTimeout = section.duration("client_idle_timeout", default: .seconds(30), minimum: .milliseconds(100), maximum: .seconds(3600))
+        corsAllowedOrigins = section.stringList("cors_allowed_origins").compactMap { text in
+            guard let origin = Self.canonicalOrigin(text) else {
+                section.report(
+                    "cors_allowed_origins",
+                    "\"\(text)\" must be * or an origin such as https://app.example.com (scheme, host, optional port; no path)")
+                return nil
+            }
+            return origin
+        }
+        if corsAllowedOrigins.contains("*"), corsAllowedOrigins.count > 1 {
+            section.report("cors_allowed_origins", "* allows every origin; list it alone")
+        }
         section.finish()
+    }
+
+    /// An origin in the one form browsers send it (`Origin`): `*`, or a lower-case
+    /// `http(s)://host[:port]` with nothing after; nil for anything else.
+    public static func canonicalOrigin(_ text: String) -> String? {
+        if text == "*" { return text }
+        let lower = text.lowercased()
+        let scheme: String
+        if lower.hasPrefix("https://") {
+            scheme = "https://"
+        } else if lower.hasPrefix("http://") {
+            scheme = "http://"
+        } else {
+            return nil
+        }
+        let rest = lower.dropFirst(scheme.count)
+        guard !rest.isEmpty, rest.utf8.count <= 253 + 6,
+            rest.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == ":" || $0 == "[" || $0 == "]") })
+        else { return nil }
+        return scheme + rest
     }
 }

@@ -166,6 +166,10 @@ public enum GatewayApplication {
     /// The router with every route and middleware.
     public static func buildRouter(_ dependencies: Dependencies) -> Router<AuthGateRequestContext> {
         let router = Router(context: AuthGateRequestContext.self)
+        // Outermost, so it adds its headers to every answer, errors included (already GoTrue-shaped).
+        if !dependencies.configuration.server.corsAllowedOrigins.isEmpty {
+            router.add(middleware: CORSPolicyMiddleware(origins: dependencies.configuration.server.corsAllowedOrigins))
+        }
         router.add(middleware: RequestLogMiddleware(trustedProxies: dependencies.configuration.server.trustedProxies))
         if dependencies.configuration.tracing.enabled {
             router.add(middleware: TracingMiddleware<AuthGateRequestContext>())

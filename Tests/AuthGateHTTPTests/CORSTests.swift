@@ -1,0 +1,100 @@
+import AuthGateCore
+import AuthGateTestSupport
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import Testing
+
+@testable import AuthGateHTTP
+
+/// CORS for browser apps on `/auth/v1` (`server.cors_allowed_origins`).
+@Suite("CORS", .timeLimit(.minutes(3)))
+struct CORSTests {
+    private func app(_ origins: String) throws -> some ApplicationProtocol {
+        let configuration = try AuthGateConfiguration.parse(
+            yaml:
+                "server: { cors_allowed_origins: \(origins) }\nproviders: { anonymous: { enabled: true } }\nrate_limits: { signup: off, token: off }",
+            baseDirectory: "", environment: [:])
+        let dependencies = GatewayApplication.Dependencies(
+            configuration: configuration, store: MemoryAuthStore(), keyRing: try SigningKeyRing.load(configuration.tokens, allowGenerated: true))
+        return Application(router: GatewayApplication.buildRouter(dependencies))
+    }
+
+    private static let origin = HTTPField.Name.origin
+
+    @Test("a preflight and a cross-origin POST from an allowed origin get the CORS headers; another origin gets none")
+    func allowedAndRefused() async throws {
+        try await app("[\"https://app.example.com\", \"http://localhost:3000\"]").test(.router) { client in
+            let preflight: HTTPFields = [
+                Self.origin: "https://app.example.com", .accessControlRequestMethod: "POST",
+                .accessControlRequestHeaders: "apikey, authorization, x-client-info, x-supabase-api-version, content-type"
+            ]
+            try await client.execute(uri: "/auth/v1/token?grant_type=id_token", method: .options, headers: preflight) { response in
+                #expect(response.status == .noContent)
+                #expect(response.headers[.accessControlAllowOrigin] == "https://app.example.com")
+                let allowed = Set(
+                    (response.headers[.accessControlAllowHeaders] ?? "").lowercased().split(separator: ",").map {
+                        $0.trimmingCharacters(in: .whitespaces)
+                    })
+                #expect(allowed.isSuperset(of: ["apikey", "authorization", "x-client-info", "x-supabase-api-version", "content-type"]), "\(allowed)")
+                #expect(response.headers[.accessControlAllowMethods]?.contains("POST") == true)
+                #expect(response.headers[.vary] == "Origin")
+            }
+            try await client.execute(
+                uri: "/auth/v1/signup", method: .post, headers: [Self.origin: "http://localhost:3000", .contentType: "application/json"],
+                body: ByteBuffer(string: "{}")
+            ) { response in
+                #expect(response.status == .ok)
+                #expect(response.headers[.accessControlAllowOrigin] == "http://localhost:3000")
+            }
+            // Errors carry the headers too (the browser must be able to read GoTrue's error body).
+            try await client.execute(uri: "/auth/v1/user", method: .get, headers: [Self.origin: "https://app.example.com"]) { response in
+                #expect(response.status == .unauthorized)
+                #expect(response.headers[.accessControlAllowOrigin] == "https://app.example.com")
+            }
+            for refused in ["https://evil.example.com", "https://app.example.com.evil.com", "null"] {
+                try await client.execute(
+                    uri: "/auth/v1/signup", method: .options, headers: [Self.origin: refused, .accessControlRequestMethod: "POST"]
+                ) {
+                    #expect($0.headers[.accessControlAllowOrigin] == nil, "\(refused)")
+                    #expect($0.status != .noContent)
+                }
+                try await client.execute(uri: "/auth/v1/settings", method: .get, headers: [Self.origin: refused]) {
+                    #expect($0.status == .ok)
+                    #expect($0.headers[.accessControlAllowOrigin] == nil, "\(refused)")
+                }
+            }
+            try await client.execute(uri: "/auth/v1/settings", method: .get) { #expect($0.headers[.accessControlAllowOrigin] == nil) }
+        }
+    }
+
+    @Test("* allows any origin; without the setting a browser gets nothing (as before)")
+    func anyOrNone() async throws {
+        try await app("[\"*\"]").test(.router) { client in
+            try await client.execute(uri: "/auth/v1/settings", method: .get, headers: [Self.origin: "https://anything.example"]) {
+                #expect($0.headers[.accessControlAllowOrigin] == "*")
+            }
+        }
+        try await app("[]").test(.router) { client in
+            try await client.execute(uri: "/auth/v1/signup", method: .options, headers: [Self.origin: "https://app.example.com"]) {
+                #expect($0.status == .notFound)
+                #expect($0.headers[.accessControlAllowOrigin] == nil)
+            }
+        }
+    }
+
+    @Test("cors_allowed_origins refuses what is not an origin")
+    func configuration() throws {
+        for bad in ["app.example.com", "https://app.example.com/", "https://app.example.com/path", "ftp://x", "[\"*\", \"https://a.example\"]"] {
+            let value = bad.hasPrefix("[") ? bad : "[\"\(bad)\"]"
+            #expect(throws: ConfigurationError.self, "\(bad)") {
+                try AuthGateConfiguration.parse(yaml: "server: { cors_allowed_origins: \(value) }", baseDirectory: "", environment: [:])
+            }
+        }
+        let parsed = try AuthGateConfiguration.parse(
+            yaml: "server: { cors_allowed_origins: [\"HTTPS://App.Example.com:8443\"] }", baseDirectory: "", environment: [:])
+        #expect(parsed.server.corsAllowedOrigins == ["https://app.example.com:8443"])
+    }
+}
