@@ -74,8 +74,10 @@ public final class AuthGateServer: Sendable {
     private let exit: Task<Int32, Never>
 
     /// Starts `authgate serve` with `arguments` and `environment` on a free port, and waits until
-    /// `/health` answers.
-    public static func start(arguments: [String] = [], environment: [String: String] = [:]) async throws -> AuthGateServer {
+    /// `/health` answers (with `plainHTTP: false`, a TLS listener: until the port accepts connections).
+    public static func start(arguments: [String] = [], environment: [String: String] = [:], plainHTTP: Bool = true) async throws
+        -> AuthGateServer
+    {
         let port = try freeLoopbackPort()
         let logFile = FileManager.default.temporaryDirectory.appendingPathComponent("authgate-serve-\(UUID().uuidString).log")
         FileManager.default.createFile(atPath: logFile.path, contents: nil)
@@ -97,7 +99,7 @@ public final class AuthGateServer: Sendable {
             return -1
         }
         let server = AuthGateServer(port: port, logFile: logFile, process: process, exit: exit)
-        try await server.waitUntilHealthy()
+        try await server.waitUntilHealthy(plainHTTP: plainHTTP)
         return server
     }
 
@@ -145,12 +147,13 @@ public final class AuthGateServer: Sendable {
         try? FileManager.default.removeItem(at: logFile)
     }
 
-    private func waitUntilHealthy() async throws {
+    private func waitUntilHealthy(plainHTTP: Bool) async throws {
         let clock = ContinuousClock()
         let deadline = clock.now + .seconds(20)
         while clock.now < deadline {
             if !process.isRunning { throw TestSupportError("authgate serve exited at start:\n\(log)") }
-            if let (_, response) = try? await HTTP.get(baseURL.appendingPathComponent("health")), response.statusCode == 200 { return }
+            if !plainHTTP, (try? RawConnection(port: port)) != nil { return }
+            if plainHTTP, let (_, response) = try? await HTTP.get(baseURL.appendingPathComponent("health")), response.statusCode == 200 { return }
             try await Task.sleep(for: .milliseconds(20))
         }
         throw TestSupportError("authgate serve did not answer /health within 20 s:\n\(log)")

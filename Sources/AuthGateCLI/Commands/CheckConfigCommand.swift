@@ -1,5 +1,6 @@
 import ArgumentParser
 import AuthGateCore
+import AuthGateHTTP
 
 /// `authgate check-config`: validates the configuration and prints it with defaults filled in
 /// and secrets masked (exit 0), or lists every problem with the key it is about (exit 1).
@@ -14,6 +15,8 @@ struct CheckConfigCommand: AsyncParsableCommand {
     func run() async throws {
         do {
             let configuration = try options.load()
+            // The listener's certificate and key: loadable, unexpired, and a pair.
+            if let tls = configuration.server.tls { _ = try ServerTLSContext(configuration: tls) }
             print("# effective configuration from \(configuration.sourcePath ?? "the built-in defaults")")
             if !configuration.appliedEnvironmentOverrides.isEmpty {
                 print("# environment overrides: \(configuration.appliedEnvironmentOverrides.joined(separator: ", "))")
@@ -22,8 +25,11 @@ struct CheckConfigCommand: AsyncParsableCommand {
                 print("# development mode: memory store and a signing key generated at start; nothing persists")
             }
             print(configuration.renderedYAML(), terminator: "")
-        } catch {
+        } catch let error as ConfigurationError {
             printError(error.description)
+            throw ExitCode(1)
+        } catch {
+            printError("\(error)")
             throw ExitCode(1)
         }
     }

@@ -6,19 +6,7 @@ extension AuthGateConfiguration {
     /// `authgate check-config` prints. Key files are shown by path; passwords never appear.
     public func renderedYAML() -> String {
         let document: Node = [
-            "server": [
-                "host": Node(server.host),
-                "port": Node(String(server.port)),
-                "public_url": Node(server.publicURL),
-                "trusted_proxies": Node(server.trustedProxies.map { Node($0.description) }),
-                "shutdown_timeout": Node(format(server.shutdownTimeout)),
-                "metrics_port": Node(String(server.metricsPort)),
-                "max_connections": Node(String(server.maxConnections)),
-                "request_head_timeout": Node(format(server.requestHeadTimeout)),
-                "keep_alive_timeout": Node(format(server.keepAliveTimeout)),
-                "client_idle_timeout": Node(format(server.clientIdleTimeout)),
-                "cors_allowed_origins": Node(server.corsAllowedOrigins.map { Node($0) })
-            ],
+            "server": renderedServer(),
             "store": renderedStore(),
             "tokens": [
                 "issuer": Node(tokens.issuer),
@@ -75,6 +63,32 @@ extension AuthGateConfiguration {
             ]
         ]
         return (try? Yams.serialize(node: document, sortKeys: false)) ?? ""
+    }
+
+    /// `server`, with `tls` only when it is set.
+    private func renderedServer() -> Node {
+        var pairs: [(Node, Node)] = [
+            ("host", Node(server.host)),
+            ("port", Node(String(server.port))),
+            ("public_url", Node(server.publicURL)),
+            ("trusted_proxies", Node(server.trustedProxies.map { Node($0.description) })),
+            ("shutdown_timeout", Node(format(server.shutdownTimeout))),
+            ("metrics_port", Node(String(server.metricsPort))),
+            ("max_connections", Node(String(server.maxConnections))),
+            ("request_head_timeout", Node(format(server.requestHeadTimeout))),
+            ("keep_alive_timeout", Node(format(server.keepAliveTimeout))),
+            ("client_idle_timeout", Node(format(server.clientIdleTimeout))),
+            ("cors_allowed_origins", Node(server.corsAllowedOrigins.map { Node($0) }))
+        ]
+        if let tls = server.tls {
+            var settings: [(Node, Node)] = [
+                ("certificate_chain_file", Node(tls.certificateChainFile)), ("private_key_file", Node(tls.privateKeyFile)),
+                ("minimum_version", Node(tls.minimumVersion.rawValue))
+            ]
+            if let clientCA = tls.clientCAFile { settings.append(("client_ca_file", Node(clientCA))) }
+            pairs.append(("tls", Node.mapping(Node.Mapping(settings))))
+        }
+        return Node.mapping(Node.Mapping(pairs))
     }
 
     private func renderedStore() -> Node {

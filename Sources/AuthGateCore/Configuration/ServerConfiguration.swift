@@ -26,6 +26,8 @@ public struct ServerConfiguration: Sendable {
     /// Browser origins allowed to call `/auth/v1` (`scheme://host[:port]`, or `*` for any); none by
     /// default (no CORS headers, preflights unanswered).
     public var corsAllowedOrigins: [String]
+    /// TLS on the listener; nil for plain HTTP (local use, behind a terminating load balancer).
+    public var tls: ServerTLSConfiguration?
 
     init(reading section: ConfigurationSection) {
         host = section.string("host", default: "127.0.0.1")
@@ -60,6 +62,7 @@ public struct ServerConfiguration: Sendable {
         if corsAllowedOrigins.contains("*"), corsAllowedOrigins.count > 1 {
             section.report("cors_allowed_origins", "* allows every origin; list it alone")
         }
+        tls = section.contains("tls") ? ServerTLSConfiguration.read(section.section("tls")) : nil
         section.finish()
     }
 

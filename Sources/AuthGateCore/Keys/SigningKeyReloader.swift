@@ -1,6 +1,5 @@
 public import Logging
 public import ServiceLifecycle
-import UnixSignals
 
 #if canImport(FoundationEssentials)
     import FoundationEssentials
@@ -29,25 +28,8 @@ public struct SigningKeyReloader: Service {
     }
 
     public func run() async throws {
-        let hangups = await UnixSignalsSequence(trapping: .sighup)
-        try await cancelWhenGracefulShutdown {
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    for await _ in hangups { reload(because: "SIGHUP") }
-                }
-                group.addTask {
-                    var seen = fingerprint()
-                    while !Task.isCancelled {
-                        try? await Task.sleep(for: pollInterval)
-                        let now = fingerprint()
-                        if now != seen {
-                            seen = now
-                            reload(because: "key files changed")
-                        }
-                    }
-                }
-                await group.waitForAll()
-            }
+        try await ReloadTrigger.run(pollInterval: pollInterval, paths: { [self] in watchedPaths() }) { [self] reason in
+            reload(because: reason == "files changed" ? "key files changed" : reason)
         }
     }
 
@@ -66,17 +48,12 @@ public struct SigningKeyReloader: Service {
         }
     }
 
-    /// Modification times and sizes of the configuration file and the key files it names.
-    private func fingerprint() -> [String] {
+    /// The configuration file and the key files it names.
+    private func watchedPaths() -> [String] {
         var paths = [configurationPath]
         if let configuration = try? AuthGateConfiguration.load(path: configurationPath, environment: environment) {
             paths += configuration.tokens.signingKeys.map(\.file)
         }
-        return paths.map { path in
-            let attributes = try? FileManager.default.attributesOfItem(atPath: path)
-            let modified = (attributes?[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0
-            let size = (attributes?[.size] as? Int) ?? -1
-            return "\(path):\(modified):\(size)"
-        }
+        return paths
     }
 }

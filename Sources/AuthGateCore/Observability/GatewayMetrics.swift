@@ -49,6 +49,11 @@ public enum GatewayMetrics {
         Counter(label: "authgate_audit_dropped_total").increment(by: count)
     }
 
+    /// Seconds until the listener's TLS certificate expires (negative once it has).
+    public static func tlsCertificateExpiry(seconds: Double) {
+        Gauge(label: "authgate_tls_certificate_expiry_seconds").record(seconds)
+    }
+
     /// How old the provider key set in use is, in seconds.
     public static func keySetAge(provider: String, seconds: Double) {
         Gauge(label: "authgate_provider_keyset_age_seconds", dimensions: [("provider", provider)]).record(seconds)

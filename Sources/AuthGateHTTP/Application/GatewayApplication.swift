@@ -37,6 +37,8 @@ public enum GatewayApplication {
         public let appleClientSecrets: AppleClientSecretMinter?
         /// Revokes provider refresh tokens from the outbox (``ProviderRevocationWorker`` runs it).
         public let providerTokenRevoker: ProviderTokenRevoker
+        /// The listener's TLS context (`server.tls`); nil for plain HTTP.
+        public let serverTLS: ServerTLSContext?
         /// The application's logger (services and operator actions log through it).
         public let logger: Logger
         /// Where the metrics are collected when `authgate serve` bootstrapped swift-metrics with
@@ -51,8 +53,10 @@ public enum GatewayApplication {
             upstreamConnections: UpstreamConnectionPool? = nil,
             metrics: PrometheusCollectorRegistry? = nil,
             providerHTTPClient: HTTPClient? = nil,
+            serverTLS: ServerTLSContext? = nil,
             logger: Logger = Logger(label: "authgate")
         ) {
+            self.serverTLS = serverTLS
             self.metrics = metrics
             self.configuration = configuration
             self.store = store
@@ -129,6 +133,7 @@ public enum GatewayApplication {
         -> Assembly
     {
         let keyRing = try SigningKeyRing.load(configuration.tokens, allowGenerated: configuration.isDevelopmentMode)
+        let serverTLS = try configuration.server.tls.map { try ServerTLSContext(configuration: $0) }
         let store = AuthStoreFactory.make(configuration.store, logger: logger)
         let httpClient = HTTPClientService(client: HTTPClientService.makeKeyFetchingClient())
         let verifiers = IdentityVerifierRegistry(
@@ -139,11 +144,12 @@ public enum GatewayApplication {
         let upstreamConnections = UpstreamConnectionPool(maxConnectionsPerUpstream: configuration.proxy.maxConnectionsPerUpstream)
         let dependencies = Dependencies(
             configuration: configuration, store: store.store, keyRing: keyRing, verifiers: verifiers, upstreamConnections: upstreamConnections,
-            metrics: metrics, providerHTTPClient: httpClient.client, logger: logger
+            metrics: metrics, providerHTTPClient: httpClient.client, serverTLS: serverTLS, logger: logger
         )
         var services: [any Service] = store.services + [httpClient, upstreamConnections] + verifiers.keySets.map { $0 as any Service }
         services.append(ProviderRevocationWorker(store: store.store, revoker: dependencies.providerTokenRevoker, logger: logger))
         services.append(AuditFlusher(store: store.store, logger: logger))
+        if let serverTLS { services.append(ServerTLSReloader(tls: serverTLS, logger: logger)) }
         if let metrics, configuration.server.metricsPort > 0 {
             let router = Router()
             MetricsController(registry: metrics).register(on: router)
@@ -179,7 +185,7 @@ public enum GatewayApplication {
         }
         let probe = ReadinessProbe(
             store: dependencies.store, keys: dependencies.signingKeys, keySets: dependencies.verifiers.keySets,
-            appleClientSecrets: dependencies.appleClientSecrets, logger: dependencies.logger)
+            appleClientSecrets: dependencies.appleClientSecrets, tls: dependencies.serverTLS, logger: dependencies.logger)
         HealthController(version: version, probe: probe).register(on: router)
         // Rate limits are attached to the endpoints themselves: they count what the router
         // resolved, however the path was spelled.
@@ -254,7 +260,8 @@ public enum GatewayApplication {
         let configuration = dependencies.configuration
         return HTTPServerBuilder { responder in
             GatewayHTTPChannel(
-                responder: responder, proxy: dependencies.edge, server: configuration.server, tracing: configuration.tracing.enabled,
+                responder: responder, proxy: dependencies.edge, tls: dependencies.serverTLS, server: configuration.server,
+                tracing: configuration.tracing.enabled,
                 group: MultiThreadedEventLoopGroup.singleton, logger: logger
             )
         }

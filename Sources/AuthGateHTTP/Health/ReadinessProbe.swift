@@ -26,13 +26,15 @@ public struct ReadinessProbe: Sendable {
     private let keys: SigningKeys?
     private let keySets: [ProviderKeySet]
     private let appleClientSecrets: AppleClientSecretMinter?
+    private let tls: ServerTLSContext?
 
     private let logger: Logger
 
     public init(
         store: any AuthStore, keys: SigningKeys?, keySets: [ProviderKeySet] = [], appleClientSecrets: AppleClientSecretMinter? = nil,
-        logger: Logger = Logger(label: "authgate")
+        tls: ServerTLSContext? = nil, logger: Logger = Logger(label: "authgate")
     ) {
+        self.tls = tls
         self.logger = logger
         self.store = store
         self.keys = keys
@@ -75,6 +77,17 @@ public struct ReadinessProbe: Sendable {
                 Check(name: "provider_keys.\(status.provider)", isReady: status.keyCount > 0 && !status.isStale, isCritical: false, detail: detail))
         }
         if let appleClientSecrets { checks.append(appleCredentialsCheck(appleClientSecrets)) }
+        if let tls {
+            // Critical: with an expired certificate no client completes a handshake.
+            let left = Int64(tls.notValidAfter.timeIntervalSinceNow.rounded(.down))
+            GatewayMetrics.tlsCertificateExpiry(seconds: Double(left))
+            checks.append(
+                Check(
+                    name: "server_tls", isReady: left > 0, isCritical: true,
+                    detail: left > 0
+                        ? "ok (certificate valid \(left) s more, until \(tls.notValidAfter))" : "the certificate expired at \(tls.notValidAfter)"
+                ))
+        }
         return checks
     }
 

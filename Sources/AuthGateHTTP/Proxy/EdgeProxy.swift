@@ -174,7 +174,8 @@ public final class EdgeProxy: Sendable {
         let client = ClientAddress.resolve(head.headers, peerAddress: peerAddress, trustedProxies: configuration.server.trustedProxies)
         var headers = ProxyHeaders.upstreamHeaders(
             from: head.headers, claims: claims, route: route.configuration, identity: identityNames,
-            clientAddress: client.address, peerIsTrusted: client.peerIsTrusted, scheme: "http", authority: facts.host,
+            clientAddress: client.address, peerIsTrusted: client.peerIsTrusted, scheme: configuration.server.tls == nil ? "http" : "https",
+            authority: facts.host,
             requestID: context.requestID
         )
         let isWebSocket = facts.isUpgrade && facts.upgradesToWebSocket

@@ -7,10 +7,12 @@ import NIOHTTP1
 public import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
 import NIOPosix
+import NIOSSL
 
 /// The pipeline of every client connection, as `authgate serve` runs it:
 ///
 /// ```
+/// NIOSSLServerHandler          with server.tls: the TLS context in force when the connection opened
 /// ClientConnectionGuard        connection cap, request head / keep-alive / client idle timeouts
 /// HTTP/1.1 codec (NIO)         decoder limits from Hummingbird's defaults
 /// GatewayConnectionHandler     the one decision per request; proxy exchanges and refusals
@@ -22,6 +24,7 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
 
     public let responder: HTTPChannelHandler.Responder
     private let proxy: EdgeProxy?
+    private let tls: ServerTLSContext?
     private let limiter: ClientConnectionLimiter
     private let tickers: PerEventLoop<ClientConnectionTicker>
     private let timeouts: ClientConnectionDeadlines.Timeouts
@@ -30,10 +33,11 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     private let logger: Logger
 
     init(
-        responder: @escaping HTTPChannelHandler.Responder, proxy: EdgeProxy?, server: AuthGateCore.ServerConfiguration, tracing: Bool,
-        group: any EventLoopGroup, logger: Logger
+        responder: @escaping HTTPChannelHandler.Responder, proxy: EdgeProxy?, tls: ServerTLSContext?, server: AuthGateCore.ServerConfiguration,
+        tracing: Bool, group: any EventLoopGroup, logger: Logger
     ) {
         self.responder = responder
+        self.tls = tls
         self.proxy = proxy
         self.limiter = ClientConnectionLimiter(limit: server.maxConnections)
         self.tickers = PerEventLoop(group: group) { ClientConnectionTicker(eventLoop: $0) }
@@ -49,6 +53,7 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     public func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
             let pipeline = channel.pipeline.syncOperations
+            if let tls { try pipeline.addHandler(NIOSSLServerHandler(context: tls.context)) }
             let connectionGuard = ClientConnectionGuard(
                 limiter: limiter, ticker: tickers.value(for: channel.eventLoop), timeouts: timeouts, logger: self.logger)
             try pipeline.addHandler(connectionGuard)
@@ -65,7 +70,7 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
                     eventLoop: channel.eventLoop
                 )
             )
-            try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+            try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: tls != nil))
             return try NIOAsyncChannel(wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
         }
     }

@@ -1,0 +1,131 @@
+import AuthGateCore
+import AuthGateHTTP
+import AuthGateTestSupport
+import Foundation
+import Testing
+
+/// `server.tls` on the real binary, with certificates from a local CA made at test time: curl and
+/// openssl over TLS 1.2 and 1.3, certificate rotation without a restart, and refusals at start.
+@Suite("TLS on the listener", .serialized, .timeLimit(.minutes(3)))
+struct TLSListenerTests {
+    private func config(_ files: GatewayFiles, certificate: String, key: String, extra: String = "") throws {
+        try files.writeConfig(
+            """
+            server: { host: 127.0.0.1, tls: { certificate_chain_file: "\(certificate)", private_key_file: "\(key)"\(extra) } }
+            tokens: { signing_keys: [ { kid: k1, file: k1.pem } ] }
+            providers: { anonymous: { enabled: true } }
+            logging: { level: warning }
+            """)
+    }
+
+    /// `curl` over TLS trusting the test CA: the status code, or nil when the request failed.
+    private func curl(_ certificates: TestCertificates, port: Int, path: String, tls: [String] = []) async throws -> String {
+        try await TestCertificates.run(
+            "/usr/bin/curl",
+            ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", certificates.caFile] + tls + ["https://127.0.0.1:\(port)\(path)"],
+            check: false
+        ).output
+    }
+
+    /// What `openssl s_client` sees of a new connection: the protocol and the certificate's subject.
+    private func handshake(_ certificates: TestCertificates, port: Int, version: String) async throws -> (status: Int32, output: String) {
+        try await TestCertificates.run(
+            "/usr/bin/openssl",
+            ["s_client", "-connect", "127.0.0.1:\(port)", version, "-CAfile", certificates.caFile, "-verify_return_error", "-brief"],
+            input: "", check: false)
+    }
+
+    @Test(
+        "curl and openssl over TLS 1.2 and 1.3; plain HTTP is refused; /readyz reports the certificate; a rotated certificate serves new connections")
+    func servesAndRotates() async throws {
+        let certificates = try await TestCertificates()
+        defer { certificates.remove() }
+        let first = try await certificates.issue("first", commonName: "first.test")
+        let files = try GatewayFiles("tls")
+        defer { files.remove() }
+        let certificate = files.directory.appendingPathComponent("server.pem").path
+        let key = files.directory.appendingPathComponent("server.key").path
+        try FileManager.default.copyItem(atPath: first.certificate, toPath: certificate)
+        try FileManager.default.copyItem(atPath: first.key, toPath: key)
+        try config(files, certificate: certificate, key: key)
+        let checked = try await AuthGateBinary.run(["check-config", "--config", files.config.path])
+        #expect(checked.status == 0, "\(checked.standardError)")
+        #expect(checked.standardOutput.contains("certificate_chain_file: \(certificate)"), "\(checked.standardOutput)")
+        // The printout is itself a configuration that loads.
+        try files.writeConfig(checked.standardOutput)
+        #expect(try await AuthGateBinary.run(["check-config", "--config", files.config.path]).status == 0)
+
+        let server = try await AuthGateServer.start(arguments: ["--config", files.config.path], plainHTTP: false)
+        do {
+            #expect(try await curl(certificates, port: server.port, path: "/auth/v1/health", tls: ["--tlsv1.2", "--tls-max", "1.2"]) == "200")
+            #expect(try await curl(certificates, port: server.port, path: "/auth/v1/health", tls: ["--tlsv1.3"]) == "200")
+            for version in ["-tls1_2", "-tls1_3"] {
+                let (status, output) = try await handshake(certificates, port: server.port, version: version)
+                #expect(status == 0, "\(version): \(output)")
+                #expect(output.contains("Protocol version: TLSv1.\(version.last ?? "?")"), "\(output)")
+                #expect(output.contains("CN = first.test") || output.contains("CN=first.test"), "\(output)")
+            }
+            let plain = try await TestCertificates.run(
+                "/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(server.port)/auth/v1/health"], check: false)
+            #expect(plain.output != "200", "plain HTTP on the TLS port must not be answered")
+            let ready = try await TestCertificates.run(
+                "/usr/bin/curl", ["-s", "--cacert", certificates.caFile, "https://127.0.0.1:\(server.port)/readyz"], check: false)
+            #expect(ready.output.contains("server_tls") && ready.output.contains("certificate valid"), "\(ready.output)")
+
+            // Rotate: new files in place (key first, then the certificate), then SIGHUP.
+            let second = try await certificates.issue("second", commonName: "second.test")
+            try Data(contentsOf: URL(fileURLWithPath: second.key)).write(to: URL(fileURLWithPath: key), options: .atomic)
+            try Data(contentsOf: URL(fileURLWithPath: second.certificate)).write(to: URL(fileURLWithPath: certificate), options: .atomic)
+            kill(server.processIdentifier, SIGHUP)
+            try await waitUntil("new connections get the rotated certificate") {
+                let output = try await handshake(certificates, port: server.port, version: "-tls1_3").output
+                return output.contains("second.test")
+            }
+            #expect(try await curl(certificates, port: server.port, path: "/auth/v1/health") == "200")
+        } catch {
+            _ = await server.stop()
+            throw error
+        }
+        #expect(await server.stop() == 0)
+    }
+
+    @Test("minimum_version 1.3 refuses a TLS 1.2 client")
+    func minimumVersion() async throws {
+        let certificates = try await TestCertificates()
+        defer { certificates.remove() }
+        let issued = try await certificates.issue("server", commonName: "strict.test")
+        let files = try GatewayFiles("tls13")
+        defer { files.remove() }
+        try config(files, certificate: issued.certificate, key: issued.key, extra: ", minimum_version: \"1.3\"")
+        let server = try await AuthGateServer.start(arguments: ["--config", files.config.path], plainHTTP: false)
+        #expect(try await handshake(certificates, port: server.port, version: "-tls1_2").status != 0)
+        #expect(try await handshake(certificates, port: server.port, version: "-tls1_3").status == 0)
+        #expect(await server.stop() == 0)
+    }
+
+    @Test("a key that does not match its certificate, or an expired certificate, is refused at start naming the file")
+    func refusedAtStart() async throws {
+        let certificates = try await TestCertificates()
+        defer { certificates.remove() }
+        let one = try await certificates.issue("one", commonName: "one.test")
+        let other = try await certificates.issue("other", commonName: "other.test")
+        let files = try GatewayFiles("tls-bad")
+        defer { files.remove() }
+        try config(files, certificate: one.certificate, key: other.key)
+        let checked = try await AuthGateBinary.run(["check-config", "--config", files.config.path])
+        #expect(checked.status == 1)
+        #expect(checked.standardError.contains("does not match") && checked.standardError.contains(other.key), "\(checked.standardError)")
+        await #expect(throws: TestSupportError.self) {
+            _ = try await AuthGateServer.start(arguments: ["--config", files.config.path], plainHTTP: false)
+        }
+
+        // Two days on, the certificate has expired: refused, naming the file.
+        let tls = ServerTLSConfiguration(certificateChainFile: one.certificate, privateKeyFile: one.key, clientCAFile: nil, minimumVersion: .tls12)
+        _ = try ServerTLSContext.load(tls, now: Date())
+        #expect {
+            _ = try ServerTLSContext.load(tls, now: Date().addingTimeInterval(3 * 86_400))
+        } throws: { error in
+            "\(error)".contains("expired") && "\(error)".contains(one.certificate)
+        }
+    }
+}
