@@ -352,6 +352,13 @@ struct AppleTokenRevocationTests {
             #expect(try await store.providerRevocations().count == 1)
             #expect(try await store.settleProviderRevocation(try #require(again.first), as: .finished))
             #expect(try await store.providerRevocations().isEmpty)
+            // An entry put back as given up (an operator's copy, a restore) is listed, never claimed.
+            var givenUp = entry
+            givenUp.id = UUID().uuidString
+            givenUp.failedAt = now
+            try await store.enqueueProviderRevocations([givenUp])
+            #expect(try await store.claimProviderRevocations(now: now.addingTimeInterval(86_400), lease: .seconds(60), limit: 10).isEmpty)
+            #expect(try await store.providerRevocations().map(\.id) == [givenUp.id])
         }
     }
 

@@ -12,12 +12,17 @@ import RedisBridge
 /// are scripts, so each entry is leased to one replica at a time and a settlement made after the
 /// lease was lost changes nothing.
 extension RedisAuthStore {
-    /// KEYS: due, entries. ARGV: (id, record, due ms) for each entry.
+    /// KEYS: due, entries. ARGV: (id, record, due ms) for each entry; a due of `failed` keeps
+    /// the entry for operators only (never claimed).
     static let enqueueProviderRevocationsScript = RedisScript(
         """
         for i = 1, #ARGV, 3 do
           redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
-          redis.call('ZADD', KEYS[1], ARGV[i + 2], ARGV[i])
+          if ARGV[i + 2] == 'failed' then
+            redis.call('ZREM', KEYS[1], ARGV[i])
+          else
+            redis.call('ZADD', KEYS[1], ARGV[i + 2], ARGV[i])
+          end
         end
         return #ARGV / 3
         """
@@ -65,7 +70,8 @@ extension RedisAuthStore {
         guard !entries.isEmpty else { return }
         var arguments: [RedisArgument] = []
         for entry in entries {
-            arguments += [.string(entry.id), .bytes(ByteBuffer(bytes: entry.encoded())), .integer(entry.nextAttemptAt.unixMilliseconds)]
+            let due: RedisArgument = entry.failedAt == nil ? .integer(entry.nextAttemptAt.unixMilliseconds) : .string("failed")
+            arguments += [.string(entry.id), .bytes(ByteBuffer(bytes: entry.encoded())), due]
         }
         try await run(
             Self.enqueueProviderRevocationsScript, keys: [keys.providerRevocationsDue, keys.providerRevocationEntries], arguments: arguments)
