@@ -50,6 +50,18 @@ struct RESPTests {
         #expect(try reader.nextReply() == expected)
     }
 
+    @Test("an array header announcing more than 1,048,576 elements is a protocol error, not an 8 GB allocation (FuzzRESP)")
+    func hugeArrayHeader() throws {
+        for header in ["*999999992\r\n", "*1048577\r\n", "*1\r\n*999999992\r\n"] {
+            let reader = try HiredisReader(maxReplyBytes: 1024)
+            try reader.feed(ByteBuffer(string: header))
+            #expect(throws: RedisError.self, "\(header)") { try reader.nextReply() }
+        }
+        let reader = try HiredisReader(maxReplyBytes: 1 << 24)
+        try reader.feed(ByteBuffer(string: "*1048576\r\n"))
+        #expect(try reader.nextReply() == nil, "the limit itself is allowed (it waits for the elements)")
+    }
+
     @Test("nested arrays keep their shape")
     func nestedArrays() throws {
         let reader = try HiredisReader(maxReplyBytes: 1024)

@@ -8,7 +8,9 @@ import NIOCore
 /// freed before the call returns. The reader allocates and frees its `redisReader` itself.
 ///
 /// hiredis has no limit on how large a reply may grow, so the reader counts the bytes fed since
-/// the last complete reply and fails with ``RedisError/Code/replyTooLarge`` past `maxReplyBytes`.
+/// the last complete reply and fails with ``RedisError/Code/replyTooLarge`` past `maxReplyBytes`;
+/// an array announcing more than 1,048,576 elements is a protocol error before anything is
+/// allocated for it.
 final class HiredisReader {
     private let reader: UnsafeMutablePointer<redisReader>
     private let allocator: ByteBufferAllocator
@@ -22,7 +24,9 @@ final class HiredisReader {
     ///   - maxReplyBytes: the most bytes one reply may occupy before it completes.
     ///   - allocator: allocates the buffers that bulk strings are copied into.
     init(maxReplyBytes: Int, allocator: ByteBufferAllocator = ByteBufferAllocator()) throws {
-        guard let reader = redisReaderCreate() else {
+        // With AuthGate's limit on aggregate sizes (shim.h): no reply header makes hiredis
+        // allocate more than 8 MB of element table before the elements arrive.
+        guard let reader = authgate_reader_create() else {
             throw RedisError(.protocolError, "hiredis could not allocate a reader")
         }
         self.reader = reader
@@ -31,7 +35,7 @@ final class HiredisReader {
     }
 
     deinit {
-        redisReaderFree(reader)
+        authgate_reader_free(reader)
     }
 
     /// Hands bytes read from the socket to hiredis, which copies them into its own buffer.
