@@ -80,13 +80,23 @@ public struct AuditEvent: Sendable, Hashable {
 /// (client address, request id; the user or `service_role` once authenticated) and by the CLI.
 public struct AuditContext: Sendable {
     public var actor: String?
-    public var ip: String?
     public var requestID: String?
+    /// Finds the client's address when an event is recorded (most requests record none, so the
+    /// request path does not pay for it).
+    private let address: @Sendable () -> String?
+
+    /// The client's address, for the event being recorded.
+    public var ip: String? { address() }
 
     public init(actor: String? = nil, ip: String? = nil, requestID: String? = nil) {
+        self.init(actor: actor, requestID: requestID, address: { ip })
+    }
+
+    /// With the client's address found only when an event asks for it.
+    public init(actor: String? = nil, requestID: String?, address: @escaping @Sendable () -> String?) {
         self.actor = actor
-        self.ip = ip
         self.requestID = requestID
+        self.address = address
     }
 
     @TaskLocal public static var current = AuditContext()

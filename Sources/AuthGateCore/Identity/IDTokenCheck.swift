@@ -83,12 +83,7 @@ struct IDTokenCheck: Sendable {
         if purpose == .signIn, subject.isEmpty {
             throw AuthGateError(.missingSubject, "Missing sub claim in id_token")
         }
-        let audiences: [String]
-        switch claims["aud"] {
-        case .string(let audience): audiences = [audience]
-        case .array(let values): audiences = values.compactMap(\.stringValue)
-        default: audiences = []
-        }
+        let audiences = Self.audiences(in: claims)
         guard audiences.contains(where: { configuration.audiences.contains($0) }) else {
             throw AuthGateError(
                 .audience, "aud \(audiences) names none of \(configuration.name)'s audiences", clientText: .unacceptableAudience(audiences))
@@ -104,5 +99,14 @@ struct IDTokenCheck: Sendable {
             issuedAt: issuedAt,
             tokenHash: Self.replayKey(token)
         )
+    }
+
+    /// A token's `aud`: one string or a list of them (anything else names none).
+    static func audiences(in claims: [String: JSONValue]) -> [String] {
+        switch claims["aud"] {
+        case .string(let audience): [audience]
+        case .array(let values): values.compactMap(\.stringValue)
+        default: []
+        }
     }
 }

@@ -36,8 +36,5 @@ public struct VerifiedIdentity: Sendable, Hashable {
     public var refreshTokenClientID: String? = nil
 
     /// The token's audiences (`aud`, a string or a list).
-    public var audiences: [String] {
-        if let single = claims["aud"]?.stringValue { return [single] }
-        return claims["aud"]?.arrayValue?.compactMap(\.stringValue) ?? []
-    }
+    public var audiences: [String] { IDTokenCheck.audiences(in: claims) }
 }

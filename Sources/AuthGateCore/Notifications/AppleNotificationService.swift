@@ -57,11 +57,9 @@ public struct AppleNotificationService: Sendable {
         }
         let outcome: Outcome
         do {
-            outcome = try await AuditContext.$current.withValue(
-                AuditContext(actor: "apple", ip: AuditContext.current.ip, requestID: AuditContext.current.requestID)
-            ) {
-                try await act(on: notification, now: now)
-            }
+            var audit = AuditContext.current
+            audit.actor = "apple"
+            outcome = try await AuditContext.$current.withValue(audit) { try await act(on: notification, now: now) }
             // Kept until the notification can no longer verify (its exp plus leeway), and at least
             // ten minutes of the store's own clock (which `now`, pinned in tests, may not be).
             let forgetAt = max(notification.expiresAt, Date()).addingTimeInterval(600)

@@ -58,8 +58,8 @@ public struct AppleTokenClient: Sendable {
         } catch {
             throw AuthGateError(.providerRejected, "apple token: the id_token does not parse")
         }
-        let audiences: [String] = claims["aud"]?.stringValue.map { [$0] } ?? claims["aud"]?.arrayValue?.compactMap(\.stringValue) ?? []
-        guard claims["iss"]?.stringValue == Self.issuer, audiences.contains(clientID), let subject = claims["sub"]?.stringValue,
+        guard claims["iss"]?.stringValue == Self.issuer, IDTokenCheck.audiences(in: claims).contains(clientID),
+            let subject = claims["sub"]?.stringValue,
             !subject.isEmpty
         else {
             throw AuthGateError(.providerRejected, "apple token: the id_token is not Apple's for \(clientID)")

@@ -97,7 +97,6 @@ struct ProviderFormPost: Sendable {
             if error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout { return "timed out" }
             return "transport error"
         }
-        if error is NIOCore.IOError { return "connection failed" }
         return "connection failed"
     }
 }

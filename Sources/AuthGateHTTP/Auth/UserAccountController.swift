@@ -53,7 +53,7 @@ public struct UserAccountController: Sendable {
 
     private func endSession(_ context: AuthGateRequestContext) async throws -> Response {
         let caller = try context.requireCaller()
-        guard let sessionID = context.parameters.get("session_id").flatMap({ UUID(uuidString: $0) })?.uuidString.lowercased(),
+        guard let sessionID = Self.uuid(context, "session_id"),
             try await accounts.endSession(of: caller, sessionID: sessionID, now: Date())
         else {
             throw GoTrueError(.notFound, code: "session_not_found", message: "Session not found")
@@ -80,7 +80,7 @@ public struct UserAccountController: Sendable {
         guard security.manualLinkingEnabled else {
             throw GoTrueError(.notFound, code: "manual_linking_disabled", message: "Manual linking is disabled")
         }
-        guard let identityID = context.parameters.get("identity_id").flatMap({ UUID(uuidString: $0) })?.uuidString.lowercased() else {
+        guard let identityID = Self.uuid(context, "identity_id") else {
             throw GoTrueError(.notFound, code: "validation_failed", message: "identity_id must be an UUID")
         }
         do {
@@ -90,5 +90,10 @@ public struct UserAccountController: Sendable {
             throw ErrorMapping.clientError(for: error, in: .authenticated)
         }
         return try RequestSupport.json([:])
+    }
+
+    /// The path parameter `name` as a UUID in the stored (lower-case) form; nil when it is not one.
+    private static func uuid(_ context: AuthGateRequestContext, _ name: String) -> String? {
+        context.parameters.get(name).flatMap { UUID(uuidString: $0) }?.uuidString.lowercased()
     }
 }

@@ -30,8 +30,11 @@ public struct RequestLogMiddleware: RouterMiddleware {
         context.logger[metadataKey: "gw.request_id"] = .string(requestID)
         let start = ContinuousClock.now
         var response: Response
-        let address = ClientAddress.resolve(request.headers, peer: context.remoteAddress, trustedProxies: trustedProxies).address
-        let audit = AuditContext(ip: address == "unknown" ? nil : address, requestID: requestID)
+        let (headers, peer, trustedProxies) = (request.headers, context.remoteAddress, trustedProxies)
+        let audit = AuditContext(requestID: requestID) {
+            let address = ClientAddress.resolve(headers, peer: peer, trustedProxies: trustedProxies).address
+            return address == "unknown" ? nil : address
+        }
         do {
             response = try await AuditContext.$current.withValue(audit) { try await next(request, context) }
         } catch let error as GoTrueError {
