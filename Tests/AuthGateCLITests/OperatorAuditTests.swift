@@ -26,7 +26,7 @@ struct OperatorAuditTests {
         "a Redis password never reaches check-config's or serve's output, whatever the URL's other faults",
         arguments: [
             "redis://:hunter2@127.0.0.1:6379/x", "redis://:hunter2@127.0.0.1:99999/0", "redis://app:hunter2@/0", "redis://:hun?ter2@127.0.0.1/0",
-            "redis://:hunter2#x@127.0.0.1/0", "redis://:hunter2@127.0.0.1/0?db=1", "rediss://:hunter2@127.0.0.1/0", "redis://:hunter2%zz@127.0.0.1/0"
+            "redis://:hunter2#x@127.0.0.1/0", "redis://:hunter2@127.0.0.1/0?db=1", "rediss://:hunter2@127.0.0.1/x", "redis://:hunter2%zz@127.0.0.1/0"
         ]
     )
     func redisPasswords(url: String) async throws {

@@ -7,10 +7,16 @@ public final class NginxServer: Sendable {
     private let directory: URL
     private let process: Process
 
-    /// `http://127.0.0.1:<port>`.
-    public var url: String { "http://127.0.0.1:\(port)" }
+    private let tls: Bool
 
-    public static func start(locations: String) async throws -> NginxServer {
+    /// `http://127.0.0.1:<port>` (`https://` with TLS).
+    public var url: String { "\(tls ? "https" : "http")://127.0.0.1:\(port)" }
+
+    /// Starts nginx; with `tls` (PEM certificate and key) it serves HTTPS only, and with
+    /// `tls.clientCAFile` it asks for a client certificate from that CA and answers 400 without one.
+    public static func start(locations: String, tls: (certificate: String, key: String, clientCAFile: String?)? = nil) async throws
+        -> NginxServer
+    {
         guard let executable = ["/usr/sbin/nginx", "/usr/bin/nginx"].first(where: FileManager.default.isExecutableFile(atPath:)) else {
             throw TestSupportError("nginx is not installed; make test installs nginx-light")
         }
@@ -33,7 +39,9 @@ public final class NginxServer: Sendable {
             uwsgi_temp_path \(directory.path)/uwsgi;
             scgi_temp_path \(directory.path)/scgi;
             server {
-                listen 127.0.0.1:\(port);
+                listen 127.0.0.1:\(port)\(tls == nil ? "" : " ssl");
+                \(tls.map { "ssl_certificate \($0.certificate); ssl_certificate_key \($0.key);" } ?? "")
+                \(tls?.clientCAFile.map { "ssl_client_certificate \($0); ssl_verify_client on;" } ?? "")
                 \(locations)
             }
         }
@@ -45,7 +53,7 @@ public final class NginxServer: Sendable {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        let server = NginxServer(port: port, directory: directory, process: process)
+        let server = NginxServer(port: port, directory: directory, process: process, tls: tls != nil)
         let clock = ContinuousClock()
         let deadline = clock.now + .seconds(10)
         while (try? RawConnection(port: port)) == nil {
@@ -58,7 +66,8 @@ public final class NginxServer: Sendable {
         return server
     }
 
-    private init(port: Int, directory: URL, process: Process) {
+    private init(port: Int, directory: URL, process: Process, tls: Bool) {
+        self.tls = tls
         self.port = port
         self.directory = directory
         self.process = process

@@ -29,6 +29,8 @@ public final class RedisServerProcess: Sendable {
     private let extraArguments: [String]
     /// Set for a Sentinel: its configuration file (which Sentinel rewrites).
     private let sentinelConfiguration: URL?
+    /// Set for a TLS-only server: `port` is its TLS port.
+    private let tls: Bool
     private let running = Mutex<RunningServer?>(nil)
 
     private struct RunningServer {
@@ -37,26 +39,59 @@ public final class RedisServerProcess: Sendable {
     }
 
     /// The URL clients use to reach this server.
-    public var url: RedisURL { RedisURL(host: "127.0.0.1", port: port) }
+    public var url: RedisURL { RedisURL(host: "127.0.0.1", port: port, tls: tls) }
 
     /// Starts a server on a free loopback port and waits until it accepts connections.
     public static func start(extraArguments: [String] = []) async throws -> RedisServerProcess {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("authgate-redis-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let server = RedisServerProcess(
-            port: try freeLoopbackPort(), directory: directory, extraArguments: extraArguments, sentinelConfiguration: nil)
+            port: try freeLoopbackPort(), directory: directory, extraArguments: extraArguments, sentinelConfiguration: nil, tls: false)
         try await server.start()
         return server
     }
 
-    /// Starts a Sentinel watching `masterName` at `masterPort` (quorum `quorum`, down after 1 s).
-    public static func startSentinel(masterName: String, masterPort: Int, quorum: Int) async throws -> RedisServerProcess {
+    /// Starts a server that speaks only TLS on its port, with `certificate` and `key` (PEM);
+    /// with `clientCAFile`, clients must show a certificate from that CA.
+    public static func startTLS(certificate: String, key: String, clientCAFile: String?) async throws -> RedisServerProcess {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("authgate-redis-tls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let port = try freeLoopbackPort()
+        var arguments = ["--port", "0", "--tls-port", String(port), "--tls-cert-file", certificate, "--tls-key-file", key]
+        if let clientCAFile {
+            arguments += ["--tls-ca-cert-file", clientCAFile, "--tls-auth-clients", "yes"]
+        } else {
+            arguments += ["--tls-ca-cert-file", certificate, "--tls-auth-clients", "no"]
+        }
+        let server = RedisServerProcess(port: port, directory: directory, extraArguments: arguments, sentinelConfiguration: nil, tls: true)
+        try await server.start()
+        return server
+    }
+
+    /// Starts a Sentinel watching `masterName` at `masterPort` (quorum `quorum`, down after 1 s);
+    /// with `tls` (PEM certificate, key and the CA it trusts) it speaks only TLS, to clients and to
+    /// the servers it watches.
+    public static func startSentinel(
+        masterName: String, masterPort: Int, quorum: Int, tls: (certificate: String, key: String, caFile: String)? = nil
+    ) async throws -> RedisServerProcess {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("authgate-sentinel-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let port = try freeLoopbackPort()
         let configuration = directory.appendingPathComponent("sentinel.conf")
+        let listen =
+            tls.map {
+                """
+                port 0
+                tls-port \(port)
+                tls-cert-file \($0.certificate)
+                tls-key-file \($0.key)
+                tls-ca-cert-file \($0.caFile)
+                tls-auth-clients no
+                tls-replication yes
+                """
+            } ?? "port \(port)"
         try """
-        port \(port)
+        \(listen)
         bind 127.0.0.1
         dir \(directory.path)
         logfile \(directory.appendingPathComponent("redis.log").path)
@@ -66,12 +101,14 @@ public final class RedisServerProcess: Sendable {
         sentinel parallel-syncs \(masterName) 1
 
         """.write(to: configuration, atomically: true, encoding: .utf8)
-        let server = RedisServerProcess(port: port, directory: directory, extraArguments: [], sentinelConfiguration: configuration)
+        let server = RedisServerProcess(
+            port: port, directory: directory, extraArguments: [], sentinelConfiguration: configuration, tls: tls != nil)
         try await server.start()
         return server
     }
 
-    private init(port: Int, directory: URL, extraArguments: [String], sentinelConfiguration: URL?) {
+    private init(port: Int, directory: URL, extraArguments: [String], sentinelConfiguration: URL?, tls: Bool) {
+        self.tls = tls
         self.port = port
         self.directory = directory
         self.extraArguments = extraArguments

@@ -17,14 +17,24 @@ public struct TestCertificates: Sendable {
         ])
     }
 
-    /// Issues a server certificate named `name` (`<name>.pem`, `<name>.key`) with common name
-    /// `commonName`, for 127.0.0.1 and localhost.
+    /// What a certificate is for.
+    public enum Usage: String, Sendable {
+        case server = "serverAuth"
+        case client = "clientAuth"
+    }
+
+    /// Issues a certificate named `name` (`<name>.pem`, `<name>.key`) with common name
+    /// `commonName`, for 127.0.0.1 and localhost (or the DNS names `dnsNames` instead).
     @discardableResult
-    public func issue(_ name: String, commonName: String) async throws -> (certificate: String, key: String) {
+    public func issue(_ name: String, commonName: String, usage: Usage = .server, dnsNames: [String] = ["localhost"], ipAddress: Bool = true)
+        async throws -> (certificate: String, key: String)
+    {
         let certificate = directory + "/\(name).pem"
         let key = directory + "/\(name).key"
         let extensions = directory + "/\(name).ext"
-        try "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n".write(toFile: extensions, atomically: true, encoding: .utf8)
+        let names = (ipAddress ? ["IP:127.0.0.1"] : []) + dnsNames.map { "DNS:\($0)" }
+        try "subjectAltName=\(names.joined(separator: ","))\nextendedKeyUsage=\(usage.rawValue)\n".write(
+            toFile: extensions, atomically: true, encoding: .utf8)
         try await Self.openssl([
             "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", directory + "/\(name).csr",
             "-subj", "/CN=\(commonName)"

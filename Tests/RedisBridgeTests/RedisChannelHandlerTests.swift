@@ -9,7 +9,8 @@ import Testing
 struct RedisChannelHandlerTests {
     private func makeChannel(maxReplyBytes: Int = 1 << 20) async throws -> NIOAsyncTestingChannel {
         let channel = NIOAsyncTestingChannel()
-        try await channel.pipeline.addHandler(RedisChannelHandler(maxReplyBytes: maxReplyBytes, logger: .init(label: "test")))
+        try await channel.pipeline.addHandler(
+            RedisChannelHandler(maxReplyBytes: maxReplyBytes, closeReason: RedisCloseReason(), logger: .init(label: "test")))
         try await channel.connect(to: .init(ipAddress: "127.0.0.1", port: 6379))
         return channel
     }

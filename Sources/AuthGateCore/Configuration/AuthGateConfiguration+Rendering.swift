@@ -109,8 +109,20 @@ extension AuthGateConfiguration {
                 if sentinel.password != nil { sentinelNode["password"] = Node("***") }
                 redisNode["sentinel"] = sentinelNode
             }
+            if redis.url.tls { redisNode["tls"] = rendered(redis.tls) }
             pairs.append((Node("redis"), redisNode))
         }
+        return Node(pairs)
+    }
+
+    /// A client TLS section: the files (paths, never contents) and the server name; no `ca_file`
+    /// means the system's roots.
+    private func rendered(_ tls: TLSClientConfiguration) -> Node {
+        var pairs: [(Node, Node)] = []
+        if let caFile = tls.caFile { pairs.append((Node("ca_file"), Node(caFile))) }
+        if let serverName = tls.serverName { pairs.append((Node("server_name"), Node(serverName))) }
+        if let chain = tls.certificateChainFile { pairs.append((Node("certificate_chain_file"), Node(chain))) }
+        if let key = tls.privateKeyFile { pairs.append((Node("private_key_file"), Node(key))) }
         return Node(pairs)
     }
 
@@ -171,6 +183,7 @@ extension AuthGateConfiguration {
             (Node("idle_timeout"), Node(format(route.idleTimeout))),
             (Node("max_body"), Node(ConfigurationValueParsers.format(bytes: route.maxBody)))
         ]
+        if route.upstreams.contains(where: { $0.scheme == "https" }) { pairs.append((Node("tls"), rendered(route.tls))) }
         return Node(pairs)
     }
 

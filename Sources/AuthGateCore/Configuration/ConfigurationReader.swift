@@ -1,5 +1,11 @@
 import Yams
 
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
 /// Reads typed values out of the parsed YAML, applying `AUTHGATE_…` environment overrides and
 /// collecting every problem (with the key and the offending value) instead of stopping at the first.
 final class ConfigurationReader {
@@ -106,6 +112,18 @@ final class ConfigurationSection {
             return nil
         }
         return Self.isNull(scalar) ? nil : scalar.string
+    }
+
+    /// A file path (resolved against the configuration's directory) that must be readable;
+    /// `required` reports its absence with that reason ("required with server.tls").
+    func readableFile(_ key: String, required: String? = nil) -> String? {
+        guard let path = optionalString(key) else {
+            if let required { report(key, required) }
+            return nil
+        }
+        let resolved = SecretReader.resolve(path, against: baseDirectory)
+        if !FileManager.default.isReadableFile(atPath: resolved) { report(key, "cannot read \"\(resolved)\"") }
+        return resolved
     }
 
     func string(_ key: String, default defaultValue: String) -> String {

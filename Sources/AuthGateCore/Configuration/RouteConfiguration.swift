@@ -1,3 +1,5 @@
+public import RedisBridge
+
 /// One entry of `routes:`: which requests go to which upstreams, and who may send them.
 public struct RouteConfiguration: Sendable, Hashable {
     /// Who may use a route.
@@ -85,6 +87,9 @@ public struct RouteConfiguration: Sendable, Hashable {
     public var idleTimeout: Duration
     /// Largest request body accepted.
     public var maxBody: Int
+    /// For `https://` upstreams: the CAs to trust (the system's roots by default), the expected
+    /// server name, and the client certificate for mutual TLS.
+    public var tls: TLSClientConfiguration
 
     private static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"]
 
@@ -144,6 +149,13 @@ public struct RouteConfiguration: Sendable, Hashable {
         connectTimeout = section.duration("connect_timeout", default: .seconds(5), minimum: .milliseconds(1))
         idleTimeout = section.duration("idle_timeout", default: .seconds(60), minimum: .milliseconds(1))
         maxBody = section.byteSize("max_body", default: 10 << 20)
+        tls = TLSClientConfiguration()
+        if section.contains("tls") {
+            tls = TLSClientConfiguration.read(section.section("tls"))
+            if !upstreams.isEmpty, !upstreams.contains(where: { $0.scheme == "https" }) {
+                section.report("tls", "TLS settings apply to https:// upstreams, and this route has none")
+            }
+        }
         section.finish()
     }
 }

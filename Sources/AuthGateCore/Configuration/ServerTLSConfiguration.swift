@@ -34,18 +34,9 @@ public struct ServerTLSConfiguration: Sendable, Hashable {
     /// Reads `server.tls` (present). Paths are resolved against the configuration's directory and
     /// must be readable; nil when a required one is missing (reported).
     static func read(_ section: ConfigurationSection) -> ServerTLSConfiguration? {
-        func file(_ key: String, required: Bool) -> String? {
-            guard let path = section.optionalString(key) else {
-                if required { section.report(key, "required with server.tls") }
-                return nil
-            }
-            let resolved = SecretReader.resolve(path, against: section.baseDirectory)
-            if !FileManager.default.isReadableFile(atPath: resolved) { section.report(key, "cannot read \"\(resolved)\"") }
-            return resolved
-        }
-        let chain = file("certificate_chain_file", required: true)
-        let key = file("private_key_file", required: true)
-        let clientCA = file("client_ca_file", required: false)
+        let chain = section.readableFile("certificate_chain_file", required: "required with server.tls")
+        let key = section.readableFile("private_key_file", required: "required with server.tls")
+        let clientCA = section.readableFile("client_ca_file")
         let minimum: MinimumVersion = section.choice("minimum_version", default: .tls12)
         section.finish()
         guard let chain, let key else { return nil }

@@ -22,6 +22,8 @@ public struct StoreConfiguration: Sendable {
         public var commandTimeout: Duration
         /// When set, the master is found through these Sentinels (the URL's host and port are not used).
         public var sentinel: RedisSentinelConfiguration?
+        /// For `rediss://`: the CAs to trust, the expected server name, the client certificate.
+        public var tls: TLSClientConfiguration
     }
 
     public var kind: Kind
@@ -58,10 +60,17 @@ public struct StoreConfiguration: Sendable {
         let connectTimeout = redisSection.duration("connect_timeout", default: .seconds(2), minimum: .milliseconds(10))
         let commandTimeout = redisSection.duration("command_timeout", default: .seconds(2), minimum: .milliseconds(10))
         let sentinel = Self.sentinel(reading: redisSection.section("sentinel"), secrets: secrets)
+        var tls = TLSClientConfiguration()
+        if redisSection.contains("tls") {
+            tls = TLSClientConfiguration.read(redisSection.section("tls"))
+            if let url, !url.tls { redisSection.report("tls", "TLS settings need a rediss:// URL (url is redis://, which is plain TCP)") }
+        }
         redisSection.finish()
         if kind == .redis, let url {
             redis = Redis(
-                url: url, keyPrefix: keyPrefix, poolSize: poolSize, connectTimeout: connectTimeout, commandTimeout: commandTimeout, sentinel: sentinel
+                url: url, keyPrefix: keyPrefix, poolSize: poolSize, connectTimeout: connectTimeout, commandTimeout: commandTimeout,
+                sentinel: sentinel,
+                tls: tls
             )
         } else {
             redis = nil

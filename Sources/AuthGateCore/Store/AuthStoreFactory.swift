@@ -24,7 +24,8 @@ public enum AuthStoreFactory {
                     poolSize: redis.poolSize,
                     connectTimeout: .nanoseconds(redis.connectTimeout.nanoseconds),
                     commandTimeout: .nanoseconds(redis.commandTimeout.nanoseconds),
-                    sentinel: redis.sentinel
+                    sentinel: redis.sentinel,
+                    tls: redis.tls
                 ),
                 logger: logger
             )

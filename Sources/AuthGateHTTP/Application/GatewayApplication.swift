@@ -141,7 +141,8 @@ public enum GatewayApplication {
             fetcher: HTTPJWKSFetcher(client: httpClient.client),
             logger: logger
         )
-        let upstreamConnections = UpstreamConnectionPool(maxConnectionsPerUpstream: configuration.proxy.maxConnectionsPerUpstream)
+        let upstreamConnections = UpstreamConnectionPool(
+            maxConnectionsPerUpstream: configuration.proxy.maxConnectionsPerUpstream, routes: configuration.routes)
         let dependencies = Dependencies(
             configuration: configuration, store: store.store, keyRing: keyRing, verifiers: verifiers, upstreamConnections: upstreamConnections,
             metrics: metrics, providerHTTPClient: httpClient.client, serverTLS: serverTLS, logger: logger

@@ -46,7 +46,7 @@ extension GatewayConnectionHandler: UpstreamExchangeDelegate {
     /// Takes a connection for `exchange`'s current upstream.
     private func connect(_ exchange: ProxyExchange) {
         guard let plan = exchange.plan, let connections, let context else { return }
-        let key = UpstreamConnectionPool.Key(plan.upstream)
+        let key = UpstreamConnectionPool.Key(plan.upstream, tls: plan.route.configuration.tls)
         let timeout = TimeAmount.nanoseconds(plan.route.configuration.connectTimeout.nanoseconds)
         let future =
             exchange.isTunnelHandshake ? connections.connectTunnel(key, connectTimeout: timeout) : connections.acquire(key, connectTimeout: timeout)
@@ -72,7 +72,12 @@ extension GatewayConnectionHandler: UpstreamExchangeDelegate {
             if let plan = exchange.plan {
                 proxy?.markFailed(plan)
                 GatewayMetrics.upstreamError(route: plan.route.configuration.name, kind: upstreamError.metricKind)
-                logger(for: exchange).warning("upstream failed", metadata: ["gw.upstream": "\(plan.upstream)", "gw.error": "\(upstreamError)"])
+                if case .tlsHandshakeFailed(let reason) = upstreamError {
+                    logger(for: exchange).warning(
+                        "upstream TLS handshake failed", metadata: ["gw.upstream": "\(plan.upstream)", "gw.error": "\(reason)"])
+                } else {
+                    logger(for: exchange).warning("upstream failed", metadata: ["gw.upstream": "\(plan.upstream)", "gw.error": "\(upstreamError)"])
+                }
             }
             perform(exchange.machine.connectFailed(upstreamError), exchange)
         }

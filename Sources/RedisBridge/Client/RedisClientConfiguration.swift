@@ -22,6 +22,9 @@ public struct RedisClientConfiguration: Sendable {
     /// host and port replace ``url``'s; the credentials and database stay), and only a node that
     /// says it is the master is used.
     public var sentinel: RedisSentinelConfiguration?
+    /// Trust, server name and client certificate for `rediss://` (the Sentinels too, when the URL
+    /// is `rediss://`); not used for `redis://`.
+    public var tls: TLSClientConfiguration
 
     /// Creates a configuration with production defaults.
     public init(
@@ -33,9 +36,11 @@ public struct RedisClientConfiguration: Sendable {
         minReconnectBackoff: TimeAmount = .milliseconds(50),
         maxReconnectBackoff: TimeAmount = .seconds(2),
         clientName: String? = "authgate",
-        sentinel: RedisSentinelConfiguration? = nil
+        sentinel: RedisSentinelConfiguration? = nil,
+        tls: TLSClientConfiguration = TLSClientConfiguration()
     ) {
         self.sentinel = sentinel
+        self.tls = tls
         self.url = url
         self.poolSize = poolSize
         self.connectTimeout = connectTimeout

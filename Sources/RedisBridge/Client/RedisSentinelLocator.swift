@@ -10,7 +10,7 @@ enum RedisSentinelLocator {
     ) async throws -> (host: String, port: Int) {
         var failures: [String] = []
         for node in sentinel.nodes {
-            var url = RedisURL(host: node.host, port: node.port)
+            var url = RedisURL(host: node.host, port: node.port, tls: configuration.url.tls)
             url.password = sentinel.password
             var sentinelConfiguration = configuration
             sentinelConfiguration.clientName = nil

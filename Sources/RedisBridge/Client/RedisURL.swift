@@ -1,7 +1,7 @@
-/// Where and how to reach Redis, parsed from `redis://[user:password@]host[:port][/db]`.
+/// Where and how to reach Redis, parsed from `redis://[user:password@]host[:port][/db]`, or
+/// `rediss://…` for TLS (with the trust settings of ``RedisTLSConfiguration``).
 ///
-/// `user` and `password` may be percent-encoded. `rediss://` (TLS) is refused: hiredis 0.14 has
-/// no TLS and this client does not add it yet.
+/// `user` and `password` may be percent-encoded.
 public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
     /// Host name or IP address (IPv6 without brackets).
     public var host: String
@@ -13,14 +13,17 @@ public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
     public var password: String?
     /// Database index for `SELECT`.
     public var database: Int
+    /// `rediss://`: every connection speaks TLS, and a server whose certificate does not verify is refused.
+    public var tls: Bool
 
     /// Creates a URL from parts.
-    public init(host: String, port: Int = 6379, username: String? = nil, password: String? = nil, database: Int = 0) {
+    public init(host: String, port: Int = 6379, username: String? = nil, password: String? = nil, database: Int = 0, tls: Bool = false) {
         self.host = host
         self.port = port
         self.username = username
         self.password = password
         self.database = database
+        self.tls = tls
     }
 
     /// Parses a `redis://` URL.
@@ -31,9 +34,8 @@ public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
         }
         guard let schemeEnd = text.firstRange(of: "://") else { throw invalid("expected redis://host:port/db") }
         let scheme = text[..<schemeEnd.lowerBound].lowercased()
-        guard scheme == "redis" else {
-            throw invalid(scheme == "rediss" ? "TLS (rediss://) is not supported" : "the scheme must be redis://")
-        }
+        guard scheme == "redis" || scheme == "rediss" else { throw invalid("the scheme must be redis:// or rediss:// (TLS)") }
+        self.tls = scheme == "rediss"
         var rest = Substring(text[schemeEnd.upperBound...])
         // Credentials first, up to the last "@" (nothing after the host may hold one: the path is
         // a database number): a password may hold "?", "#" or "/", and no message below may quote
@@ -99,7 +101,7 @@ public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
 
     /// The URL with any password replaced by `***`, safe to log.
     public var description: String {
-        var text = "redis://"
+        var text = tls ? "rediss://" : "redis://"
         if username != nil || password != nil {
             text += (username ?? "") + (password == nil ? "" : ":***") + "@"
         }

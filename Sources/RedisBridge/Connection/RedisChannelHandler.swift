@@ -1,5 +1,6 @@
 import Logging
 import NIOCore
+import NIOSSL
 
 /// The channel handler of one Redis connection: writes commands, feeds inbound bytes to hiredis,
 /// and completes each command's promise with its reply, in order.
@@ -15,9 +16,11 @@ final class RedisChannelHandler: ChannelDuplexHandler {
     private let reader: HiredisReader
     private var timer: Scheduled<Void>?
     private let logger: Logger
+    private let closeReason: RedisCloseReason
 
-    init(maxReplyBytes: Int, logger: Logger) throws {
+    init(maxReplyBytes: Int, closeReason: RedisCloseReason, logger: Logger) throws {
         self.reader = try HiredisReader(maxReplyBytes: maxReplyBytes)
+        self.closeReason = closeReason
         self.logger = logger
     }
 
@@ -80,10 +83,20 @@ final class RedisChannelHandler: ChannelDuplexHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        let redisError = error as? RedisError ?? RedisError(.connectionClosed, "socket error: \(error)")
+        let redisError = error as? RedisError ?? RedisError(.connectionClosed, Self.describe(socketError: error))
+        closeReason.record(redisError)
         if case .failAllAndClose(let pending, let error) = stateMachine.errorCaught(redisError) {
             failAndClose(pending, error, context: context)
         }
+    }
+
+    /// A socket or TLS error in words, without library internals (a TLS 1.3 server that wants a
+    /// client certificate says so only after the handshake, on the first read).
+    static func describe(socketError error: any Error) -> String {
+        if let ioError = error as? IOError { return "socket error: \(ioError.description)" }
+        guard error is NIOSSLError || error is BoringSSLError || error is NIOSSLExtraError else { return "socket error: \(error)" }
+        if "\(error)".contains("CERTIFICATE_REQUIRED") { return "the server ended the TLS session: it requires a client certificate" }
+        return "the TLS session failed"
     }
 
     func channelInactive(context: ChannelHandlerContext) {

@@ -1,6 +1,7 @@
 public import Logging
 public import NIOCore
 import NIOPosix
+import NIOSSL
 import Synchronization
 
 /// One pipelined connection to Redis: any number of tasks may call ``send(_:timeout:)`` at once;
@@ -16,10 +17,12 @@ public final class RedisConnection: Sendable {
     /// into an empty outbox schedules one event-loop task that writes the whole batch and
     /// flushes once: under load, one hop and one `write(2)` serve many commands.
     private let outbox = Mutex<[RedisRequest]>([])
+    private let closeReason: RedisCloseReason
 
-    private init(channel: any Channel, commandTimeout: TimeAmount) {
+    private init(channel: any Channel, commandTimeout: TimeAmount, closeReason: RedisCloseReason) {
         self.channel = channel
         self.commandTimeout = commandTimeout
+        self.closeReason = closeReason
     }
 
     /// True while the socket is open.
@@ -96,7 +99,8 @@ public final class RedisConnection: Sendable {
         }
         // A closed channel has no handler left to fail the promises; fail them here.
         guard channel.isActive else {
-            for request in batch { request.promise.fail(RedisError(.connectionClosed, "the connection to Redis is closed")) }
+            let reason = closeReason.recorded.map { "the connection to Redis is closed: \($0.message)" } ?? "the connection to Redis is closed"
+            for request in batch { request.promise.fail(RedisError(.connectionClosed, reason)) }
             return
         }
         for request in batch { channel.write(request, promise: nil) }
@@ -141,22 +145,47 @@ public final class RedisConnection: Sendable {
         logger: Logger
     ) async throws -> RedisConnection {
         let maxReplyBytes = configuration.maxReplyBytes
-        let channel: any Channel
+        let tls = configuration.tls
+        let tlsContext: NIOSSLContext?
         do {
-            channel = try await ClientBootstrap(group: eventLoop)
+            tlsContext = url.tls ? try tls.makeContext() : nil
+        } catch {
+            throw RedisError(.invalidConfiguration, "TLS to \(url.host):\(url.port): \(error)")
+        }
+        let handshakeTimeout = configuration.connectTimeout
+        let closeReason = RedisCloseReason()
+        let channel: any Channel
+        let handshake: EventLoopFuture<Void>?
+        do {
+            (channel, handshake) = try await ClientBootstrap(group: eventLoop)
                 .connectTimeout(configuration.connectTimeout)
                 .channelOption(.socketOption(.tcp_nodelay), value: 1)
-                .channelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(RedisChannelHandler(maxReplyBytes: maxReplyBytes, logger: logger))
+                .connect(host: url.host, port: url.port) { channel in
+                    channel.eventLoop.makeCompletedFuture { () -> (any Channel, EventLoopFuture<Void>?) in
+                        let pipeline = channel.pipeline.syncOperations
+                        var handshake: EventLoopFuture<Void>?
+                        if let tlsContext {
+                            let waiter = TLSHandshakeWaiter(eventLoop: channel.eventLoop, timeout: handshakeTimeout)
+                            try pipeline.addHandler(try tls.makeHandler(context: tlsContext, host: url.host))
+                            try pipeline.addHandler(waiter)
+                            handshake = waiter.handshake.futureResult
+                        }
+                        try pipeline.addHandler(RedisChannelHandler(maxReplyBytes: maxReplyBytes, closeReason: closeReason, logger: logger))
+                        return (channel, handshake)
                     }
                 }
-                .connect(host: url.host, port: url.port)
-                .get()
         } catch {
             throw RedisError(.connectionFailed, "could not connect to \(url.host):\(url.port): \(Self.describe(error))")
         }
-        let connection = RedisConnection(channel: channel, commandTimeout: configuration.commandTimeout)
+        if let handshake {
+            do {
+                try await handshake.get()
+            } catch {
+                channel.close(promise: nil)
+                throw RedisError(.connectionFailed, "TLS to \(url.host):\(url.port): \(tls.describe(handshakeError: error, host: url.host))")
+            }
+        }
+        let connection = RedisConnection(channel: channel, commandTimeout: configuration.commandTimeout, closeReason: closeReason)
         do {
             try await connection.handshake(url: url, clientName: configuration.clientName, timeout: configuration.connectTimeout)
         } catch let error as RedisError {

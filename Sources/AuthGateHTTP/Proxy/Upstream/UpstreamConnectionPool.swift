@@ -2,6 +2,7 @@ public import AuthGateCore
 public import NIOCore
 import NIOHTTP1
 public import NIOPosix
+import RedisBridge
 public import ServiceLifecycle
 
 /// Kept-alive HTTP/1.1 connections to upstreams, kept per event loop: a client connection's
@@ -17,12 +18,14 @@ public final class UpstreamConnectionPool: Service, Sendable {
     struct Key: Hashable, Sendable {
         let host: String
         let port: Int
-        let tls: Bool
+        /// For `https://`: how the connection's TLS is verified (routes with different settings
+        /// to the same upstream never share a connection); nil for `http://`.
+        let tls: TLSClientConfiguration?
 
-        init(_ upstream: RouteConfiguration.Upstream) {
+        init(_ upstream: RouteConfiguration.Upstream, tls settings: TLSClientConfiguration) {
             host = upstream.host
             port = upstream.port
-            tls = upstream.scheme == "https"
+            tls = upstream.scheme == "https" ? settings : nil
         }
     }
 
@@ -32,8 +35,12 @@ public final class UpstreamConnectionPool: Service, Sendable {
     /// - Parameters:
     ///   - maxConnectionsPerUpstream: the limit for the whole process, shared out among the loops.
     ///   - group: the loops client connections run on.
-    public convenience init(maxConnectionsPerUpstream: Int, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) {
-        self.init(maxConnectionsPerUpstream: maxConnectionsPerUpstream, group: group, connector: SocketUpstreamConnector())
+    ///   - routes: the routes whose `https://` upstreams' TLS contexts are made now, at start, rather
+    ///     than on an event loop at their first connection.
+    public convenience init(
+        maxConnectionsPerUpstream: Int, routes: [RouteConfiguration] = [], group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) {
+        self.init(maxConnectionsPerUpstream: maxConnectionsPerUpstream, group: group, connector: SocketUpstreamConnector(routes: routes))
     }
 
     init(maxConnectionsPerUpstream: Int, group: any EventLoopGroup, connector: any UpstreamConnector) {

@@ -1,7 +1,11 @@
+import AuthGateCore
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOSSL
+import RedisBridge
+import Synchronization
 
 /// Opens connections to upstreams: sockets in production, in-memory channels in tests.
 protocol UpstreamConnector: Sendable {
@@ -23,39 +27,76 @@ extension UpstreamConnector {
 }
 
 /// TCP (and TLS for `https://` upstreams) with `TCP_NODELAY`, on the caller's event loop.
-struct SocketUpstreamConnector: UpstreamConnector {
-    private let tlsContext: NIOSSLContext?
+///
+/// A TLS connection is handed over only after its handshake has finished: the upstream's
+/// certificate verified against the route's CA file (or the system's roots) and its name (the
+/// route's `server_name`, or the upstream's host). A failed handshake is
+/// ``UpstreamError/tlsHandshakeFailed(reason:)`` (502 and one log line), never a retry without TLS.
+final class SocketUpstreamConnector: UpstreamConnector {
+    /// TLS client contexts by settings, made once: the routes' at start, any other on first use.
+    private let contexts: Mutex<[TLSClientConfiguration: Result<NIOSSLContext, TLSClientConfiguration.FileError>]>
 
-    init() {
-        tlsContext = try? NIOSSLContext(configuration: .makeClientConfiguration())
+    init(routes: [RouteConfiguration] = []) {
+        var contexts: [TLSClientConfiguration: Result<NIOSSLContext, TLSClientConfiguration.FileError>] = [:]
+        for route in routes where route.upstreams.contains(where: { $0.scheme == "https" }) && contexts[route.tls] == nil {
+            contexts[route.tls] = Self.makeContext(route.tls)
+        }
+        self.contexts = Mutex(contexts)
+    }
+
+    private static func makeContext(_ settings: TLSClientConfiguration) -> Result<NIOSSLContext, TLSClientConfiguration.FileError> {
+        Result { () throws(TLSClientConfiguration.FileError) in try settings.makeContext() }
+    }
+
+    private func context(for settings: TLSClientConfiguration) -> Result<NIOSSLContext, TLSClientConfiguration.FileError> {
+        contexts.withLock { contexts in
+            if let known = contexts[settings] { return known }
+            let made = Self.makeContext(settings)
+            contexts[settings] = made
+            return made
+        }
     }
 
     func connect(_ key: UpstreamConnectionPool.Key, on eventLoop: any EventLoop, timeout: TimeAmount, keepsLeftoverBytes: Bool) -> EventLoopFuture<
         any Channel
     > {
-        let tlsContext = self.tlsContext
-        if key.tls, tlsContext == nil { return eventLoop.makeFailedFuture(UpstreamError.connectFailed) }
-        return ClientBootstrap(group: eventLoop)
+        var tlsContext: NIOSSLContext?
+        if let settings = key.tls {
+            switch context(for: settings) {
+            case .success(let context): tlsContext = context
+            case .failure(let error): return eventLoop.makeFailedFuture(UpstreamError.tlsHandshakeFailed(reason: error.description))
+            }
+        }
+        let handshake = NIOLockedValueBox<EventLoopFuture<Void>?>(nil)
+        let connected = ClientBootstrap(group: eventLoop)
             .connectTimeout(timeout)
             .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    if key.tls, let tlsContext {
-                        try channel.pipeline.syncOperations.addHandler(
-                            NIOSSLClientHandler(context: tlsContext, serverHostname: Self.isIPAddress(key.host) ? nil : key.host))
+                    if let settings = key.tls, let tlsContext {
+                        let waiter = TLSHandshakeWaiter(eventLoop: channel.eventLoop, timeout: timeout)
+                        try channel.pipeline.syncOperations.addHandler(try settings.makeHandler(context: tlsContext, host: key.host))
+                        try channel.pipeline.syncOperations.addHandler(waiter)
+                        handshake.withLockedValue { $0 = waiter.handshake.futureResult }
                     }
                     try Self.addUpstreamHandlers(to: channel.pipeline.syncOperations, keepsLeftoverBytes: keepsLeftoverBytes)
                 }
             }
             .connect(host: key.host, port: key.port)
-            .flatMapErrorThrowing { error in
+            .flatMapErrorThrowing { error -> any Channel in
                 if case ChannelError.connectTimeout = error { throw UpstreamError.connectTimeout }
+                if error is NIOSSLExtraError {
+                    throw UpstreamError.tlsHandshakeFailed(reason: "the upstream's name cannot be sent as a TLS server name")
+                }
                 throw UpstreamError.connectFailed
             }
-    }
-
-    /// An IPv4 or IPv6 literal, which may not be sent as SNI.
-    static func isIPAddress(_ host: String) -> Bool {
-        host.contains(":") || host.utf8.allSatisfy { ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: ".") }
+        guard let settings = key.tls else { return connected }
+        return connected.flatMap { channel in
+            guard let waiting = handshake.withLockedValue({ $0 }) else { return channel.eventLoop.makeSucceededFuture(channel) }
+            return waiting.map { channel }.flatMapErrorThrowing { error -> any Channel in
+                channel.close(promise: nil)
+                throw UpstreamError.tlsHandshakeFailed(reason: settings.describe(handshakeError: error, host: key.host))
+            }
+        }
     }
 }

@@ -1,7 +1,10 @@
 /// Why an exchange with an upstream failed.
 enum UpstreamError: Error, Equatable, Sendable {
-    /// No connection could be made (refused, unreachable, TLS handshake failed).
+    /// No connection could be made (refused, unreachable).
     case connectFailed
+    /// The TLS handshake failed: the upstream's certificate did not verify, the upstream did not
+    /// speak TLS or refused ours. Never answered by retrying without TLS or verification.
+    case tlsHandshakeFailed(reason: String)
     /// No connection within the route's `connect_timeout`.
     case connectTimeout
     /// No response head within the route's `timeout` after the request was sent.
@@ -22,13 +25,17 @@ enum UpstreamError: Error, Equatable, Sendable {
 
     /// No connection was made: the upstream is marked failed and another may be tried.
     var isConnectFailure: Bool {
-        self == .connectFailed || self == .connectTimeout
+        switch self {
+        case .connectFailed, .connectTimeout, .tlsHandshakeFailed: true
+        default: false
+        }
     }
 
     /// The `kind` label of `authgate_upstream_errors_total`.
     var metricKind: String {
         switch self {
         case .connectFailed, .connectTimeout: "connect"
+        case .tlsHandshakeFailed: "tls"
         case .headTimeout, .idleTimeout: "timeout"
         case .connectionLost: "connection_lost"
         case .protocolViolation: "protocol"
