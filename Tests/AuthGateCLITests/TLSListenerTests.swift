@@ -121,9 +121,9 @@ struct TLSListenerTests {
 
         // Two days on, the certificate has expired: refused, naming the file.
         let tls = ServerTLSConfiguration(certificateChainFile: one.certificate, privateKeyFile: one.key, clientCAFile: nil, minimumVersion: .tls12)
-        _ = try ServerTLSContext.load(tls, now: Date())
+        _ = try ServerTLSContext.load(tls, applicationProtocols: ["http/1.1"], now: Date())
         #expect {
-            _ = try ServerTLSContext.load(tls, now: Date().addingTimeInterval(3 * 86_400))
+            _ = try ServerTLSContext.load(tls, applicationProtocols: ["http/1.1"], now: Date().addingTimeInterval(3 * 86_400))
         } throws: { error in
             "\(error)".contains("expired") && "\(error)".contains(one.certificate)
         }

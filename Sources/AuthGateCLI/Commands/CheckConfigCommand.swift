@@ -16,7 +16,7 @@ struct CheckConfigCommand: AsyncParsableCommand {
         do {
             let configuration = try options.load()
             // The listener's certificate and key: loadable, unexpired, and a pair.
-            if let tls = configuration.server.tls { _ = try ServerTLSContext(configuration: tls) }
+            if let tls = configuration.server.tls { _ = try ServerTLSContext(configuration: tls, http2: configuration.server.http2.enabled) }
             print("# effective configuration from \(configuration.sourcePath ?? "the built-in defaults")")
             if !configuration.appliedEnvironmentOverrides.isEmpty {
                 print("# environment overrides: \(configuration.appliedEnvironmentOverrides.joined(separator: ", "))")

@@ -78,7 +78,14 @@ extension AuthGateConfiguration {
             ("request_head_timeout", Node(format(server.requestHeadTimeout))),
             ("keep_alive_timeout", Node(format(server.keepAliveTimeout))),
             ("client_idle_timeout", Node(format(server.clientIdleTimeout))),
-            ("cors_allowed_origins", Node(server.corsAllowedOrigins.map { Node($0) }))
+            ("cors_allowed_origins", Node(server.corsAllowedOrigins.map { Node($0) })),
+            (
+                "http2",
+                [
+                    "enabled": Node(String(server.http2.enabled)), "max_concurrent_streams": Node(String(server.http2.maxConcurrentStreams)),
+                    "max_header_list_size": Node(ConfigurationValueParsers.format(bytes: server.http2.maxHeaderListSize))
+                ]
+            )
         ]
         if let tls = server.tls {
             var settings: [(Node, Node)] = [

@@ -28,6 +28,8 @@ public struct ServerConfiguration: Sendable {
     public var corsAllowedOrigins: [String]
     /// TLS on the listener; nil for plain HTTP (local use, behind a terminating load balancer).
     public var tls: ServerTLSConfiguration?
+    /// HTTP/2 for clients.
+    public var http2: HTTP2Configuration
 
     init(reading section: ConfigurationSection) {
         host = section.string("host", default: "127.0.0.1")
@@ -63,6 +65,7 @@ public struct ServerConfiguration: Sendable {
             section.report("cors_allowed_origins", "* allows every origin; list it alone")
         }
         tls = section.contains("tls") ? ServerTLSConfiguration.read(section.section("tls")) : nil
+        http2 = HTTP2Configuration.read(section.section("http2"))
         section.finish()
     }
 

@@ -115,4 +115,10 @@ public enum GatewayMetrics {
     public static func clientTimeout(kind: String) {
         Counter(label: "authgate_client_timeouts_total", dimensions: [("kind", kind)]).increment()
     }
+
+    /// An HTTP/2 connection closed after a connection error (NIO's flood guards: `ExcessiveRSTFrames`,
+    /// `ExcessiveContinuationFrames`, `ExcessiveOutboundFrameBuffering`, …): `kind` is the error's type name.
+    public static func http2ConnectionError(kind: String) {
+        Counter(label: "authgate_http2_connection_errors_total", dimensions: [("kind", kind)]).increment()
+    }
 }

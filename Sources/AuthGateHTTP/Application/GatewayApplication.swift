@@ -133,7 +133,7 @@ public enum GatewayApplication {
         -> Assembly
     {
         let keyRing = try SigningKeyRing.load(configuration.tokens, allowGenerated: configuration.isDevelopmentMode)
-        let serverTLS = try configuration.server.tls.map { try ServerTLSContext(configuration: $0) }
+        let serverTLS = try configuration.server.tls.map { try ServerTLSContext(configuration: $0, http2: configuration.server.http2.enabled) }
         let store = AuthStoreFactory.make(configuration.store, logger: logger)
         let httpClient = HTTPClientService(client: HTTPClientService.makeKeyFetchingClient())
         let verifiers = IdentityVerifierRegistry(

@@ -113,6 +113,9 @@ final class ClientConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler
     func requestEnded() { deadlines?.requestEnded() }
     func responseEnded() { deadlines?.responseEnded(now: .now()) }
     func becameTunnel() { deadlines?.becameTunnel() }
+    /// HTTP/2: many requests at once, so none of the per-request deadlines apply; the HTTP/2
+    /// connection manager closes the connection once idle.
+    func becameMultiplexed() { deadlines?.becameTunnel() }
 
     // MARK: Deadlines
 

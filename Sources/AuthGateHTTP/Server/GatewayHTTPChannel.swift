@@ -4,27 +4,45 @@ public import HummingbirdCore
 public import Logging
 public import NIOCore
 import NIOHTTP1
+import NIOHTTP2
 public import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
 import NIOPosix
 import NIOSSL
+import NIOTLS
 
 /// The pipeline of every client connection, as `authgate serve` runs it:
 ///
 /// ```
 /// NIOSSLServerHandler          with server.tls: the TLS context in force when the connection opened
 /// ClientConnectionGuard        connection cap, request head / keep-alive / client idle timeouts
-/// HTTP/1.1 codec (NIO)         decoder limits from Hummingbird's defaults
+/// ALPN or preface detection    h2 (ALPN `h2`, or the HTTP/2 preface on a plain listener) or HTTP/1.1
+///
+/// HTTP/1.1:                              HTTP/2:
+/// HTTP/1.1 codec (NIO)                   NIOHTTP2Handler (flood guards) + connection management
+///                                        per stream: HTTP2FramePayloadToHTTP1ServerCodec
 /// GatewayConnectionHandler     the one decision per request; proxy exchanges and refusals
 /// HTTP1ToHTTPServerCodec       Hummingbird's types, for the requests it serves
 /// Hummingbird                  the GoTrue API, health, metrics
 /// ```
+///
+/// An HTTP/2 stream is a request of its own, decided and served by the same handlers as an
+/// HTTP/1.1 request; proxied requests go to upstreams over HTTP/1.1.
 public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
-    public typealias Value = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
+    /// One request stream as Hummingbird reads it: a whole HTTP/1.1 connection, or one HTTP/2 stream.
+    public typealias RequestChannel = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
+    typealias Negotiated = NIONegotiatedHTTPVersion<RequestChannel, NIOHTTP2Handler.AsyncStreamMultiplexer<RequestChannel>>
+
+    /// A connection, once it is known which HTTP version it speaks.
+    public struct Value: ServerChildChannelValue {
+        let negotiated: EventLoopFuture<Negotiated>
+        public let channel: any Channel
+    }
 
     public let responder: HTTPChannelHandler.Responder
     private let proxy: EdgeProxy?
     private let tls: ServerTLSContext?
+    private let http2: HTTP2Configuration
     private let limiter: ClientConnectionLimiter
     private let tickers: PerEventLoop<ClientConnectionTicker>
     private let timeouts: ClientConnectionDeadlines.Timeouts
@@ -39,6 +57,7 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
         self.responder = responder
         self.tls = tls
         self.proxy = proxy
+        self.http2 = server.http2
         self.limiter = ClientConnectionLimiter(limit: server.maxConnections)
         self.tickers = PerEventLoop(group: group) { ClientConnectionTicker(eventLoop: $0) }
         self.timeouts = ClientConnectionDeadlines.Timeouts(
@@ -57,25 +76,105 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
             let connectionGuard = ClientConnectionGuard(
                 limiter: limiter, ticker: tickers.value(for: channel.eventLoop), timeouts: timeouts, logger: self.logger)
             try pipeline.addHandler(connectionGuard)
-            try pipeline.configureHTTPServerPipeline(
-                withPipeliningAssistance: false,
-                withErrorHandling: false,
-                withOutboundHeaderValidation: false,
-                withEncoderConfiguration: .init(),
-                withDecoderLimitConfiguration: NIOHTTPDecoderLimitConfiguration()
-            )
-            try pipeline.addHandler(
-                GatewayConnectionHandler(
-                    proxy: proxy, connectionGuard: connectionGuard, logger: self.logger, drainTimeout: drainTimeout, tracing: tracing,
-                    eventLoop: channel.eventLoop
-                )
-            )
-            try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: tls != nil))
-            return try NIOAsyncChannel(wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
+            let http1: NIOChannelInitializerWithOutput<RequestChannel> = { channel in
+                channel.eventLoop.makeCompletedFuture { try configureHTTP1(channel, connectionGuard: connectionGuard) }
+            }
+            let http2: NIOChannelInitializerWithOutput<NIOHTTP2Handler.AsyncStreamMultiplexer<RequestChannel>> = { channel in
+                channel.eventLoop.makeCompletedFuture { try configureHTTP2(channel, connectionGuard: connectionGuard) }
+            }
+            guard self.http2.enabled else {
+                return Value(
+                    negotiated: channel.eventLoop.makeSucceededFuture(.http1_1(try configureHTTP1(channel, connectionGuard: connectionGuard))),
+                    channel: channel)
+            }
+            if tls != nil {
+                let negotiation = NIOTypedApplicationProtocolNegotiationHandler<Negotiated> { result in
+                    switch result {
+                    case .negotiated("h2"): http2(channel).map { .http2($0) }
+                    case .negotiated("http/1.1"), .fallback: http1(channel).map { .http1_1($0) }
+                    case .negotiated: channel.close().flatMapThrowing { throw NIOHTTP2Errors.invalidALPNToken() }
+                    }
+                }
+                try pipeline.addHandler(negotiation)
+                return Value(negotiated: negotiation.protocolNegotiationResult, channel: channel)
+            }
+            let detector = HTTP2PriorKnowledgeDetector(eventLoop: channel.eventLoop, http1: http1, http2: http2)
+            try pipeline.addHandler(detector)
+            return Value(negotiated: detector.negotiated.futureResult, channel: channel)
         }
     }
 
-    public func handle(value asyncChannel: NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>, logger: Logger) async {
-        await handleHTTP(asyncChannel: asyncChannel, logger: logger)
+    /// The rest of an HTTP/1.1 connection's pipeline, and the channel Hummingbird reads.
+    private func configureHTTP1(_ channel: any Channel, connectionGuard: ClientConnectionGuard) throws -> RequestChannel {
+        let pipeline = channel.pipeline.syncOperations
+        try pipeline.configureHTTPServerPipeline(
+            withPipeliningAssistance: false,
+            withErrorHandling: false,
+            withOutboundHeaderValidation: false,
+            withEncoderConfiguration: .init(),
+            withDecoderLimitConfiguration: NIOHTTPDecoderLimitConfiguration()
+        )
+        return try addRequestHandlers(channel, connectionGuard: connectionGuard)
+    }
+
+    /// An HTTP/2 connection: NIO's handler with its flood guards (rapid reset, CONTINUATION and
+    /// control-frame floods, glitches) at their defaults, the configured stream and header list
+    /// limits, and connection management (idle close after `keep_alive_timeout` with no stream
+    /// open, GOAWAY on graceful shutdown). The connection guard's per-request deadlines stop: a
+    /// connection carries many requests at once.
+    private func configureHTTP2(
+        _ channel: any Channel, connectionGuard: ClientConnectionGuard
+    ) throws -> NIOHTTP2Handler.AsyncStreamMultiplexer<RequestChannel> {
+        connectionGuard.becameMultiplexed()
+        let management = NIOHTTP2ServerConnectionManagementHandler(
+            eventLoop: channel.eventLoop,
+            configuration: .init(maxIdleTime: timeouts.keepAlive, maxAge: nil, maxGraceTime: drainTimeout, keepalive: nil)
+        )
+        var configuration = NIOHTTP2Handler.Configuration()
+        configuration.connection.initialSettings = [
+            HTTP2Setting(parameter: .maxConcurrentStreams, value: http2.maxConcurrentStreams),
+            HTTP2Setting(parameter: .maxHeaderListSize, value: http2.maxHeaderListSize)
+        ]
+        let multiplexer = try channel.pipeline.syncOperations.configureAsyncHTTP2Pipeline(
+            mode: .server, streamDelegate: management.http2StreamDelegate, configuration: configuration
+        ) { stream in
+            stream.eventLoop.makeCompletedFuture {
+                try stream.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTP1ServerCodec())
+                return try addRequestHandlers(stream, connectionGuard: nil)
+            }
+        }
+        try channel.pipeline.syncOperations.addHandler(management)
+        try channel.pipeline.syncOperations.addHandler(HTTP2ConnectionErrorHandler(logger: self.logger))
+        return multiplexer
+    }
+
+    /// What every request stream ends with: the gateway's decision, Hummingbird's types.
+    private func addRequestHandlers(_ channel: any Channel, connectionGuard: ClientConnectionGuard?) throws -> RequestChannel {
+        let pipeline = channel.pipeline.syncOperations
+        try pipeline.addHandler(
+            GatewayConnectionHandler(
+                proxy: proxy, connectionGuard: connectionGuard, logger: self.logger, drainTimeout: drainTimeout, tracing: tracing,
+                eventLoop: channel.eventLoop
+            )
+        )
+        try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: tls != nil))
+        return try NIOAsyncChannel(wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
+    }
+
+    public func handle(value: Value, logger: Logger) async {
+        do {
+            switch try await value.negotiated.get() {
+            case .http1_1(let connection):
+                await handleHTTP(asyncChannel: connection, logger: logger)
+            case .http2(let streams):
+                try await withThrowingDiscardingTaskGroup { group in
+                    for try await stream in streams.inbound {
+                        group.addTask { await handleHTTP(asyncChannel: stream, logger: logger) }
+                    }
+                }
+            }
+        } catch {
+            logger.debug("client connection ended", metadata: ["gw.error": "\(type(of: error))"])
+        }
     }
 }

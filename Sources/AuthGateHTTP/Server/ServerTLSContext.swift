@@ -20,14 +20,18 @@ public final class ServerTLSContext: Sendable {
     }
 
     public let configuration: ServerTLSConfiguration
+    /// The protocols offered with ALPN, preferred first: `h2` and `http/1.1`, or `http/1.1` alone.
+    public let applicationProtocols: [String]
     private let current: Mutex<Loaded>
 
     /// Loads the files.
+    /// - Parameter http2: offer `h2` (before `http/1.1`) with ALPN.
     /// - Throws: ``AuthGateError`` naming the file: unreadable, not PEM, an expired certificate,
     ///   a key that does not match the certificate.
-    public init(configuration: ServerTLSConfiguration, now: Date = Date()) throws {
+    public init(configuration: ServerTLSConfiguration, http2: Bool, now: Date = Date()) throws {
         self.configuration = configuration
-        self.current = Mutex(try Self.load(configuration, now: now))
+        self.applicationProtocols = http2 ? ["h2", "http/1.1"] : ["http/1.1"]
+        self.current = Mutex(try Self.load(configuration, applicationProtocols: applicationProtocols, now: now))
     }
 
     /// The context for a new connection.
@@ -39,15 +43,15 @@ public final class ServerTLSContext: Sendable {
     /// they do not load.
     @discardableResult
     public func reload(now: Date = Date()) throws -> Loaded {
-        let loaded = try Self.load(configuration, now: now)
+        let loaded = try Self.load(configuration, applicationProtocols: applicationProtocols, now: now)
         current.withLock { $0 = loaded }
         return loaded
     }
 
     /// Loads and checks `configuration`'s files into a server context: TLS 1.2 or 1.3 at least,
-    /// NIOSSL's modern cipher suites (ECDHE with AES-GCM or ChaCha20-Poly1305), ALPN `http/1.1`,
-    /// client certificates verified against `client_ca_file` when set.
-    public static func load(_ configuration: ServerTLSConfiguration, now: Date) throws -> Loaded {
+    /// NIOSSL's modern cipher suites (ECDHE with AES-GCM or ChaCha20-Poly1305), ALPN
+    /// `applicationProtocols`, client certificates verified against `client_ca_file` when set.
+    public static func load(_ configuration: ServerTLSConfiguration, applicationProtocols: [String], now: Date) throws -> Loaded {
         let chainFile = configuration.certificateChainFile
         let keyFile = configuration.privateKeyFile
         let chain: [NIOSSLCertificate]
@@ -81,7 +85,7 @@ public final class ServerTLSContext: Sendable {
         }
         var tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
         tls.minimumTLSVersion = configuration.minimumVersion == .tls13 ? .tlsv13 : .tlsv12
-        tls.applicationProtocols = ["http/1.1"]
+        tls.applicationProtocols = applicationProtocols
         if let clientCA = configuration.clientCAFile {
             tls.certificateVerification = .noHostnameVerification
             tls.trustRoots = .file(clientCA)

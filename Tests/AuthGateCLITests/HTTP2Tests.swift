@@ -1,0 +1,185 @@
+import AuthGateTestSupport
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// HTTP/2 for clients on the real binary: curl over TLS (ALPN `h2`) and with prior knowledge on a
+/// plain listener, every kind of request (GoTrue endpoints, a proxied route with a streamed body),
+/// many streams at once on one connection, and the known floods refused with a GOAWAY while the
+/// gateway keeps serving.
+@Suite("HTTP/2 for clients", .serialized, .timeLimit(.minutes(3)))
+struct HTTP2Tests {
+    /// A gateway (TLS when `certificates` are given) with anonymous sign-up and a public route to
+    /// an echo upstream.
+    private func start(_ files: GatewayFiles, upstream: EchoUpstream, tls: (certificate: String, key: String)?, http2: String = "")
+        async throws -> AuthGateServer
+    {
+        let tlsSettings = tls.map { ", tls: { certificate_chain_file: \"\($0.certificate)\", private_key_file: \"\($0.key)\" }" } ?? ""
+        try files.writeConfig(
+            """
+            server: { host: 127.0.0.1\(tlsSettings)\(http2) }
+            tokens: { signing_keys: [ { kid: k1, file: k1.pem } ] }
+            providers: { anonymous: { enabled: true } }
+            rate_limits: { token: off, signup: off, nonce: off }
+            routes:
+              - { name: echo, path_prefix: /echo/, upstreams: ["\(upstream.url)"], auth: public }
+            logging: { level: warning }
+            """)
+        return try await AuthGateServer.start(arguments: ["--config", files.config.path], plainHTTP: tls == nil)
+    }
+
+    /// `curl` with `options`: the HTTP version, the status and the body.
+    private func curl(_ options: [String], _ url: String) async throws -> (version: String, status: String, body: String) {
+        let marker = "\n--curl-status--"
+        let output = try await TestCertificates.run(
+            "/usr/bin/curl", ["-s", "-w", "\(marker)%{http_version} %{http_code}"] + options + [url], check: false
+        ).output
+        guard let range = output.range(of: marker, options: .backwards) else { return ("", "", output) }
+        let fields = output[range.upperBound...].split(separator: " ")
+        return (fields.first.map(String.init) ?? "", fields.dropFirst().first.map(String.init) ?? "", String(output[..<range.lowerBound]))
+    }
+
+    @Test("over TLS: ALPN h2 for the GoTrue endpoints and a proxied route with a 1 MiB body; HTTP/1.1 clients still served")
+    func overTLS() async throws {
+        let certificates = try await TestCertificates()
+        defer { certificates.remove() }
+        let issued = try await certificates.issue("gateway", commonName: "localhost")
+        let upstream = try await EchoUpstream.start()
+        let files = try GatewayFiles("http2-tls")
+        defer { files.remove() }
+        let server = try await start(files, upstream: upstream, tls: issued)
+        do {
+            let base = "https://localhost:\(server.port)"
+            let trust = ["--cacert", certificates.caFile]
+            let health = try await curl(trust + ["--http2"], base + "/auth/v1/health")
+            #expect(health.version == "2" && health.status == "200", "\(health)")
+            let signUp = try await curl(
+                trust + ["--http2", "-X", "POST", "-H", "content-type: application/json", "-d", "{}"], base + "/auth/v1/signup")
+            #expect(signUp.version == "2" && signUp.status == "200" && signUp.body.contains("access_token"), "\(signUp)")
+            let body = files.directory.appendingPathComponent("body.bin")
+            try Data((0..<(1 << 20)).map { UInt8($0 % 251) }).write(to: body)
+            let echoed = try await curl(
+                trust + ["--http2", "--data-binary", "@\(body.path)", "-H", "content-type: application/octet-stream"], base + "/echo/upload")
+            #expect(echoed.version == "2" && echoed.status == "200", "\(echoed.version) \(echoed.status)")
+            #expect(echoed.body.contains("\"body_bytes\":1048576"), "the upstream did not get the whole body: \(echoed.body.prefix(300))")
+            let http11 = try await curl(trust + ["--http1.1"], base + "/auth/v1/health")
+            #expect(http11.version == "1.1" && http11.status == "200", "\(http11)")
+            // Several requests multiplexed on one connection.
+            let many = try await TestCertificates.run(
+                "/usr/bin/curl",
+                [
+                    "-s", "--http2", "-Z", "--parallel-immediate", "-o", "/dev/null", "-o", "/dev/null", "-o", "/dev/null", "-w",
+                    "%{http_version} %{http_code} %{num_connects}\n"
+                ]
+                    + trust + [base + "/auth/v1/health", base + "/auth/v1/settings", base + "/echo/x"], check: false
+            ).output
+            let lines = many.split(separator: "\n").filter { $0.hasPrefix("2 ") || $0.hasPrefix("1.1 ") || $0.hasPrefix("0 ") }
+            #expect(lines.count == 3 && lines.allSatisfy { $0.hasPrefix("2 200") }, "\(many)")
+            let alpn = try await TestCertificates.run(
+                "/usr/bin/openssl", ["s_client", "-connect", "127.0.0.1:\(server.port)", "-alpn", "h2,http/1.1", "-CAfile", certificates.caFile],
+                input: "", check: false
+            ).output
+            #expect(alpn.contains("ALPN protocol: h2"), "\(alpn)")
+        } catch {
+            _ = await server.stop()
+            await upstream.stop()
+            throw error
+        }
+        _ = await server.stop()
+        await upstream.stop()
+    }
+
+    @Test("plain listener: h2c with prior knowledge and HTTP/1.1 side by side; twenty streams at once on one connection; off when disabled")
+    func priorKnowledge() async throws {
+        let upstream = try await EchoUpstream.start()
+        let files = try GatewayFiles("http2-plain")
+        defer { files.remove() }
+        let server = try await start(files, upstream: upstream, tls: nil)
+        do {
+            let base = "http://127.0.0.1:\(server.port)"
+            let health = try await curl(["--http2-prior-knowledge"], base + "/auth/v1/health")
+            #expect(health.version == "2" && health.status == "200", "\(health)")
+            let proxied = try await curl(["--http2-prior-knowledge", "-d", "hello"], base + "/echo/x")
+            #expect(proxied.version == "2" && proxied.status == "200", "\(proxied)")
+            let http11 = try await curl([], base + "/auth/v1/health")
+            #expect(http11.version == "1.1" && http11.status == "200", "\(http11)")
+
+            let streams: [UInt32] = (0..<20).map { 2 * $0 + 1 }
+            var bytes = HTTP2Frames.preface + HTTP2Frames.settings
+            for stream in streams { bytes += HTTP2Frames.get(stream: stream, path: stream % 4 == 1 ? "/auth/v1/health" : "/echo/s\(stream)") }
+            let answered = try await HTTP2Frames.exchange(port: server.port, sending: bytes) { frames in
+                Set(frames.filter { $0.flags & 0x1 != 0 && $0.stream != 0 }.map(\.stream)).count == streams.count
+            }
+            #expect(answered.done, "not every stream ended: \(Set(answered.frames.map(\.stream)))")
+            let headers = answered.frames.filter { $0.type == HTTP2Frames.FrameType.headers.rawValue }
+            // :status 200 is entry 8 of HPACK's static table: an indexed field, 0x88.
+            #expect(
+                Set(headers.filter { $0.payload.first == 0x88 }.map(\.stream)) == Set(streams),
+                "\(headers.map { ($0.stream, $0.payload.first ?? 0) })")
+        } catch {
+            _ = await server.stop()
+            await upstream.stop()
+            throw error
+        }
+        _ = await server.stop()
+
+        let off = try await start(files, upstream: upstream, tls: nil, http2: ", http2: { enabled: false }")
+        let refused = try await curl(["--http2-prior-knowledge"], "http://127.0.0.1:\(off.port)/auth/v1/health")
+        #expect(refused.status != "200", "\(refused)")
+        #expect(try await curl([], "http://127.0.0.1:\(off.port)/auth/v1/health").status == "200")
+        _ = await off.stop()
+        await upstream.stop()
+    }
+
+    @Test("rapid reset, CONTINUATION and SETTINGS floods end in a GOAWAY and a closed connection; memory stays bounded and others are served")
+    func floods() async throws {
+        let upstream = try await EchoUpstream.start()
+        let files = try GatewayFiles("http2-floods")
+        defer { files.remove() }
+        let server = try await start(files, upstream: upstream, tls: nil)
+        do {
+            let before = try server.peakResidentBytes()
+            let opening = HTTP2Frames.preface + HTTP2Frames.settings
+
+            // Rapid reset (CVE-2023-44487): open a stream and cancel it at once, 20,000 times.
+            var rapidReset = opening
+            for index in 0..<20_000 {
+                let stream = UInt32(2 * index + 1)
+                rapidReset += HTTP2Frames.get(stream: stream, path: "/auth/v1/health") + HTTP2Frames.reset(stream: stream)
+            }
+            let reset = try await HTTP2Frames.exchange(port: server.port, sending: rapidReset)
+            #expect(reset.closed, "the connection stayed open through 20,000 resets")
+            #expect(reset.frames.contains { $0.goAwayErrorCode == 0xB }, "no GOAWAY ENHANCE_YOUR_CALM: \(reset.frames.map(\.type))")
+            let answeredStreams = Set(reset.frames.filter { $0.type == HTTP2Frames.FrameType.headers.rawValue }.map(\.stream)).count
+            #expect(answeredStreams < 1_000, "\(answeredStreams) reset streams were served")
+
+            // CONTINUATION flood (CVE-2024-27316 and kin): a header block that never ends.
+            var continuation = opening + HTTP2Frames.frame(.headers, flags: 0x1, stream: 1, payload: [0x82, 0x86])
+            for _ in 0..<50_000 { continuation += HTTP2Frames.frame(.continuation, stream: 1, payload: [0x40, 0x01, 0x61, 0x01, 0x62]) }
+            let continued = try await HTTP2Frames.exchange(port: server.port, sending: continuation)
+            #expect(continued.closed, "the connection stayed open through 50,000 CONTINUATION frames")
+            #expect(continued.frames.contains { $0.goAwayErrorCode != nil }, "no GOAWAY: \(continued.frames.map(\.type))")
+
+            // SETTINGS flood: every SETTINGS must be acknowledged; a client that never reads the
+            // acknowledgements must not make the server buffer them without bound.
+            var settings = opening
+            for _ in 0..<100_000 { settings += HTTP2Frames.settings }
+            let flooded = try await HTTP2Frames.exchange(port: server.port, sending: settings)
+            #expect(flooded.closed, "the connection stayed open through 100,000 SETTINGS frames")
+
+            let after = try server.peakResidentBytes()
+            #expect(after - before < 64 << 20, "peak memory grew by \((after - before) >> 20) MiB during the floods")
+            let health = try await curl(["--http2-prior-knowledge"], "http://127.0.0.1:\(server.port)/auth/v1/health")
+            #expect(health.version == "2" && health.status == "200", "not served after the floods: \(health)")
+        } catch {
+            _ = await server.stop()
+            await upstream.stop()
+            throw error
+        }
+        _ = await server.stop()
+        await upstream.stop()
+    }
+}

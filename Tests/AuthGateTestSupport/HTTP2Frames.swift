@@ -1,0 +1,120 @@
+import Dispatch
+import Glibc
+
+/// HTTP/2 frames written byte by byte (RFC 9113), for tests that must send what no well-behaved
+/// client library would: floods of resets, endless CONTINUATION frames, SETTINGS storms. Request
+/// headers use HPACK's static table and literals only (no Huffman coding, no dynamic table).
+public enum HTTP2Frames {
+    /// The client connection preface.
+    public static let preface: [UInt8] = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
+
+    public enum FrameType: UInt8, Sendable {
+        case data = 0, headers = 1, rstStream = 3, settings = 4, ping = 6, goAway = 7, windowUpdate = 8, continuation = 9
+    }
+
+    /// One frame: 24-bit length, type, flags, 31-bit stream id, payload.
+    public static func frame(_ type: FrameType, flags: UInt8 = 0, stream: UInt32 = 0, payload: [UInt8] = []) -> [UInt8] {
+        let length = UInt32(payload.count)
+        return [UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF), type.rawValue, flags]
+            + bigEndian(stream & 0x7FFF_FFFF) + payload
+    }
+
+    /// An empty SETTINGS frame (the client's half of the preface).
+    public static var settings: [UInt8] { frame(.settings) }
+
+    /// The header block of `GET <path>` to `authority` over http: `:method GET` and `:scheme http`
+    /// from the static table, `:path` and `:authority` as literals with indexed names.
+    public static func getHeaderBlock(path: String, authority: String = "localhost") -> [UInt8] {
+        [0x82, 0x86] + literal(nameIndex: 4, value: path) + literal(nameIndex: 1, value: authority)
+    }
+
+    /// A complete bodiless request on `stream`.
+    public static func get(stream: UInt32, path: String) -> [UInt8] {
+        frame(.headers, flags: 0x1 | 0x4, stream: stream, payload: getHeaderBlock(path: path))
+    }
+
+    /// RST_STREAM with CANCEL (0x8).
+    public static func reset(stream: UInt32) -> [UInt8] {
+        frame(.rstStream, stream: stream, payload: bigEndian(8))
+    }
+
+    /// A frame read back: its type, flags, stream and payload.
+    public struct Frame: Sendable {
+        public let type: UInt8
+        public let flags: UInt8
+        public let stream: UInt32
+        public let payload: [UInt8]
+
+        /// For GOAWAY, its error code (`0xb`: ENHANCE_YOUR_CALM, `0x1`: PROTOCOL_ERROR).
+        public var goAwayErrorCode: UInt32? {
+            guard type == FrameType.goAway.rawValue, payload.count >= 8 else { return nil }
+            return payload[4..<8].reduce(0) { $0 << 8 | UInt32($1) }
+        }
+    }
+
+    /// The frames in `bytes` (what a server sent), up to the first incomplete one.
+    public static func parse(_ bytes: [UInt8]) -> [Frame] {
+        var frames: [Frame] = []
+        var offset = 0
+        while bytes.count - offset >= 9 {
+            let length = Int(bytes[offset]) << 16 | Int(bytes[offset + 1]) << 8 | Int(bytes[offset + 2])
+            guard bytes.count - offset - 9 >= length else { break }
+            let stream = bytes[offset + 5..<offset + 9].reduce(UInt32(0)) { $0 << 8 | UInt32($1) } & 0x7FFF_FFFF
+            frames.append(
+                Frame(type: bytes[offset + 3], flags: bytes[offset + 4], stream: stream, payload: Array(bytes[offset + 9..<offset + 9 + length])))
+            offset += 9 + length
+        }
+        return frames
+    }
+
+    /// Sends `bytes` on a new connection to `port` while reading what comes back, on threads of
+    /// their own, until the server closes the connection or stays silent for 10 s. Sending stops
+    /// early when the server has closed. `closed` is true for a close and for a reset (a server
+    /// that closes with the flood still unread in its socket resets the connection), false when
+    /// the server was silent for 10 s with the connection open.
+    public static func exchange(port: Int, sending bytes: [UInt8]) async throws -> (frames: [Frame], closed: Bool) {
+        let connection = try RawConnection(port: port, receiveBuffer: 1 << 20)
+        let sender = Task.detached { await offload { connection.send(bytes: bytes) } }
+        let received = await connection.receiveUntilClosed()
+        await sender.value
+        return (parse(received.bytes), received.closed || connection.receiveError == ECONNRESET)
+    }
+
+    /// Sends `bytes` on a new connection to `port` and reads frames until `done` says it has
+    /// what it waits for (true), or the connection ends or stays silent for 10 s (false).
+    public static func exchange(port: Int, sending bytes: [UInt8], until done: @escaping @Sendable ([Frame]) -> Bool) async throws -> (
+        frames: [Frame], done: Bool
+    ) {
+        let connection = try RawConnection(port: port, receiveBuffer: 1 << 20)
+        let sender = Task.detached { await offload { connection.send(bytes: bytes) } }
+        var received: [UInt8] = []
+        while true {
+            let chunk = await connection.receive()
+            if chunk.isEmpty { break }
+            received += chunk
+            if done(parse(received)) { break }
+        }
+        await sender.value
+        let frames = parse(received)
+        return (frames, done(frames))
+    }
+
+    private static func offload(_ work: @escaping @Sendable () -> Void) async {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                work()
+                continuation.resume()
+            }
+        }
+    }
+
+    private static func literal(nameIndex: UInt8, value: String) -> [UInt8] {
+        let bytes = Array(value.utf8)
+        precondition(nameIndex < 16 && bytes.count < 127, "test header too long for the one-byte forms")
+        return [nameIndex, UInt8(bytes.count)] + bytes
+    }
+
+    private static func bigEndian(_ value: UInt32) -> [UInt8] {
+        [UInt8(value >> 24 & 0xFF), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
+    }
+}
