@@ -134,6 +134,52 @@ struct HTTP2Tests {
         await upstream.stop()
     }
 
+    @Test("the configured stream and header list limits: streams past max_concurrent_streams are refused, a header list past its size too")
+    func limits() async throws {
+        let upstream = try await EchoUpstream.start()
+        let files = try GatewayFiles("http2-limits")
+        defer { files.remove() }
+        let server = try await start(
+            files, upstream: upstream, tls: nil, http2: ", http2: { max_concurrent_streams: 10, max_header_list_size: 2KiB }")
+        do {
+            // Twelve POSTs whose bodies never come: the first ten stay open, the last two are refused.
+            var bytes = HTTP2Frames.preface + HTTP2Frames.settings
+            let streams: [UInt32] = (0..<12).map { 2 * $0 + 1 }
+            for stream in streams {
+                bytes += HTTP2Frames.frame(
+                    .headers, flags: 0x4, stream: stream, payload: HTTP2Frames.requestHeaderBlock(method: 0x83, path: "/echo/slow"))
+            }
+            let opened = try await HTTP2Frames.exchange(port: server.port, sending: bytes) { frames in
+                frames.filter { $0.type == HTTP2Frames.FrameType.rstStream.rawValue }.count >= 2
+            }
+            // The client never acknowledged the server's SETTINGS: the limit holds all the same.
+            let refused = opened.frames.filter { $0.type == HTTP2Frames.FrameType.rstStream.rawValue }
+            #expect(Set(refused.map(\.stream)) == [21, 23], "reset streams: \(refused.map(\.stream))")
+            #expect(refused.allSatisfy { $0.payload == [0, 0, 0, 7] }, "not REFUSED_STREAM: \(refused.map(\.payload))")
+
+            // A 4 KiB header value against a 2 KiB header list limit.
+            let big =
+                HTTP2Frames.getHeaderBlock(path: "/auth/v1/health") + HTTP2Frames.literal(name: "x-big", value: String(repeating: "a", count: 4096))
+            let oversized = HTTP2Frames.preface + HTTP2Frames.settings + HTTP2Frames.frame(.headers, flags: 0x5, stream: 1, payload: big)
+            let answered = try await HTTP2Frames.exchange(port: server.port, sending: oversized) { frames in
+                frames.contains { $0.stream == 1 && ($0.flags & 0x1 != 0 || $0.type == HTTP2Frames.FrameType.rstStream.rawValue) }
+            }
+            // Answered 431 in full: `:status` as a literal (0x48, name index 8) with NIO's Huffman
+            // coding of "431" (0x83 0x69 0x90 0xFF), then the GoTrue error body, ending the stream.
+            let status = answered.frames.first { $0.type == HTTP2Frames.FrameType.headers.rawValue && $0.stream == 1 }
+            #expect(status.map { Array($0.payload.prefix(5)) } == [0x48, 0x83, 0x69, 0x90, 0xFF], "\(answered.frames.map(\.type))")
+            let body = answered.frames.filter { $0.type == HTTP2Frames.FrameType.data.rawValue && $0.stream == 1 }.flatMap(\.payload)
+            #expect(String(decoding: body, as: UTF8.self).contains("request_header_fields_too_large"), "\(answered.frames.map(\.type))")
+            #expect(answered.frames.contains { $0.stream == 1 && $0.flags & 0x1 != 0 }, "the answer did not end its stream")
+        } catch {
+            _ = await server.stop()
+            await upstream.stop()
+            throw error
+        }
+        _ = await server.stop()
+        await upstream.stop()
+    }
+
     @Test("rapid reset, CONTINUATION and SETTINGS floods end in a GOAWAY and a closed connection; memory stays bounded and others are served")
     func floods() async throws {
         let upstream = try await EchoUpstream.start()

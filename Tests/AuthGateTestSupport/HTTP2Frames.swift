@@ -25,7 +25,12 @@ public enum HTTP2Frames {
     /// The header block of `GET <path>` to `authority` over http: `:method GET` and `:scheme http`
     /// from the static table, `:path` and `:authority` as literals with indexed names.
     public static func getHeaderBlock(path: String, authority: String = "localhost") -> [UInt8] {
-        [0x82, 0x86] + literal(nameIndex: 4, value: path) + literal(nameIndex: 1, value: authority)
+        requestHeaderBlock(method: 0x82, path: path, authority: authority)
+    }
+
+    /// The header block of a request: `method` is the static-table byte (`0x82` GET, `0x83` POST).
+    public static func requestHeaderBlock(method: UInt8, path: String, authority: String = "localhost") -> [UInt8] {
+        [method, 0x86] + literal(nameIndex: 4, value: path) + literal(nameIndex: 1, value: authority)
     }
 
     /// A complete bodiless request on `stream`.
@@ -108,10 +113,29 @@ public enum HTTP2Frames {
         }
     }
 
-    private static func literal(nameIndex: UInt8, value: String) -> [UInt8] {
-        let bytes = Array(value.utf8)
-        precondition(nameIndex < 16 && bytes.count < 127, "test header too long for the one-byte forms")
-        return [nameIndex, UInt8(bytes.count)] + bytes
+    /// A literal header field without indexing, with an indexed name (RFC 7541, 6.2.2).
+    private static func literal(nameIndex: Int, value: String) -> [UInt8] {
+        integer(nameIndex, prefixBits: 4, flags: 0) + integer(value.utf8.count, prefixBits: 7, flags: 0) + Array(value.utf8)
+    }
+
+    /// A literal header field without indexing, with a literal name.
+    public static func literal(name: String, value: String) -> [UInt8] {
+        [0x00] + integer(name.utf8.count, prefixBits: 7, flags: 0) + Array(name.utf8) + integer(value.utf8.count, prefixBits: 7, flags: 0)
+            + Array(value.utf8)
+    }
+
+    /// An HPACK integer with an N-bit prefix (RFC 7541, 5.1).
+    private static func integer(_ value: Int, prefixBits: Int, flags: UInt8) -> [UInt8] {
+        let limit = (1 << prefixBits) - 1
+        if value < limit { return [flags | UInt8(value)] }
+        var bytes = [flags | UInt8(limit)]
+        var rest = value - limit
+        while rest >= 128 {
+            bytes.append(UInt8(rest % 128 + 128))
+            rest /= 128
+        }
+        bytes.append(UInt8(rest))
+        return bytes
     }
 
     private static func bigEndian(_ value: UInt32) -> [UInt8] {

@@ -121,4 +121,9 @@ public enum GatewayMetrics {
     public static func http2ConnectionError(kind: String) {
         Counter(label: "authgate_http2_connection_errors_total", dimensions: [("kind", kind)]).increment()
     }
+
+    /// An HTTP/2 stream refused for exceeding `server.http2.max_concurrent_streams` on its connection.
+    public static func http2StreamRefused() {
+        Counter(label: "authgate_http2_streams_refused_total").increment()
+    }
 }

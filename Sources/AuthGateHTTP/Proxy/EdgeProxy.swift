@@ -50,8 +50,12 @@ public final class EdgeProxy: Sendable {
 
     /// The decision for a head when there may be no proxy (no routes): what every request meets.
     /// `facts` are the head's header facts, read once by the caller.
-    /// `peerAddress` is the TCP peer's address text, made once per connection.
-    static func decide(_ head: HTTPRequestHead, facts: RequestHeadFacts, peerAddress: String?, proxy: EdgeProxy?, now: Date) -> ProxyDecision {
+    /// `peerAddress` is the TCP peer's address text, made once per connection. `headerListLimit`
+    /// is `server.http2.max_header_list_size` for an HTTP/2 stream (enforced here whether or not
+    /// the client has acknowledged the setting), nil for HTTP/1.1, whose decoder has its own.
+    static func decide(
+        _ head: HTTPRequestHead, facts: RequestHeadFacts, peerAddress: String?, proxy: EdgeProxy?, now: Date, headerListLimit: Int? = nil
+    ) -> ProxyDecision {
         var context = ProxyRequestContext(
             method: head.method, path: "", version: head.version,
             requestID: RequestLogMiddleware.acceptableRequestID(facts.requestID) ?? RequestLogMiddleware.newRequestID(),
@@ -60,6 +64,13 @@ public final class EdgeProxy: Sendable {
         )
         func badRequest(_ reason: String, _ message: String) -> ProxyDecision {
             .refuse(ProxyRefusal(.badRequest, code: "validation_failed", message: message, reason: reason, closesConnection: true, context: context))
+        }
+        if let headerListLimit, facts.listSize > headerListLimit {
+            return .refuse(
+                ProxyRefusal(
+                    .requestHeaderFieldsTooLarge, code: "request_header_fields_too_large", message: "Request header fields too large",
+                    reason: "header_list_too_large", closesConnection: true, context: context)
+            )
         }
         let target: RequestTarget
         do {

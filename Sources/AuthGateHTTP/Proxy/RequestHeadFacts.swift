@@ -20,9 +20,13 @@ struct RequestHeadFacts {
     var authorization: String?
     var requestID: String?
     var apiVersion: String?
+    /// The header list's size as HTTP/2 counts it (RFC 9113, 6.5.2): each line's name and value
+    /// bytes plus 32.
+    var listSize = 0
 
     init(_ headers: HTTPHeaders) {
         for (name, value) in headers {
+            listSize &+= name.utf8.count &+ value.utf8.count &+ 32
             switch name.utf8.count {
             case 4 where Self.is(name, "host"):
                 hostCount += 1

@@ -51,6 +51,10 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
     let drainTimeout: TimeAmount
     /// Spans for proxied requests (`tracing.enabled`).
     let tracing: Bool
+    /// Set on an HTTP/2 stream only: the largest header list a request may have (``EdgeProxy``'s 431).
+    let headerListLimit: Int?
+    /// This handler serves one HTTP/2 stream (a request of its own), not an HTTP/1.1 connection.
+    var isHTTP2Stream: Bool { headerListLimit != nil }
 
     var mode = Mode.idle
     /// The request the gateway serves itself (mode `exchange`).
@@ -77,8 +81,10 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
     private var cachedPeerAddress: String?
 
     init(
-        proxy: EdgeProxy?, connectionGuard: ClientConnectionGuard?, logger: Logger, drainTimeout: TimeAmount, tracing: Bool, eventLoop: any EventLoop
+        proxy: EdgeProxy?, connectionGuard: ClientConnectionGuard?, logger: Logger, drainTimeout: TimeAmount, tracing: Bool, eventLoop: any EventLoop,
+        headerListLimit: Int? = nil
     ) {
+        self.headerListLimit = headerListLimit
         self.proxy = proxy
         self.connections = proxy?.connections.connections(on: eventLoop)
         self.connectionGuard = connectionGuard
@@ -218,7 +224,8 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
             connectionGuard?.requestHeadReceived()
             let facts = RequestHeadFacts(head.headers)
             if facts.isUpgrade { closeAfterResponse = true }
-            let decision = EdgeProxy.decide(head, facts: facts, peerAddress: peerAddress(context), proxy: proxy, now: Date())
+            let decision = EdgeProxy.decide(
+                head, facts: facts, peerAddress: peerAddress(context), proxy: proxy, now: Date(), headerListLimit: headerListLimit)
             if case .application = decision {} else if !facts.hasBody { skipsClientEnd = true }
             decided(decision)
         case .application:
@@ -370,7 +377,11 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
         pending.removeAll()
         let channel = context.channel
         context.flush()
-        channel.close(mode: .output).whenFailure { _ in channel.close(promise: nil) }
+        // An HTTP/2 stream has no half-close to make: the answer's END_STREAM ends our side, and
+        // the stream closes itself once the client's side has ended too. Closing it now could
+        // drop the answer's last frames behind an RST_STREAM; the linger bounds a client that
+        // never ends its side.
+        if !isHTTP2Stream { channel.close(mode: .output).whenFailure { _ in channel.close(promise: nil) } }
         context.eventLoop.scheduleTask(in: Self.lingerTimeout) { channel.close(promise: nil) }
         readHeld = false
         context.read()

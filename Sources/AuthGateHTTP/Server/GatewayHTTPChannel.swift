@@ -137,10 +137,13 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
         ]
         let multiplexer = try channel.pipeline.syncOperations.configureAsyncHTTP2Pipeline(
             mode: .server, streamDelegate: management.http2StreamDelegate, configuration: configuration
-        ) { stream in
+        ) { [limit = NIOLoopBound(HTTP2StreamLimit(limit: http2.maxConcurrentStreams), eventLoop: channel.eventLoop)] stream in
             stream.eventLoop.makeCompletedFuture {
+                // A refused stream still yields its channel, closed at once: the loop over the
+                // connection's streams must not end on it.
+                _ = try limit.value.admit(stream)
                 try stream.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTP1ServerCodec())
-                return try addRequestHandlers(stream, connectionGuard: nil)
+                return try addRequestHandlers(stream, connectionGuard: nil, headerListLimit: http2.maxHeaderListSize)
             }
         }
         try channel.pipeline.syncOperations.addHandler(management)
@@ -149,12 +152,14 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     }
 
     /// What every request stream ends with: the gateway's decision, Hummingbird's types.
-    private func addRequestHandlers(_ channel: any Channel, connectionGuard: ClientConnectionGuard?) throws -> RequestChannel {
+    private func addRequestHandlers(_ channel: any Channel, connectionGuard: ClientConnectionGuard?, headerListLimit: Int? = nil) throws
+        -> RequestChannel
+    {
         let pipeline = channel.pipeline.syncOperations
         try pipeline.addHandler(
             GatewayConnectionHandler(
                 proxy: proxy, connectionGuard: connectionGuard, logger: self.logger, drainTimeout: drainTimeout, tracing: tracing,
-                eventLoop: channel.eventLoop
+                eventLoop: channel.eventLoop, headerListLimit: headerListLimit
             )
         )
         try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: tls != nil))
