@@ -11,7 +11,8 @@
 - the Dockerfile's build stage runs `make release` (the command a release build uses), the
   runtime stage runs as a non-root user with a health check on /readyz;
 - docker compose: Redis with append-only persistence, two gateways, an upstream;
-- the systemd unit reloads with SIGHUP, stops with SIGTERM, and carries the hardening options.
+- the systemd unit reloads with SIGHUP, stops with SIGTERM, and carries the hardening options;
+- with server.tls in the Kubernetes configuration, the probes use HTTPS.
 Exits 1 listing every problem.
 """
 import os
@@ -69,6 +70,11 @@ if "Deployment" in kinds:
         problem(path, "the pod must run as non-root")
     if "ConfigMap" in kinds:
         config = yaml.safe_load(kinds["ConfigMap"][1]["data"]["authgate.yaml"])
+        if config.get("server", {}).get("tls"):
+            for container in spec["containers"]:
+                for probe in ["readinessProbe", "livenessProbe"]:
+                    if container.get(probe, {}).get("httpGet", {}).get("scheme") != "HTTPS":
+                        problem(path, f"server.tls is set: the {probe} of {container['name']} must use scheme HTTPS")
         timeout = config.get("server", {}).get("shutdown_timeout", "30s")
         seconds = int(re.fullmatch(r"(\d+)s", timeout).group(1)) if re.fullmatch(r"(\d+)s", timeout) else 30
         if spec.get("terminationGracePeriodSeconds", 30) <= seconds:
@@ -127,15 +133,23 @@ for line in ["ExecReload=/bin/kill -HUP $MAINPID", "KillSignal=SIGTERM", "NoNewP
 
 # The example configurations, checked by the gateway itself when it is built.
 binary = os.path.join(ROOT, ".build", "debug", "authgate")
-examples = ["deploy/compose/authgate.yaml", "config/authgate.yaml", "config/production.example.yaml"]
+examples = ["deploy/compose/authgate.yaml", "deploy/compose/authgate-tls.yaml", "config/authgate.yaml", "config/production.example.yaml"]
+if "ConfigMap" in kinds:
+    # The Kubernetes configuration, as the pods read it.
+    import tempfile
+    configmap_copy = os.path.join(tempfile.mkdtemp(prefix="authgate-deploy-check-"), "authgate.yaml")
+    with open(configmap_copy, "w", encoding="utf-8") as handle:
+        handle.write(kinds["ConfigMap"][1]["data"]["authgate.yaml"])
+    examples.append(configmap_copy)
 if not os.path.exists(binary):
     problem(binary, "not built, so the example configurations cannot be checked: run `make build` first")
 else:
     for example in examples:
         result = subprocess.run([binary, "check-config", "--config", os.path.join(ROOT, example)], capture_output=True, text=True)
-        # Files that exist only where the gateway is deployed (keys, passwords) may be missing here.
+        # Files that exist only where the gateway is deployed (keys, passwords, certificates) may
+        # be missing here; nothing else may be wrong.
         lines = [line for line in result.stderr.splitlines() if line.strip().startswith("- ")]
-        tolerated = lines and all("cannot read" in line and (".file" in line or "password_file" in line) for line in lines)
+        tolerated = lines and all("cannot read" in line and re.search(r"(\.|_)file: ", line) for line in lines)
         if result.returncode != 0 and not tolerated:
             problem(os.path.join(ROOT, example), f"authgate check-config refuses it: {result.stderr.strip() or result.stdout.strip()}")
 
