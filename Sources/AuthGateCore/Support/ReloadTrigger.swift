@@ -39,13 +39,17 @@ public enum ReloadTrigger {
         }
     }
 
-    /// Modification times and sizes of `paths`.
+    /// Where each of `paths` leads (every symbolic link resolved), with that file's modification
+    /// time and size. Resolving matters: a Kubernetes Secret volume replaces its files by
+    /// re-pointing a `..data` link, so the link the configuration names keeps its own time and
+    /// size while the file it leads to changes (`attributesOfItem` does not follow links).
     static func fingerprint(_ paths: [String]) -> [String] {
         paths.map { path in
-            let attributes = try? FileManager.default.attributesOfItem(atPath: path)
+            let target = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+            let attributes = try? FileManager.default.attributesOfItem(atPath: target)
             let modified = (attributes?[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0
             let size = (attributes?[.size] as? Int) ?? -1
-            return "\(path):\(modified):\(size)"
+            return "\(path)->\(target):\(modified):\(size)"
         }
     }
 }
