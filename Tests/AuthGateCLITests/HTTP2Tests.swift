@@ -180,6 +180,34 @@ struct HTTP2Tests {
         await upstream.stop()
     }
 
+    @Test("graceful shutdown closes an idle HTTP/2 connection whose client does not read, instead of draining for shutdown_timeout")
+    func shutdownWithIdleConnection() async throws {
+        let upstream = try await EchoUpstream.start()
+        let files = try GatewayFiles("http2-shutdown")
+        defer { files.remove() }
+        let server = try await start(files, upstream: upstream, tls: nil, http2: ", shutdown_timeout: 60s")
+        // One request answered, then the client goes quiet: it will never answer the PING that
+        // NIO's connection manager sends with its GOAWAY.
+        let connection = try RawConnection(port: server.port)
+        connection.send(bytes: HTTP2Frames.preface + HTTP2Frames.settings + HTTP2Frames.get(stream: 1, path: "/auth/v1/health"))
+        var received: [UInt8] = []
+        while !HTTP2Frames.parse(received).contains(where: { $0.stream == 1 && $0.flags & 0x1 != 0 }) {
+            let chunk = await connection.receive()
+            try #require(!chunk.isEmpty, "no answer to the request")
+            received += chunk
+        }
+        let clock = ContinuousClock()
+        let started = clock.now
+        let status = await server.stop()
+        let took = clock.now - started
+        #expect(status == 0)
+        // The drain would otherwise have lasted the 60 s shutdown_timeout.
+        #expect(took < .seconds(20), "serve took \(took) to stop with an idle HTTP/2 connection open")
+        let rest = await connection.receiveUntilClosed()
+        #expect(HTTP2Frames.parse(rest.bytes).contains { $0.type == HTTP2Frames.FrameType.goAway.rawValue }, "no GOAWAY before the close")
+        await upstream.stop()
+    }
+
     @Test("rapid reset, CONTINUATION and SETTINGS floods end in a GOAWAY and a closed connection; memory stays bounded and others are served")
     func floods() async throws {
         let upstream = try await EchoUpstream.start()

@@ -11,6 +11,7 @@ import os
 import secrets
 import shutil
 import socket
+import ssl
 import subprocess
 import tempfile
 import threading
@@ -99,7 +100,7 @@ class Providers:
 class Gateway:
     """A running `authgate serve` and what tests need to reach it."""
 
-    def __init__(self, providers: Providers, reuse_interval: str):
+    def __init__(self, providers: Providers, reuse_interval: str, tls: bool = False):
         redis_url = os.environ.get("AUTHGATE_TEST_REDIS_URL")
         if not redis_url:
             raise RuntimeError("AUTHGATE_TEST_REDIS_URL is not set: run the suite through `make test`")
@@ -108,10 +109,17 @@ class Gateway:
         self.directory = Path(tempfile.mkdtemp(prefix="authgate-e2e-"))
         subprocess.run([str(BINARY), "keys", "generate", "--out", str(self.directory / "key.pem"), "--kid", "e2e-key"], check=True, capture_output=True)
         self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
+        server = {"host": "127.0.0.1", "port": self.port}
+        self.ca_file = None
+        if tls:
+            # A local CA and a certificate for localhost, made with openssl for this run.
+            self.ca_file = str(self.directory / "ca.pem")
+            make_certificates(self.directory)
+            server["tls"] = {"certificate_chain_file": "server.pem", "private_key_file": "server.key"}
+        self.base = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         self.url = f"{self.base}/auth/v1"
         config = {
-            "server": {"host": "127.0.0.1", "port": self.port},
+            "server": server,
             "store": {"kind": "redis", "redis": {"url": redis_url, "key_prefix": f"e2e-{secrets.token_hex(4)}:"}},
             "tokens": {"signing_keys": [{"kid": "e2e-key", "file": "key.pem"}], "refresh": {"reuse_interval": reuse_interval}},
             "providers": {
@@ -133,7 +141,7 @@ class Gateway:
             if self.process.poll() is not None:
                 raise RuntimeError("authgate serve exited:\n" + (self.directory / "authgate.log").read_text())
             try:
-                with urllib.request.urlopen(f"{self.base}/readyz", timeout=1) as response:
+                with urllib.request.urlopen(f"{self.base}/readyz", timeout=1, context=self.ssl_context()) as response:
                     if response.status == 200 and json.load(response)["status"] == "ready":
                         break
             except OSError:
@@ -142,11 +150,35 @@ class Gateway:
         else:
             raise RuntimeError("authgate serve did not become ready:\n" + (self.directory / "authgate.log").read_text())
 
+    def ssl_context(self, minimum=None, maximum=None):
+        """A client context trusting this gateway's CA (None for a plain gateway)."""
+        if self.ca_file is None:
+            return None
+        context = ssl.create_default_context(cafile=self.ca_file)
+        if minimum is not None:
+            context.minimum_version = minimum
+        if maximum is not None:
+            context.maximum_version = maximum
+        return context
+
     def close(self):
         self.process.terminate()
         self.process.wait(timeout=30)
         self.log.close()
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def make_certificates(directory: Path):
+    """ca.pem (a throwaway CA) and server.pem/server.key for localhost and 127.0.0.1, in `directory`."""
+    def openssl(*arguments):
+        subprocess.run(["openssl", *arguments], check=True, capture_output=True, cwd=directory)
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
+            "-days", "2", "-subj", "/CN=AuthGate e2e CA")
+    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "server.key", "-out", "server.csr",
+            "-subj", "/CN=localhost")
+    (directory / "server.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.pem", "-days", "2",
+            "-extfile", "server.ext")
 
 
 @pytest.fixture(scope="session")
@@ -159,5 +191,12 @@ def providers():
 @pytest.fixture(scope="session")
 def gateway(providers):
     instance = Gateway(providers, reuse_interval="2s")
+    yield instance
+    instance.close()
+
+
+@pytest.fixture(scope="session")
+def tls_gateway(providers):
+    instance = Gateway(providers, reuse_interval="2s", tls=True)
     yield instance
     instance.close()

@@ -130,6 +130,7 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
             eventLoop: channel.eventLoop,
             configuration: .init(maxIdleTime: timeouts.keepAlive, maxAge: nil, maxGraceTime: drainTimeout, keepalive: nil)
         )
+        let streams = HTTP2StreamLimit(limit: http2.maxConcurrentStreams)
         var configuration = NIOHTTP2Handler.Configuration()
         configuration.connection.initialSettings = [
             HTTP2Setting(parameter: .maxConcurrentStreams, value: http2.maxConcurrentStreams),
@@ -137,7 +138,7 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
         ]
         let multiplexer = try channel.pipeline.syncOperations.configureAsyncHTTP2Pipeline(
             mode: .server, streamDelegate: management.http2StreamDelegate, configuration: configuration
-        ) { [limit = NIOLoopBound(HTTP2StreamLimit(limit: http2.maxConcurrentStreams), eventLoop: channel.eventLoop)] stream in
+        ) { [limit = NIOLoopBound(streams, eventLoop: channel.eventLoop)] stream in
             stream.eventLoop.makeCompletedFuture {
                 // A refused stream still yields its channel, closed at once: the loop over the
                 // connection's streams must not end on it.
@@ -147,7 +148,7 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
             }
         }
         try channel.pipeline.syncOperations.addHandler(management)
-        try channel.pipeline.syncOperations.addHandler(HTTP2ConnectionErrorHandler(logger: self.logger))
+        try channel.pipeline.syncOperations.addHandler(HTTP2ConnectionCloser(streams: streams, logger: self.logger))
         return multiplexer
     }
 

@@ -12,6 +12,7 @@ import NIOHTTP2
 final class HTTP2StreamLimit {
     private let limit: Int
     private var open = 0
+    private var idleAction: (() -> Void)?
 
     init(limit: Int) {
         self.limit = limit
@@ -26,8 +27,25 @@ final class HTTP2StreamLimit {
         }
         open += 1
         let loopBoundSelf = NIOLoopBound(self, eventLoop: stream.eventLoop)
-        stream.closeFuture.assumeIsolated().whenComplete { _ in loopBoundSelf.value.open -= 1 }
+        stream.closeFuture.assumeIsolated().whenComplete { _ in loopBoundSelf.value.streamClosed() }
         return true
+    }
+
+    /// Runs `action` once no stream is open: now, or when the last open one closes.
+    func whenIdle(_ action: @escaping () -> Void) {
+        if open == 0 {
+            action()
+        } else {
+            idleAction = action
+        }
+    }
+
+    private func streamClosed() {
+        open -= 1
+        if open == 0, let action = idleAction {
+            idleAction = nil
+            action()
+        }
     }
 
     /// Resets its stream with REFUSED_STREAM as soon as it is active, and drops what it receives.

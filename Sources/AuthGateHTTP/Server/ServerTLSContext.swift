@@ -1,4 +1,5 @@
 public import AuthGateCore
+import NIOCore
 public import NIOSSL
 import Synchronization
 
@@ -86,6 +87,9 @@ public final class ServerTLSContext: Sendable {
         var tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
         tls.minimumTLSVersion = configuration.minimumVersion == .tls13 ? .tlsv13 : .tlsv12
         tls.applicationProtocols = applicationProtocols
+        // A closing connection waits this long for the client's close_notify: an idle client that
+        // is not reading never sends it, and the drain at shutdown would wait out NIOSSL's 5 s.
+        tls.shutdownTimeout = .seconds(1)
         if let clientCA = configuration.clientCAFile {
             tls.certificateVerification = .noHostnameVerification
             tls.trustRoots = .file(clientCA)
