@@ -180,6 +180,95 @@ struct HTTP2Tests {
         await upstream.stop()
     }
 
+    @Test(
+        "HTTP/2 requests that would smuggle a second request when turned into HTTP/1.1 never reach the upstream",
+        arguments: [
+            ("a CR LF in a header value", HTTP2Frames.literal(name: "x-note", value: "a\r\nhost: evil.example"), [UInt8]()),
+            ("a NUL in a header value", HTTP2Frames.literal(name: "x-note", value: "a\u{0}b"), []),
+            (
+                "transfer-encoding, which HTTP/2 forbids", HTTP2Frames.literal(name: "transfer-encoding", value: "chunked"),
+                Array("5\r\nhello\r\n0\r\n\r\n".utf8)
+            ),
+            ("an upper-case header name", HTTP2Frames.literal(name: "X-Note", value: "a"), []),
+            ("a connection header", HTTP2Frames.literal(name: "connection", value: "keep-alive"), []),
+            ("content-length shorter than the body", HTTP2Frames.literal(name: "content-length", value: "2"), Array("hello, upstream".utf8))
+        ] as [(String, [UInt8], [UInt8])]
+    )
+    func smuggling(name: String, header: [UInt8], body: [UInt8]) async throws {
+        let upstream = try await EchoUpstream.start()
+        let files = try GatewayFiles("http2-smuggling")
+        defer { files.remove() }
+        let server = try await start(files, upstream: upstream, tls: nil)
+        do {
+            let block = HTTP2Frames.requestHeaderBlock(method: 0x83, path: "/echo/x") + header
+            var bytes = HTTP2Frames.preface + HTTP2Frames.settings
+            bytes += HTTP2Frames.frame(.headers, flags: 0x4 | (body.isEmpty ? 0x1 : 0), stream: 1, payload: block)
+            if !body.isEmpty { bytes += HTTP2Frames.frame(.data, flags: 0x1, stream: 1, payload: body) }
+            let answered = try await HTTP2Frames.exchange(port: server.port, sending: bytes) { frames in
+                frames.contains {
+                    ($0.stream == 1 && ($0.flags & 0x1 != 0 || $0.type == HTTP2Frames.FrameType.rstStream.rawValue))
+                        || $0.type == HTTP2Frames.FrameType.goAway.rawValue
+                }
+            }
+            #expect(answered.done, "\(name): no answer")
+            let refused = answered.frames.contains {
+                ($0.stream == 1 && $0.type == HTTP2Frames.FrameType.rstStream.rawValue) || $0.type == HTTP2Frames.FrameType.goAway.rawValue
+                    || ($0.stream == 1 && $0.type == HTTP2Frames.FrameType.headers.rawValue && $0.payload.first != 0x88)
+            }
+            #expect(refused, "\(name) was answered 200: \(answered.frames.map { ($0.type, $0.stream) })")
+            #expect(upstream.requestCount == 0, "\(name) reached the upstream")
+            // The gateway still serves a well-formed request on a new connection.
+            let health = try await curl(["--http2-prior-knowledge"], "http://127.0.0.1:\(server.port)/auth/v1/health")
+            #expect(health.status == "200")
+        } catch {
+            _ = await server.stop()
+            await upstream.stop()
+            throw error
+        }
+        _ = await server.stop()
+        await upstream.stop()
+    }
+
+    @Test("proxied HTTP/2 requests reuse the kept-alive upstream connections as HTTP/1.1 requests do")
+    func upstreamConnectionsReused() async throws {
+        let recording = try await RecordingUpstream.start()
+        let files = try GatewayFiles("http2-reuse")
+        defer { files.remove() }
+        try files.writeConfig(
+            """
+            server: { host: 127.0.0.1 }
+            tokens: { signing_keys: [ { kid: k1, file: k1.pem } ] }
+            routes:
+              - { name: recorded, path_prefix: /r/, upstreams: ["\(recording.url)"], auth: public }
+            logging: { level: warning }
+            """)
+        let server = try await AuthGateServer.start(arguments: ["--config", files.config.path])
+        do {
+            // Fifty requests on one connection, each sent once the one before has been answered.
+            let connection = try RawConnection(port: server.port)
+            connection.send(bytes: HTTP2Frames.preface + HTTP2Frames.settings)
+            var received: [UInt8] = []
+            for stream in (0..<50).map({ UInt32(2 * $0 + 1) }) {
+                connection.send(bytes: HTTP2Frames.get(stream: stream, path: "/r/\(stream)"))
+                while !HTTP2Frames.parse(received).contains(where: { $0.stream == stream && $0.flags & 0x1 != 0 }) {
+                    let chunk = await connection.receive()
+                    try #require(!chunk.isEmpty, "stream \(stream) was not answered")
+                    received += chunk
+                }
+            }
+            #expect(recording.requests.count == 50)
+            // Before the fix every stream's end closed the stream before its upstream connection
+            // went back, and the next request made a new one: fifty connections.
+            #expect(recording.acceptedConnections <= 8, "\(recording.acceptedConnections) upstream connections for 50 requests")
+        } catch {
+            _ = await server.stop()
+            await recording.stop()
+            throw error
+        }
+        _ = await server.stop()
+        await recording.stop()
+    }
+
     @Test("graceful shutdown closes an idle HTTP/2 connection whose client does not read, instead of draining for shutdown_timeout")
     func shutdownWithIdleConnection() async throws {
         let upstream = try await EchoUpstream.start()

@@ -34,14 +34,19 @@ public final class RecordingUpstream: Sendable {
     /// Upstream connections open now.
     public var openConnections: Int { openCount.withLockedValue { $0 } }
     private let openCount: NIOLockedValueBox<Int>
+    /// Upstream connections accepted since the start.
+    public var acceptedConnections: Int { acceptedCount.withLockedValue { $0 } }
+    private let acceptedCount: NIOLockedValueBox<Int>
 
     public static func start(answersEarly: Bool = false) async throws -> RecordingUpstream {
         let recorded = NIOLockedValueBox<[Request]>([])
         let openCount = NIOLockedValueBox(0)
+        let acceptedCount = NIOLockedValueBox(0)
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 openCount.withLockedValue { $0 += 1 }
+                acceptedCount.withLockedValue { $0 += 1 }
                 channel.closeFuture.whenComplete { _ in openCount.withLockedValue { $0 -= 1 } }
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
@@ -49,10 +54,13 @@ public final class RecordingUpstream: Sendable {
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
-        return RecordingUpstream(channel: channel, recorded: recorded, openCount: openCount)
+        return RecordingUpstream(channel: channel, recorded: recorded, openCount: openCount, acceptedCount: acceptedCount)
     }
 
-    private init(channel: any Channel, recorded: NIOLockedValueBox<[Request]>, openCount: NIOLockedValueBox<Int>) {
+    private init(
+        channel: any Channel, recorded: NIOLockedValueBox<[Request]>, openCount: NIOLockedValueBox<Int>, acceptedCount: NIOLockedValueBox<Int>
+    ) {
+        self.acceptedCount = acceptedCount
         self.channel = channel
         self.recorded = recorded
         self.openCount = openCount

@@ -59,7 +59,9 @@ public final class EdgeProxy: Sendable {
         var context = ProxyRequestContext(
             method: head.method, path: "", version: head.version,
             requestID: RequestLogMiddleware.acceptableRequestID(facts.requestID) ?? RequestLogMiddleware.newRequestID(),
-            routeName: nil, routeIndex: nil, userID: nil, apiVersion: facts.apiVersion, keepAlive: head.isKeepAlive && !facts.isUpgrade,
+            // An HTTP/2 stream ends with its response; the connection goes on (no Connection header in HTTP/2).
+            routeName: nil, routeIndex: nil, userID: nil, apiVersion: facts.apiVersion,
+            keepAlive: (head.version.major >= 2 || head.isKeepAlive) && !facts.isUpgrade,
             hasBody: facts.hasBody
         )
         func badRequest(_ reason: String, _ message: String) -> ProxyDecision {

@@ -170,7 +170,7 @@ extension GatewayConnectionHandler: UpstreamExchangeDelegate {
             var headers = ProxyHeaders.clientHeaders(from: head.headers, requestID: exchange.context.requestID)
             if !exchange.machine.clientKeepAlive || closeAfterResponse {
                 headers.add(name: "Connection", value: "close")
-            } else if exchange.context.version.minor == 0 {
+            } else if exchange.context.version.major == 1, exchange.context.version.minor == 0 {
                 headers.add(name: "Connection", value: "keep-alive")
             }
             context.write(
@@ -178,12 +178,15 @@ extension GatewayConnectionHandler: UpstreamExchangeDelegate {
         case .writeResponseBody(let buffer):
             context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
         case .finishResponse(let reusable, let next):
-            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-            if let plan = exchange.plan { proxy?.markHealthy(plan) }
+            // The upstream connection goes back first: on an HTTP/2 stream the client's end closes
+            // the stream at once (both sides have ended), and a close seen while the connection
+            // was still held would discard it (a new upstream connection for every request).
             if let connection = exchange.connection {
                 exchange.connection = nil
                 giveBack(connection, reusable: reusable)
             }
+            if let plan = exchange.plan { proxy?.markHealthy(plan) }
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
             finishResponse(then: next)
         case .respond(let failure, let next):
             if let connection = exchange.connection {
