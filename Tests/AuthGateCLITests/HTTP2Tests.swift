@@ -305,6 +305,7 @@ struct HTTP2Tests {
         let server = try await start(files, upstream: upstream, tls: nil)
         do {
             let before = try server.peakResidentBytes()
+            let cpuBefore = try server.cpuTicks()
             let opening = HTTP2Frames.preface + HTTP2Frames.settings
 
             // Rapid reset (CVE-2023-44487): open a stream and cancel it at once, 20,000 times.
@@ -334,6 +335,10 @@ struct HTTP2Tests {
             #expect(flooded.closed, "the connection stayed open through 100,000 SETTINGS frames")
 
             let after = try server.peakResidentBytes()
+            // 170,000 abusive frames; each flood is cut off early, so the gateway's CPU stays
+            // bounded (well under a second here; 10 s of CPU, 1,000 ticks at 100 Hz, is the bound).
+            let cpu = try server.cpuTicks() - cpuBefore
+            #expect(cpu < 1_000, "the floods cost the gateway \(cpu) CPU ticks")
             #expect(after - before < 64 << 20, "peak memory grew by \((after - before) >> 20) MiB during the floods")
             let health = try await curl(["--http2-prior-knowledge"], "http://127.0.0.1:\(server.port)/auth/v1/health")
             #expect(health.version == "2" && health.status == "200", "not served after the floods: \(health)")

@@ -125,6 +125,18 @@ public final class AuthGateServer: Sendable {
         return kilobytes * 1024
     }
 
+    /// The CPU time the server has used so far (user and system, from `/proc/<pid>/stat`), in clock ticks.
+    public func cpuTicks() throws -> Int {
+        let stat = try String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8)
+        // Fields after the command name, which is in parentheses and may hold spaces.
+        guard let close = stat.lastIndex(of: ")") else { throw TestSupportError("unreadable /proc/\(process.processIdentifier)/stat") }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 12, let user = Int(fields[11]), let system = Int(fields[12]) else {
+            throw TestSupportError("unreadable /proc/\(process.processIdentifier)/stat")
+        }
+        return user + system
+    }
+
     /// Whether the process is still running (a crash ends it).
     public var isRunning: Bool { process.isRunning }
 
