@@ -191,6 +191,19 @@ extension AuthGateConfiguration {
             (Node("max_body"), Node(ConfigurationValueParsers.format(bytes: route.maxBody)))
         ]
         if route.upstreams.contains(where: { $0.scheme == "https" }) { pairs.append((Node("tls"), rendered(route.tls))) }
+        if let cors = route.cors {
+            pairs.append(
+                (
+                    Node("cors"),
+                    Node([
+                        (Node("allowed_origins"), Node(cors.allowedOrigins.map { Node($0) })),
+                        (Node("allowed_headers"), Node(cors.allowedHeaders.map { Node($0) })),
+                        (Node("expose_headers"), Node(cors.exposeHeaders.map { Node($0) })),
+                        (Node("allow_credentials"), Node(String(cors.allowCredentials))),
+                        (Node("max_age"), Node(format(cors.maxAge)))
+                    ])
+                ))
+        }
         return Node(pairs)
     }
 

@@ -87,6 +87,9 @@ public struct RouteConfiguration: Sendable, Hashable {
     public var idleTimeout: Duration
     /// Largest request body accepted.
     public var maxBody: Int
+    /// CORS answered by the gateway for browser apps calling this API; nil: requests and answers
+    /// pass as they are (the upstream's own CORS headers included).
+    public var cors: RouteCORSConfiguration?
     /// For `https://` upstreams: the CAs to trust (the system's roots by default), the expected
     /// server name, and the client certificate for mutual TLS.
     public var tls: TLSClientConfiguration
@@ -149,6 +152,7 @@ public struct RouteConfiguration: Sendable, Hashable {
         connectTimeout = section.duration("connect_timeout", default: .seconds(5), minimum: .milliseconds(1))
         idleTimeout = section.duration("idle_timeout", default: .seconds(60), minimum: .milliseconds(1))
         maxBody = section.byteSize("max_body", default: 10 << 20)
+        cors = section.contains("cors") ? RouteCORSConfiguration.read(section.section("cors"), routeMethods: methods) : nil
         tls = TLSClientConfiguration()
         if section.contains("tls") {
             tls = TLSClientConfiguration.read(section.section("tls"))

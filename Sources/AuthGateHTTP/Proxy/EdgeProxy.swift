@@ -99,6 +99,14 @@ public final class EdgeProxy: Sendable {
         } else {
             host = nil
         }
+        /// A CORS preflight asks about another method: a route with `cors` limited to that method
+        /// answers it (its `methods` need not list OPTIONS).
+        func preflightRoute() -> RouteTable.Route? {
+            guard head.method == .OPTIONS, facts.origin != nil, let requested = facts.corsRequestMethod,
+                let route = proxy?.route(host: host, path: target.path, method: requested.uppercased()), route.configuration.cors != nil
+            else { return nil }
+            return route
+        }
         if head.method == .CONNECT {
             return .refuse(
                 ProxyRefusal(
@@ -106,13 +114,25 @@ public final class EdgeProxy: Sendable {
                     closesConnection: true, context: context)
             )
         }
-        guard let proxy, let route = proxy.route(host: host, path: target.path, method: head.method.rawValue) else {
+        guard let proxy, let route = proxy.route(host: host, path: target.path, method: head.method.rawValue) ?? preflightRoute() else {
             var application = head
             if application.uri != target.uri { application.uri = target.uri }
             if let authority = target.authority { application.headers.replaceOrAdd(name: "Host", value: authority) }
             return .application(application)
         }
         return proxy.decide(head, facts: facts, target: target, route: route, context: context, peerAddress: peerAddress, now: now)
+    }
+
+    /// The CORS headers of every answer to an allowed origin (`allowedOrigin`: the value of
+    /// `Access-Control-Allow-Origin`); none for another origin, but `Vary: Origin` whenever the
+    /// answer depends on it, so that no cache hands one origin's answer to another.
+    static func corsHeaders(_ cors: RouteCORSConfiguration, allowedOrigin: String?) -> [(String, String)] {
+        var headers: [(String, String)] = cors.allowedOrigins == ["*"] ? [] : [("Vary", "Origin")]
+        guard let allowedOrigin else { return headers }
+        headers.append(("Access-Control-Allow-Origin", allowedOrigin))
+        if cors.allowCredentials { headers.append(("Access-Control-Allow-Credentials", "true")) }
+        if !cors.exposeHeaders.isEmpty { headers.append(("Access-Control-Expose-Headers", cors.exposeHeaders.joined(separator: ", "))) }
+        return headers
     }
 
     /// The decision for a request that matched `route`.
@@ -125,6 +145,26 @@ public final class EdgeProxy: Sendable {
         context.routeName = route.configuration.name
         context.routeIndex = route.index
         let configuration = route.configuration
+        if let cors = configuration.cors {
+            let allowed = facts.origin.flatMap(cors.allowedOriginValue(for:))
+            context.cors = Self.corsHeaders(cors, allowedOrigin: allowed)
+            if head.method == .OPTIONS, facts.origin != nil, facts.corsRequestMethod != nil {
+                // A preflight: answered here, before any token is asked for (browsers send none).
+                var headers = context.cors ?? []
+                if allowed != nil {
+                    headers += [
+                        ("Access-Control-Allow-Methods", cors.allowedMethods.joined(separator: ", ")),
+                        ("Access-Control-Allow-Headers", cors.allowedHeaders.joined(separator: ", ")),
+                        ("Access-Control-Max-Age", String(cors.maxAge.components.seconds))
+                    ]
+                }
+                return .refuse(
+                    ProxyRefusal(
+                        .noContent, code: "", message: "", reason: allowed == nil ? "cors_origin_not_allowed" : "cors_preflight",
+                        headers: headers, context: context)
+                )
+            }
+        }
         if let length = facts.contentLength.flatMap(Int.init), length > configuration.maxBody {
             return .refuse(
                 ProxyRefusal(

@@ -67,6 +67,9 @@ public struct ProxyRequestContext: Sendable {
     public let keepAlive: Bool
     /// Body parts follow the head.
     public let hasBody: Bool
+    /// On a route with `cors`, the CORS headers every answer to this request carries (empty for
+    /// an origin that is not allowed, or no `Origin`); nil on a route without `cors`.
+    public var cors: [(String, String)]? = nil
 }
 
 /// A request to forward: everything the exchange needs, computed once.

@@ -212,6 +212,12 @@ public enum ProxyHeaders {
         return fields
     }
 
+    /// Removes every `Access-Control-*` header (and `Vary: Origin` is re-added by the route's CORS).
+    static func removeCORSHeaders(_ headers: inout HTTPHeaders) {
+        let names = Set(headers.map { $0.name.lowercased() }.filter { $0.hasPrefix("access-control-") })
+        for name in names { headers.remove(name: name) }
+    }
+
     /// RFC 7239 node: IPv6 addresses are quoted and bracketed.
     static func forwardedNode(_ address: String) -> String {
         address.contains(":") ? "\"[\(address)]\"" : address

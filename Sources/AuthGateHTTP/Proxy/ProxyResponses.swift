@@ -8,13 +8,20 @@ import NIOHTTP1
 enum ProxyResponses {
     /// The head and body answering `refusal`.
     static func render(_ refusal: ProxyRefusal, closes: Bool) -> (HTTPResponseHead, ByteBuffer) {
+        if refusal.status == .noContent {
+            // A CORS preflight's answer: its headers, no body (and no Content-Length, RFC 9110 8.6).
+            var headers = HTTPHeaders(refusal.headers)
+            headers.add(name: "X-Request-Id", value: refusal.context.requestID)
+            if closes { headers.add(name: "Connection", value: "close") }
+            return (HTTPResponseHead(version: responseVersion(refusal.context), status: .noContent, headers: headers), ByteBuffer())
+        }
         let error = GoTrueError(HTTPResponse.Status(code: Int(refusal.status.code)), code: refusal.code, message: refusal.message)
-        return render(error, extraHeaders: refusal.headers, context: refusal.context, closes: closes)
+        return render(error, extraHeaders: refusal.headers + (refusal.context.cors ?? []), context: refusal.context, closes: closes)
     }
 
     /// The head and body answering an exchange's `failure`.
     static func render(_ failure: ProxyExchangeStateMachine.Failure, context: ProxyRequestContext, closes: Bool) -> (HTTPResponseHead, ByteBuffer) {
-        render(error(for: failure), extraHeaders: [], context: context, closes: closes)
+        render(error(for: failure), extraHeaders: context.cors ?? [], context: context, closes: closes)
     }
 
     /// The stable reason of `failure` for the access line.
@@ -50,8 +57,11 @@ enum ProxyResponses {
         if closes { headers.add(name: "Connection", value: "close") }
         let status = HTTPResponseStatus(statusCode: error.status.code, reasonPhrase: error.status.reasonPhrase)
         return (
-            HTTPResponseHead(
-                version: context.version.major == 1 && context.version.minor == 0 ? .http1_0 : .http1_1, status: status, headers: headers), body
+            HTTPResponseHead(version: responseVersion(context), status: status, headers: headers), body
         )
+    }
+
+    private static func responseVersion(_ context: ProxyRequestContext) -> HTTPVersion {
+        context.version.major == 1 && context.version.minor == 0 ? .http1_0 : .http1_1
     }
 }

@@ -20,6 +20,9 @@ struct RequestHeadFacts {
     var authorization: String?
     var requestID: String?
     var apiVersion: String?
+    /// The first `Origin` (browsers send one), and `Access-Control-Request-Method` (a preflight's).
+    var origin: String?
+    var corsRequestMethod: String?
     /// The header list's size as HTTP/2 counts it (RFC 9113, 6.5.2): each line's name and value
     /// bytes plus 32.
     var listSize = 0
@@ -31,6 +34,10 @@ struct RequestHeadFacts {
             case 4 where Self.is(name, "host"):
                 hostCount += 1
                 if host == nil { host = value }
+            case 6 where Self.is(name, "origin"):
+                if origin == nil { origin = value }
+            case 29 where Self.is(name, "access-control-request-method"):
+                if corsRequestMethod == nil { corsRequestMethod = value }
             case 6 where Self.is(name, "expect"):
                 if value.trimmingOWS.lowercased() == "100-continue" { expectsContinue = true }
             case 7 where Self.is(name, "upgrade"):

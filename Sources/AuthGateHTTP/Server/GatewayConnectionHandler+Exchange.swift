@@ -168,6 +168,11 @@ extension GatewayConnectionHandler: UpstreamExchangeDelegate {
         case .writeResponseHead(let head):
             exchange.status = Int(head.status.code)
             var headers = ProxyHeaders.clientHeaders(from: head.headers, requestID: exchange.context.requestID)
+            if let cors = exchange.context.cors {
+                // The route's CORS is the gateway's: the upstream's own Access-Control-* answers go.
+                ProxyHeaders.removeCORSHeaders(&headers)
+                headers.add(contentsOf: cors)
+            }
             if !exchange.machine.clientKeepAlive || closeAfterResponse {
                 headers.add(name: "Connection", value: "close")
             } else if exchange.context.version.major == 1, exchange.context.version.minor == 0 {
