@@ -269,6 +269,39 @@ struct HTTP2Tests {
         await recording.stop()
     }
 
+    @Test("a stream whose request body stalls is reset after client_idle_timeout, and the upstream connection it held is let go")
+    func stalledStream() async throws {
+        let recording = try await RecordingUpstream.start()
+        let files = try GatewayFiles("http2-stalled")
+        defer { files.remove() }
+        try files.writeConfig(
+            """
+            server: { host: 127.0.0.1, client_idle_timeout: 500ms }
+            tokens: { signing_keys: [ { kid: k1, file: k1.pem } ] }
+            routes:
+              - { name: recorded, path_prefix: /r/, upstreams: ["\(recording.url)"], auth: public }
+            logging: { level: warning }
+            """)
+        let server = try await AuthGateServer.start(arguments: ["--config", files.config.path])
+        do {
+            // A POST whose body starts and never ends, on a connection the client keeps open.
+            var bytes = HTTP2Frames.preface + HTTP2Frames.settings
+            bytes += HTTP2Frames.frame(.headers, flags: 0x4, stream: 1, payload: HTTP2Frames.requestHeaderBlock(method: 0x83, path: "/r/slow"))
+            bytes += HTTP2Frames.frame(.data, stream: 1, payload: Array("first part".utf8))
+            let answered = try await HTTP2Frames.exchange(port: server.port, sending: bytes) { frames in
+                frames.contains { $0.stream == 1 && $0.type == HTTP2Frames.FrameType.rstStream.rawValue }
+            }
+            #expect(answered.done, "the stalled stream was not reset: \(answered.frames.map { ($0.type, $0.stream) })")
+            try await waitUntil("the upstream connection is let go", deadline: .seconds(10)) { recording.openConnections == 0 }
+        } catch {
+            _ = await server.stop()
+            await recording.stop()
+            throw error
+        }
+        _ = await server.stop()
+        await recording.stop()
+    }
+
     @Test("graceful shutdown closes an idle HTTP/2 connection whose client does not read, instead of draining for shutdown_timeout")
     func shutdownWithIdleConnection() async throws {
         let upstream = try await EchoUpstream.start()

@@ -20,7 +20,7 @@ import NIOTLS
 ///
 /// HTTP/1.1:                              HTTP/2:
 /// HTTP/1.1 codec (NIO)                   NIOHTTP2Handler (flood guards) + connection management
-///                                        per stream: HTTP2FramePayloadToHTTP1ServerCodec
+///                                        per stream: HTTP2StreamDeadlines, HTTP2FramePayloadToHTTP1ServerCodec
 /// GatewayConnectionHandler     the one decision per request; proxy exchanges and refusals
 /// HTTP1ToHTTPServerCodec       Hummingbird's types, for the requests it serves
 /// Hummingbird                  the GoTrue API, health, metrics
@@ -143,6 +143,7 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
                 // A refused stream still yields its channel, closed at once: the loop over the
                 // connection's streams must not end on it.
                 _ = try limit.value.admit(stream)
+                try stream.pipeline.syncOperations.addHandler(HTTP2StreamDeadlines(clientIdle: timeouts.clientIdle))
                 try stream.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTP1ServerCodec())
                 return try addRequestHandlers(stream, connectionGuard: nil, headerListLimit: http2.maxHeaderListSize)
             }
