@@ -229,14 +229,17 @@ struct HTTP2Tests {
         await upstream.stop()
     }
 
-    @Test("proxied HTTP/2 requests reuse the kept-alive upstream connections as HTTP/1.1 requests do")
-    func upstreamConnectionsReused() async throws {
+    /// Runs `body` against a gateway (with `serverSettings` added to `server:`) whose route `/r/`
+    /// goes to a recording upstream, and stops both whatever happens.
+    private func withRecordingRoute(_ name: String, serverSettings: String = "", _ body: (AuthGateServer, RecordingUpstream) async throws -> Void)
+        async throws
+    {
         let recording = try await RecordingUpstream.start()
-        let files = try GatewayFiles("http2-reuse")
+        let files = try GatewayFiles(name)
         defer { files.remove() }
         try files.writeConfig(
             """
-            server: { host: 127.0.0.1 }
+            server: { host: 127.0.0.1\(serverSettings) }
             tokens: { signing_keys: [ { kid: k1, file: k1.pem } ] }
             routes:
               - { name: recorded, path_prefix: /r/, upstreams: ["\(recording.url)"], auth: public }
@@ -244,6 +247,19 @@ struct HTTP2Tests {
             """)
         let server = try await AuthGateServer.start(arguments: ["--config", files.config.path])
         do {
+            try await body(server, recording)
+        } catch {
+            _ = await server.stop()
+            await recording.stop()
+            throw error
+        }
+        _ = await server.stop()
+        await recording.stop()
+    }
+
+    @Test("proxied HTTP/2 requests reuse the kept-alive upstream connections as HTTP/1.1 requests do")
+    func upstreamConnectionsReused() async throws {
+        try await withRecordingRoute("http2-reuse") { server, recording in
             // Fifty requests on one connection, each sent once the one before has been answered.
             let connection = try RawConnection(port: server.port)
             connection.send(bytes: HTTP2Frames.preface + HTTP2Frames.settings)
@@ -260,30 +276,12 @@ struct HTTP2Tests {
             // Before the fix every stream's end closed the stream before its upstream connection
             // went back, and the next request made a new one: fifty connections.
             #expect(recording.acceptedConnections <= 8, "\(recording.acceptedConnections) upstream connections for 50 requests")
-        } catch {
-            _ = await server.stop()
-            await recording.stop()
-            throw error
         }
-        _ = await server.stop()
-        await recording.stop()
     }
 
     @Test("a stream whose request body stalls is reset after client_idle_timeout, and the upstream connection it held is let go")
     func stalledStream() async throws {
-        let recording = try await RecordingUpstream.start()
-        let files = try GatewayFiles("http2-stalled")
-        defer { files.remove() }
-        try files.writeConfig(
-            """
-            server: { host: 127.0.0.1, client_idle_timeout: 500ms }
-            tokens: { signing_keys: [ { kid: k1, file: k1.pem } ] }
-            routes:
-              - { name: recorded, path_prefix: /r/, upstreams: ["\(recording.url)"], auth: public }
-            logging: { level: warning }
-            """)
-        let server = try await AuthGateServer.start(arguments: ["--config", files.config.path])
-        do {
+        try await withRecordingRoute("http2-stalled", serverSettings: ", client_idle_timeout: 500ms") { server, recording in
             // A POST whose body starts and never ends, on a connection the client keeps open.
             var bytes = HTTP2Frames.preface + HTTP2Frames.settings
             bytes += HTTP2Frames.frame(.headers, flags: 0x4, stream: 1, payload: HTTP2Frames.requestHeaderBlock(method: 0x83, path: "/r/slow"))
@@ -293,13 +291,7 @@ struct HTTP2Tests {
             }
             #expect(answered.done, "the stalled stream was not reset: \(answered.frames.map { ($0.type, $0.stream) })")
             try await waitUntil("the upstream connection is let go", deadline: .seconds(10)) { recording.openConnections == 0 }
-        } catch {
-            _ = await server.stop()
-            await recording.stop()
-            throw error
         }
-        _ = await server.stop()
-        await recording.stop()
     }
 
     @Test("graceful shutdown closes an idle HTTP/2 connection whose client does not read, instead of draining for shutdown_timeout")
