@@ -12,15 +12,19 @@ import Testing
 /// gateway keeps serving.
 @Suite("HTTP/2 for clients", .serialized, .timeLimit(.minutes(3)))
 struct HTTP2Tests {
-    /// A gateway (TLS when `certificates` are given) with anonymous sign-up and a public route to
-    /// an echo upstream.
-    private func start(_ files: GatewayFiles, upstream: EchoUpstream, tls: (certificate: String, key: String)?, http2: String = "")
-        async throws -> AuthGateServer
-    {
+    /// Runs `body` against a gateway (TLS when `tls` is given, `settings` added to `server:`) with
+    /// anonymous sign-up and a public route `/echo/` to an echo upstream; stops both whatever happens.
+    private func withGateway(
+        _ name: String, tls: (certificate: String, key: String)? = nil, settings: String = "",
+        _ body: (AuthGateServer, EchoUpstream, GatewayFiles) async throws -> Void
+    ) async throws {
+        let upstream = try await EchoUpstream.start()
+        let files = try GatewayFiles(name)
+        defer { files.remove() }
         let tlsSettings = tls.map { ", tls: { certificate_chain_file: \"\($0.certificate)\", private_key_file: \"\($0.key)\" }" } ?? ""
         try files.writeConfig(
             """
-            server: { host: 127.0.0.1\(tlsSettings)\(http2) }
+            server: { host: 127.0.0.1\(tlsSettings)\(settings) }
             tokens: { signing_keys: [ { kid: k1, file: k1.pem } ] }
             providers: { anonymous: { enabled: true } }
             rate_limits: { token: off, signup: off, nonce: off }
@@ -28,7 +32,30 @@ struct HTTP2Tests {
               - { name: echo, path_prefix: /echo/, upstreams: ["\(upstream.url)"], auth: public }
             logging: { level: warning }
             """)
-        return try await AuthGateServer.start(arguments: ["--config", files.config.path], plainHTTP: tls == nil)
+        try await serving(files, plainHTTP: tls == nil, stopping: upstream.stop) { server in try await body(server, upstream, files) }
+    }
+
+    /// Starts `authgate serve` with `files`' configuration, runs `body`, then stops the gateway and
+    /// the upstream (`stopUpstream`), whatever happens.
+    private func serving(
+        _ files: GatewayFiles, plainHTTP: Bool = true, stopping stopUpstream: () async -> Void, _ body: (AuthGateServer) async throws -> Void
+    ) async throws {
+        let server: AuthGateServer
+        do {
+            server = try await AuthGateServer.start(arguments: ["--config", files.config.path], plainHTTP: plainHTTP)
+        } catch {
+            await stopUpstream()
+            throw error
+        }
+        do {
+            try await body(server)
+        } catch {
+            _ = await server.stop()
+            await stopUpstream()
+            throw error
+        }
+        _ = await server.stop()
+        await stopUpstream()
     }
 
     /// `curl` with `options`: the HTTP version, the status and the body.
@@ -47,11 +74,7 @@ struct HTTP2Tests {
         let certificates = try await TestCertificates()
         defer { certificates.remove() }
         let issued = try await certificates.issue("gateway", commonName: "localhost")
-        let upstream = try await EchoUpstream.start()
-        let files = try GatewayFiles("http2-tls")
-        defer { files.remove() }
-        let server = try await start(files, upstream: upstream, tls: issued)
-        do {
+        try await withGateway("http2-tls", tls: issued) { server, _, files in
             let base = "https://localhost:\(server.port)"
             let trust = ["--cacert", certificates.caFile]
             let health = try await curl(trust + ["--http2"], base + "/auth/v1/health")
@@ -83,22 +106,12 @@ struct HTTP2Tests {
                 input: "", check: false
             ).output
             #expect(alpn.contains("ALPN protocol: h2"), "\(alpn)")
-        } catch {
-            _ = await server.stop()
-            await upstream.stop()
-            throw error
         }
-        _ = await server.stop()
-        await upstream.stop()
     }
 
     @Test("plain listener: h2c with prior knowledge and HTTP/1.1 side by side; twenty streams at once on one connection; off when disabled")
     func priorKnowledge() async throws {
-        let upstream = try await EchoUpstream.start()
-        let files = try GatewayFiles("http2-plain")
-        defer { files.remove() }
-        let server = try await start(files, upstream: upstream, tls: nil)
-        do {
+        try await withGateway("http2-plain") { server, _, _ in
             let base = "http://127.0.0.1:\(server.port)"
             let health = try await curl(["--http2-prior-knowledge"], base + "/auth/v1/health")
             #expect(health.version == "2" && health.status == "200", "\(health)")
@@ -119,29 +132,17 @@ struct HTTP2Tests {
             #expect(
                 Set(headers.filter { $0.payload.first == 0x88 }.map(\.stream)) == Set(streams),
                 "\(headers.map { ($0.stream, $0.payload.first ?? 0) })")
-        } catch {
-            _ = await server.stop()
-            await upstream.stop()
-            throw error
         }
-        _ = await server.stop()
-
-        let off = try await start(files, upstream: upstream, tls: nil, http2: ", http2: { enabled: false }")
-        let refused = try await curl(["--http2-prior-knowledge"], "http://127.0.0.1:\(off.port)/auth/v1/health")
-        #expect(refused.status != "200", "\(refused)")
-        #expect(try await curl([], "http://127.0.0.1:\(off.port)/auth/v1/health").status == "200")
-        _ = await off.stop()
-        await upstream.stop()
+        try await withGateway("http2-off", settings: ", http2: { enabled: false }") { off, _, _ in
+            let refused = try await curl(["--http2-prior-knowledge"], "http://127.0.0.1:\(off.port)/auth/v1/health")
+            #expect(refused.status != "200", "\(refused)")
+            #expect(try await curl([], "http://127.0.0.1:\(off.port)/auth/v1/health").status == "200")
+        }
     }
 
     @Test("the configured stream and header list limits: streams past max_concurrent_streams are refused, a header list past its size too")
     func limits() async throws {
-        let upstream = try await EchoUpstream.start()
-        let files = try GatewayFiles("http2-limits")
-        defer { files.remove() }
-        let server = try await start(
-            files, upstream: upstream, tls: nil, http2: ", http2: { max_concurrent_streams: 10, max_header_list_size: 2KiB }")
-        do {
+        try await withGateway("http2-limits", settings: ", http2: { max_concurrent_streams: 10, max_header_list_size: 2KiB }") { server, _, _ in
             // Twelve POSTs whose bodies never come: the first ten stay open, the last two are refused.
             var bytes = HTTP2Frames.preface + HTTP2Frames.settings
             let streams: [UInt32] = (0..<12).map { 2 * $0 + 1 }
@@ -171,13 +172,7 @@ struct HTTP2Tests {
             let body = answered.frames.filter { $0.type == HTTP2Frames.FrameType.data.rawValue && $0.stream == 1 }.flatMap(\.payload)
             #expect(String(decoding: body, as: UTF8.self).contains("request_header_fields_too_large"), "\(answered.frames.map(\.type))")
             #expect(answered.frames.contains { $0.stream == 1 && $0.flags & 0x1 != 0 }, "the answer did not end its stream")
-        } catch {
-            _ = await server.stop()
-            await upstream.stop()
-            throw error
         }
-        _ = await server.stop()
-        await upstream.stop()
     }
 
     @Test(
@@ -195,11 +190,7 @@ struct HTTP2Tests {
         ] as [(String, [UInt8], [UInt8])]
     )
     func smuggling(name: String, header: [UInt8], body: [UInt8]) async throws {
-        let upstream = try await EchoUpstream.start()
-        let files = try GatewayFiles("http2-smuggling")
-        defer { files.remove() }
-        let server = try await start(files, upstream: upstream, tls: nil)
-        do {
+        try await withGateway("http2-smuggling") { server, upstream, _ in
             let block = HTTP2Frames.requestHeaderBlock(method: 0x83, path: "/echo/x") + header
             var bytes = HTTP2Frames.preface + HTTP2Frames.settings
             bytes += HTTP2Frames.frame(.headers, flags: 0x4 | (body.isEmpty ? 0x1 : 0), stream: 1, payload: block)
@@ -220,13 +211,7 @@ struct HTTP2Tests {
             // The gateway still serves a well-formed request on a new connection.
             let health = try await curl(["--http2-prior-knowledge"], "http://127.0.0.1:\(server.port)/auth/v1/health")
             #expect(health.status == "200")
-        } catch {
-            _ = await server.stop()
-            await upstream.stop()
-            throw error
         }
-        _ = await server.stop()
-        await upstream.stop()
     }
 
     /// Runs `body` against a gateway (with `serverSettings` added to `server:`) whose route `/r/`
@@ -245,16 +230,7 @@ struct HTTP2Tests {
               - { name: recorded, path_prefix: /r/, upstreams: ["\(recording.url)"], auth: public }
             logging: { level: warning }
             """)
-        let server = try await AuthGateServer.start(arguments: ["--config", files.config.path])
-        do {
-            try await body(server, recording)
-        } catch {
-            _ = await server.stop()
-            await recording.stop()
-            throw error
-        }
-        _ = await server.stop()
-        await recording.stop()
+        try await serving(files, stopping: recording.stop) { server in try await body(server, recording) }
     }
 
     @Test("proxied HTTP/2 requests reuse the kept-alive upstream connections as HTTP/1.1 requests do")
@@ -265,12 +241,7 @@ struct HTTP2Tests {
             connection.send(bytes: HTTP2Frames.preface + HTTP2Frames.settings)
             var received: [UInt8] = []
             for stream in (0..<50).map({ UInt32(2 * $0 + 1) }) {
-                connection.send(bytes: HTTP2Frames.get(stream: stream, path: "/r/\(stream)"))
-                while !HTTP2Frames.parse(received).contains(where: { $0.stream == stream && $0.flags & 0x1 != 0 }) {
-                    let chunk = await connection.receive()
-                    try #require(!chunk.isEmpty, "stream \(stream) was not answered")
-                    received += chunk
-                }
+                try await HTTP2Frames.request(stream: stream, path: "/r/\(stream)", on: connection, received: &received)
             }
             #expect(recording.requests.count == 50)
             // Before the fix every stream's end closed the stream before its upstream connection
@@ -296,39 +267,28 @@ struct HTTP2Tests {
 
     @Test("graceful shutdown closes an idle HTTP/2 connection whose client does not read, instead of draining for shutdown_timeout")
     func shutdownWithIdleConnection() async throws {
-        let upstream = try await EchoUpstream.start()
-        let files = try GatewayFiles("http2-shutdown")
-        defer { files.remove() }
-        let server = try await start(files, upstream: upstream, tls: nil, http2: ", shutdown_timeout: 60s")
-        // One request answered, then the client goes quiet: it will never answer the PING that
-        // NIO's connection manager sends with its GOAWAY.
-        let connection = try RawConnection(port: server.port)
-        connection.send(bytes: HTTP2Frames.preface + HTTP2Frames.settings + HTTP2Frames.get(stream: 1, path: "/auth/v1/health"))
-        var received: [UInt8] = []
-        while !HTTP2Frames.parse(received).contains(where: { $0.stream == 1 && $0.flags & 0x1 != 0 }) {
-            let chunk = await connection.receive()
-            try #require(!chunk.isEmpty, "no answer to the request")
-            received += chunk
+        try await withGateway("http2-shutdown", settings: ", shutdown_timeout: 60s") { server, _, _ in
+            // One request answered, then the client goes quiet: it will never answer the PING that
+            // NIO's connection manager sends with its GOAWAY.
+            let connection = try RawConnection(port: server.port)
+            connection.send(bytes: HTTP2Frames.preface + HTTP2Frames.settings)
+            var received: [UInt8] = []
+            try await HTTP2Frames.request(stream: 1, path: "/auth/v1/health", on: connection, received: &received)
+            let clock = ContinuousClock()
+            let started = clock.now
+            let status = await server.stop()
+            let took = clock.now - started
+            #expect(status == 0)
+            // The drain would otherwise have lasted the 60 s shutdown_timeout.
+            #expect(took < .seconds(20), "serve took \(took) to stop with an idle HTTP/2 connection open")
+            let rest = await connection.receiveUntilClosed()
+            #expect(HTTP2Frames.parse(rest.bytes).contains { $0.type == HTTP2Frames.FrameType.goAway.rawValue }, "no GOAWAY before the close")
         }
-        let clock = ContinuousClock()
-        let started = clock.now
-        let status = await server.stop()
-        let took = clock.now - started
-        #expect(status == 0)
-        // The drain would otherwise have lasted the 60 s shutdown_timeout.
-        #expect(took < .seconds(20), "serve took \(took) to stop with an idle HTTP/2 connection open")
-        let rest = await connection.receiveUntilClosed()
-        #expect(HTTP2Frames.parse(rest.bytes).contains { $0.type == HTTP2Frames.FrameType.goAway.rawValue }, "no GOAWAY before the close")
-        await upstream.stop()
     }
 
     @Test("rapid reset, CONTINUATION and SETTINGS floods end in a GOAWAY and a closed connection; memory stays bounded and others are served")
     func floods() async throws {
-        let upstream = try await EchoUpstream.start()
-        let files = try GatewayFiles("http2-floods")
-        defer { files.remove() }
-        let server = try await start(files, upstream: upstream, tls: nil)
-        do {
+        try await withGateway("http2-floods") { server, _, _ in
             let before = try server.peakResidentBytes()
             let cpuBefore = try server.cpuTicks()
             let opening = HTTP2Frames.preface + HTTP2Frames.settings
@@ -367,12 +327,6 @@ struct HTTP2Tests {
             #expect(after - before < 64 << 20, "peak memory grew by \((after - before) >> 20) MiB during the floods")
             let health = try await curl(["--http2-prior-knowledge"], "http://127.0.0.1:\(server.port)/auth/v1/health")
             #expect(health.version == "2" && health.status == "200", "not served after the floods: \(health)")
-        } catch {
-            _ = await server.stop()
-            await upstream.stop()
-            throw error
         }
-        _ = await server.stop()
-        await upstream.stop()
     }
 }
