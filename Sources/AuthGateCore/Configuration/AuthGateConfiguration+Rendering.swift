@@ -190,7 +190,7 @@ extension AuthGateConfiguration {
             (Node("idle_timeout"), Node(format(route.idleTimeout))),
             (Node("max_body"), Node(ConfigurationValueParsers.format(bytes: route.maxBody)))
         ]
-        if route.upstreams.contains(where: { $0.scheme == "https" }) { pairs.append((Node("tls"), rendered(route.tls))) }
+        if route.hasHTTPSUpstream { pairs.append((Node("tls"), rendered(route.tls))) }
         if let cors = route.cors {
             pairs.append(
                 (

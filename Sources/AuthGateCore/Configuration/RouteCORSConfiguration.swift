@@ -38,14 +38,16 @@ public struct RouteCORSConfiguration: Sendable, Hashable {
         }
         if origins.isEmpty { section.report("allowed_origins", "list the browser origins allowed to call this route, or [\"*\"]") }
         if origins.contains("*"), origins.count > 1 { section.report("allowed_origins", "* allows every origin; list it alone") }
-        let headers = section.stringList("allowed_headers", default: Self.defaultAllowedHeaders).map { $0.lowercased() }
-        for header in headers where header.isEmpty || !header.utf8.allSatisfy(Self.isTokenByte) {
-            section.report("allowed_headers", "\"\(header)\" is not a header name")
+        /// A list of header names under `key`, each reported when it is not one.
+        func headerNames(_ key: String, default defaultValue: [String] = []) -> [String] {
+            let names = section.stringList(key, default: defaultValue)
+            for name in names where name.isEmpty || !name.utf8.allSatisfy(Self.isTokenByte) {
+                section.report(key, "\"\(name)\" is not a header name")
+            }
+            return names
         }
-        let expose = section.stringList("expose_headers")
-        for header in expose where header.isEmpty || !header.utf8.allSatisfy(Self.isTokenByte) {
-            section.report("expose_headers", "\"\(header)\" is not a header name")
-        }
+        let headers = headerNames("allowed_headers", default: Self.defaultAllowedHeaders).map { $0.lowercased() }
+        let expose = headerNames("expose_headers")
         let credentials = section.bool("allow_credentials", default: false)
         if credentials, origins == ["*"] { section.report("allow_credentials", "browsers refuse credentials with *: list the origins") }
         let maxAge = section.duration("max_age", default: .seconds(600), maximum: .seconds(86_400))

@@ -94,6 +94,9 @@ public struct RouteConfiguration: Sendable, Hashable {
     /// server name, and the client certificate for mutual TLS.
     public var tls: TLSClientConfiguration
 
+    /// Some upstream is `https://`: ``tls`` applies.
+    public var hasHTTPSUpstream: Bool { upstreams.contains { $0.scheme == "https" } }
+
     private static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"]
 
     init(reading section: ConfigurationSection) {
@@ -156,7 +159,7 @@ public struct RouteConfiguration: Sendable, Hashable {
         tls = TLSClientConfiguration()
         if section.contains("tls") {
             tls = TLSClientConfiguration.read(section.section("tls"))
-            if !upstreams.isEmpty, !upstreams.contains(where: { $0.scheme == "https" }) {
+            if !upstreams.isEmpty, !hasHTTPSUpstream {
                 section.report("tls", "TLS settings apply to https:// upstreams, and this route has none")
             }
         }

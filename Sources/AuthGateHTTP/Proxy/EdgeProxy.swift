@@ -150,14 +150,16 @@ public final class EdgeProxy: Sendable {
             context.cors = Self.corsHeaders(cors, allowedOrigin: allowed)
             if head.method == .OPTIONS, facts.origin != nil, facts.corsRequestMethod != nil {
                 // A preflight: answered here, before any token is asked for (browsers send none).
-                var headers = context.cors ?? []
-                if allowed != nil {
-                    headers += [
+                // The answer carries the request's CORS headers as every answer does, and for an
+                // allowed origin what the preflight asked.
+                let headers: [(String, String)] =
+                    allowed == nil
+                    ? []
+                    : [
                         ("Access-Control-Allow-Methods", cors.allowedMethods.joined(separator: ", ")),
                         ("Access-Control-Allow-Headers", cors.allowedHeaders.joined(separator: ", ")),
                         ("Access-Control-Max-Age", String(cors.maxAge.components.seconds))
                     ]
-                }
                 return .refuse(
                     ProxyRefusal(
                         .noContent, code: "", message: "", reason: allowed == nil ? "cors_origin_not_allowed" : "cors_preflight",

@@ -8,15 +8,16 @@ import NIOHTTP1
 enum ProxyResponses {
     /// The head and body answering `refusal`.
     static func render(_ refusal: ProxyRefusal, closes: Bool) -> (HTTPResponseHead, ByteBuffer) {
+        let extraHeaders = refusal.headers + (refusal.context.cors ?? [])
         if refusal.status == .noContent {
             // A CORS preflight's answer: its headers, no body (and no Content-Length, RFC 9110 8.6).
-            var headers = HTTPHeaders(refusal.headers)
+            var headers = HTTPHeaders(extraHeaders)
             headers.add(name: "X-Request-Id", value: refusal.context.requestID)
             if closes { headers.add(name: "Connection", value: "close") }
             return (HTTPResponseHead(version: responseVersion(refusal.context), status: .noContent, headers: headers), ByteBuffer())
         }
         let error = GoTrueError(HTTPResponse.Status(code: Int(refusal.status.code)), code: refusal.code, message: refusal.message)
-        return render(error, extraHeaders: refusal.headers + (refusal.context.cors ?? []), context: refusal.context, closes: closes)
+        return render(error, extraHeaders: extraHeaders, context: refusal.context, closes: closes)
     }
 
     /// The head and body answering an exchange's `failure`.

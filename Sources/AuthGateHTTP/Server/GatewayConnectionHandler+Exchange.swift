@@ -72,12 +72,13 @@ extension GatewayConnectionHandler: UpstreamExchangeDelegate {
             if let plan = exchange.plan {
                 proxy?.markFailed(plan)
                 GatewayMetrics.upstreamError(route: plan.route.configuration.name, kind: upstreamError.metricKind)
-                if case .tlsHandshakeFailed(let reason) = upstreamError {
-                    logger(for: exchange).warning(
-                        "upstream TLS handshake failed", metadata: ["gw.upstream": "\(plan.upstream)", "gw.error": "\(reason)"])
-                } else {
-                    logger(for: exchange).warning("upstream failed", metadata: ["gw.upstream": "\(plan.upstream)", "gw.error": "\(upstreamError)"])
-                }
+                let (message, detail): (Logger.Message, String) =
+                    if case .tlsHandshakeFailed(let reason) = upstreamError {
+                        ("upstream TLS handshake failed", reason)
+                    } else {
+                        ("upstream failed", "\(upstreamError)")
+                    }
+                logger(for: exchange).warning(message, metadata: ["gw.upstream": "\(plan.upstream)", "gw.error": "\(detail)"])
             }
             perform(exchange.machine.connectFailed(upstreamError), exchange)
         }

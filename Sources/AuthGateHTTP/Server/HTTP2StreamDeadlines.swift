@@ -64,8 +64,14 @@ final class HTTP2StreamDeadlines: ChannelDuplexHandler {
         context.fireChannelInactive()
     }
 
+    /// The earlier of the two deadlines in force.
+    private var nextDeadline: NIODeadline? {
+        guard let readDeadline, let sendDeadline else { return readDeadline ?? sendDeadline }
+        return min(readDeadline, sendDeadline)
+    }
+
     private func arm(_ context: ChannelHandlerContext) {
-        guard let next = [readDeadline, sendDeadline].compactMap({ $0 }).min() else { return }
+        guard let next = nextDeadline else { return }
         let loopBoundSelf = NIOLoopBound(self, eventLoop: context.eventLoop)
         let loopBoundContext = NIOLoopBound(context, eventLoop: context.eventLoop)
         timer.ensure(firesBy: next, on: context.eventLoop) { loopBoundSelf.value.check(loopBoundContext.value) }
@@ -73,8 +79,7 @@ final class HTTP2StreamDeadlines: ChannelDuplexHandler {
 
     private func check(_ context: ChannelHandlerContext) {
         timer.fired()
-        let now = NIODeadline.now()
-        if [readDeadline, sendDeadline].contains(where: { $0.map { $0 <= now } ?? false }) {
+        if let next = nextDeadline, next <= .now() {
             GatewayMetrics.clientTimeout(kind: "client_idle")
             readDeadline = nil
             sendDeadline = nil

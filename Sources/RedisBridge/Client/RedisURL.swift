@@ -1,5 +1,5 @@
 /// Where and how to reach Redis, parsed from `redis://[user:password@]host[:port][/db]`, or
-/// `rediss://…` for TLS (with the trust settings of ``RedisTLSConfiguration``).
+/// `rediss://…` for TLS (with the trust settings of ``TLSClientConfiguration``).
 ///
 /// `user` and `password` may be percent-encoded.
 public struct RedisURL: Sendable, Hashable, CustomStringConvertible {

@@ -1,6 +1,5 @@
 import Logging
 import NIOCore
-import NIOSSL
 
 /// The channel handler of one Redis connection: writes commands, feeds inbound bytes to hiredis,
 /// and completes each command's promise with its reply, in order.
@@ -94,9 +93,7 @@ final class RedisChannelHandler: ChannelDuplexHandler {
     /// client certificate says so only after the handshake, on the first read).
     static func describe(socketError error: any Error) -> String {
         if let ioError = error as? IOError { return "socket error: \(ioError.description)" }
-        guard error is NIOSSLError || error is BoringSSLError || error is NIOSSLExtraError else { return "socket error: \(error)" }
-        if "\(error)".contains("CERTIFICATE_REQUIRED") { return "the server ended the TLS session: it requires a client certificate" }
-        return "the TLS session failed"
+        return TLSClientConfiguration.describe(sessionError: error) ?? "socket error: \(error)"
     }
 
     func channelInactive(context: ChannelHandlerContext) {

@@ -12,8 +12,9 @@ public import NIOSSL
 /// `rediss://` connections and for the proxy's `https://` upstreams.
 ///
 /// The server's certificate is always verified (chain and name); there is no setting that turns
-/// verification off. The files are read by ``makeContext()``, once per new connection, so a
-/// rotated CA or client certificate is used from the next connection on.
+/// verification off. The files are read by ``makeContext()``: a Redis client calls it for each
+/// new connection (a rotated CA or client certificate is used from the next reconnect), the
+/// proxy once per route at start.
 public struct TLSClientConfiguration: Sendable, Hashable {
     /// PEM file of the CAs to trust, or nil for the system's roots.
     public var caFile: String?
@@ -135,6 +136,15 @@ public struct TLSClientConfiguration: Sendable, Hashable {
             return "the server closed the connection during the TLS handshake"
         }
         return "the TLS handshake failed"
+    }
+
+    /// An error of an established TLS session in words, without library internals; nil for an
+    /// error that is not TLS's. (A TLS 1.3 server that wants a client certificate says so only
+    /// after the handshake, on the first read.)
+    public static func describe(sessionError error: any Error) -> String? {
+        guard error is NIOSSLError || error is BoringSSLError || error is NIOSSLExtraError else { return nil }
+        if "\(error)".contains("CERTIFICATE_REQUIRED") { return "the server ended the TLS session: it requires a client certificate" }
+        return "the TLS session failed"
     }
 
     /// An IPv4 or IPv6 literal, which may not be sent as SNI.

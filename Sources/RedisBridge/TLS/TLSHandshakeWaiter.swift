@@ -26,23 +26,18 @@ public final class TLSHandshakeWaiter: ChannelInboundHandler, RemovableChannelHa
         let loopBoundSelf = NIOLoopBound(self, eventLoop: context.eventLoop)
         let loopBoundContext = NIOLoopBound(context, eventLoop: context.eventLoop)
         timer = context.eventLoop.scheduleTask(in: timeout) {
-            loopBoundSelf.value.finish(.failure(TLSHandshakeTimeout()), context: loopBoundContext.value)
+            loopBoundSelf.value.finish(.failure(TLSHandshakeTimeout()))
             loopBoundContext.value.close(promise: nil)
         }
     }
 
     public func handlerRemoved(context: ChannelHandlerContext) {
-        timer?.cancel()
-        timer = nil
-        if !done {
-            done = true
-            handshake.fail(ChannelError.ioOnClosedChannel)
-        }
+        finish(.failure(ChannelError.ioOnClosedChannel))
     }
 
     public func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if case .handshakeCompleted? = event as? TLSUserEvent {
-            finish(.success(()), context: context)
+            finish(.success(()))
             context.fireUserInboundEventTriggered(event)
             context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
             return
@@ -51,16 +46,17 @@ public final class TLSHandshakeWaiter: ChannelInboundHandler, RemovableChannelHa
     }
 
     public func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        finish(.failure(error), context: context)
+        finish(.failure(error))
         context.fireErrorCaught(error)
     }
 
     public func channelInactive(context: ChannelHandlerContext) {
-        finish(.failure(ChannelError.eof), context: context)
+        finish(.failure(ChannelError.eof))
         context.fireChannelInactive()
     }
 
-    private func finish(_ result: Result<Void, any Error>, context: ChannelHandlerContext) {
+    /// Completes the handshake promise once, with the first outcome seen.
+    private func finish(_ result: Result<Void, any Error>) {
         guard !done else { return }
         done = true
         timer?.cancel()

@@ -38,7 +38,7 @@ final class SocketUpstreamConnector: UpstreamConnector {
 
     init(routes: [RouteConfiguration] = []) {
         var contexts: [TLSClientConfiguration: Result<NIOSSLContext, TLSClientConfiguration.FileError>] = [:]
-        for route in routes where route.upstreams.contains(where: { $0.scheme == "https" }) && contexts[route.tls] == nil {
+        for route in routes where route.hasHTTPSUpstream && contexts[route.tls] == nil {
             contexts[route.tls] = Self.makeContext(route.tls)
         }
         self.contexts = Mutex(contexts)
