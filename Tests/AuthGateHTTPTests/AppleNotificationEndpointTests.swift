@@ -85,8 +85,8 @@ struct AppleNotificationEndpointTests {
             let bob = try await signIn(client, "001.apple.bob")
             #expect(try await proxy(client, first) == .ok)
 
-            let tampered = notification("consent-revoked", subject: "001.apple.bob", key: key).dropLast(4) + "AAAA"
-            #expect(try await post(client, String(tampered)) == .badRequest)
+            let tampered = TamperedToken.signatureChanged(notification("consent-revoked", subject: "001.apple.bob", key: key))
+            #expect(try await post(client, tampered) == .badRequest)
             #expect(try await post(client, notification("consent-revoked", subject: "001.apple.bob", key: key, audience: "com.other")) == .badRequest)
             #expect(try await post(client, "not-a-jws") == .badRequest)
             #expect(try await proxy(client, bob) == .ok, "a refused notification changes nothing")

@@ -1,0 +1,18 @@
+/// Compact JWS tokens changed so that their signature no longer verifies.
+public enum TamperedToken {
+    /// The token with the first character of its signature replaced by a different one.
+    ///
+    /// Appending fixed characters ("…AA") is not a tamper when the signature already ends in them:
+    /// an ES256 signature's last base64url character is one of four values, so such a test passed
+    /// its "tampered" token unchanged about once in 256 runs. Changing a character to one it is not
+    /// always changes the signed bytes, and the first character carries six significant bits, so the
+    /// result is still canonical base64url.
+    public static func signatureChanged(_ token: String) -> String {
+        guard let lastDot = token.lastIndex(of: "."), lastDot < token.index(before: token.endIndex) else {
+            return token + "A"
+        }
+        let first = token.index(after: lastDot)
+        let replacement: Character = token[first] == "A" ? "B" : "A"
+        return String(token[..<first]) + String(replacement) + String(token[token.index(after: first)...])
+    }
+}
