@@ -16,6 +16,8 @@ public struct RedisError: Error, Sendable, Hashable, CustomStringConvertible {
             case unexpectedReply = "unexpected_reply"
             case shutdown
             case invalidConfiguration = "invalid_configuration"
+            case unavailable
+            case replicationTimeout = "replication_timeout"
         }
 
         private let base: Base
@@ -39,6 +41,12 @@ public struct RedisError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let shutdown = Code(.shutdown)
         /// The client configuration (URL, pool size, ...) is not usable.
         public static let invalidConfiguration = Code(.invalidConfiguration)
+        /// Refused at once, without trying: the last connection attempt failed and the client is
+        /// waiting out its reconnect backoff (no master is known to be reachable).
+        public static let unavailable = Code(.unavailable)
+        /// The write was done on the master, but fewer replicas than asked acknowledged it
+        /// (`WAIT`) before the timeout: it may be lost if the master fails now.
+        public static let replicationTimeout = Code(.replicationTimeout)
 
         /// The stable string form, for logs and metrics labels.
         public var description: String { base.rawValue }
@@ -63,6 +71,6 @@ public struct RedisError: Error, Sendable, Hashable, CustomStringConvertible {
     /// True when the command may not have reached Redis or its reply was lost with the connection:
     /// retrying it on a fresh connection is safe for idempotent commands.
     public var isConnectionError: Bool {
-        code == .connectionClosed || code == .connectionFailed || code == .timeout
+        code == .connectionClosed || code == .connectionFailed || code == .timeout || code == .unavailable
     }
 }

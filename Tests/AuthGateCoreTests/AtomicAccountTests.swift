@@ -28,9 +28,9 @@ struct AtomicAccountTests: AccountsTesting {
             _ = try await service.profile(of: try await service.authenticate(bearer: warmToken, now: Date()))
 
             func count(_ body: () async throws -> Void) async throws -> Int {
-                let before = redis.commandsSent
+                let before = redis.roundTrips
                 try await body()
-                return redis.commandsSent - before
+                return redis.roundTrips - before
             }
             var issued: IssuedSession?
             let newUser = try await count { issued = try await accessToken(service, subject: "rt-new").0 }

@@ -153,6 +153,16 @@ public final class RedisServerProcess: Sendable {
         await signal(SIGKILL)
     }
 
+    /// Freezes the server (SIGSTOP): it neither answers nor replicates until ``resume()``.
+    public func pause() {
+        if let pid = processIdentifier { Foundation.kill(pid, SIGSTOP) }
+    }
+
+    /// Lets a paused server run again (SIGCONT).
+    public func resume() {
+        if let pid = processIdentifier { Foundation.kill(pid, SIGCONT) }
+    }
+
     /// Stops the server, waits for it to exit, and removes its directory.
     ///
     /// It uses SIGKILL: the server keeps nothing worth saving, and a child spawned by Foundation's

@@ -1,11 +1,13 @@
 import Logging
 public import RedisBridge
 
-/// One Redis master, one replica (both with the append-only file) and three Sentinels, all real
-/// processes on loopback ports, for failover tests.
+/// One Redis master, one or more replicas (all with the append-only file) and three Sentinels,
+/// all real processes on loopback ports, for failover tests.
 public struct SentinelCluster: Sendable {
     public let master: RedisServerProcess
-    public let replica: RedisServerProcess
+    /// The replicas; ``replica`` is the first.
+    public let replicas: [RedisServerProcess]
+    public var replica: RedisServerProcess { replicas[0] }
     public let sentinels: [RedisServerProcess]
     public static let masterName = "authgate-test"
 
@@ -14,19 +16,25 @@ public struct SentinelCluster: Sendable {
         RedisSentinelConfiguration(masterName: Self.masterName, nodes: sentinels.map { .init(host: "127.0.0.1", port: $0.port) })
     }
 
-    /// Starts the five processes and waits until the Sentinels could fail over.
-    public static func start() async throws -> SentinelCluster {
+    /// Starts the processes and waits until the Sentinels could fail over.
+    /// - Parameter replicaCount: replicas of the master (two keep one replica behind the new master
+    ///   after a failover, which writes acknowledged by a replica need).
+    public static func start(replicaCount: Int = 1) async throws -> SentinelCluster {
         let master = try await RedisServerProcess.start(extraArguments: ["--appendonly", "yes", "--appendfsync", "always"])
-        let replica = try await RedisServerProcess.start(extraArguments: ["--appendonly", "yes", "--replicaof", "127.0.0.1", String(master.port)])
+        var replicas: [RedisServerProcess] = []
+        for _ in 0..<max(1, replicaCount) {
+            replicas.append(
+                try await RedisServerProcess.start(extraArguments: ["--appendonly", "yes", "--replicaof", "127.0.0.1", String(master.port)]))
+        }
         var sentinels: [RedisServerProcess] = []
         for _ in 0..<3 { sentinels.append(try await RedisServerProcess.startSentinel(masterName: masterName, masterPort: master.port, quorum: 2)) }
-        let cluster = SentinelCluster(master: master, replica: replica, sentinels: sentinels)
-        try await cluster.waitUntil("the replica is in sync and every Sentinel knows the replica and the other Sentinels") {
-            guard try await info(replica.port, "replication").contains("master_link_status:up") else { return false }
+        let cluster = SentinelCluster(master: master, replicas: replicas, sentinels: sentinels)
+        try await cluster.waitUntil("the replicas are in sync and every Sentinel knows them and the other Sentinels") {
+            for replica in replicas where !(try await info(replica.port, "replication").contains("master_link_status:up")) { return false }
             for sentinel in sentinels {
-                let replicas = try await command(sentinel.port, RedisCommand("SENTINEL", "replicas", .string(masterName))).array?.count ?? 0
+                let known = try await command(sentinel.port, RedisCommand("SENTINEL", "replicas", .string(masterName))).array?.count ?? 0
                 let others = try await command(sentinel.port, RedisCommand("SENTINEL", "sentinels", .string(masterName))).array?.count ?? 0
-                if replicas < 1 || others < 2 { return false }
+                if known < replicas.count || others < 2 { return false }
             }
             return true
         }
@@ -34,7 +42,7 @@ public struct SentinelCluster: Sendable {
     }
 
     public func stop() async {
-        for process in sentinels + [replica, master] { await process.stop() }
+        for process in sentinels + replicas + [master] { await process.stop() }
     }
 
     /// Polls `condition` until it holds, for up to 30 s (``AuthGateTestSupport/waitUntil(_:deadline:_:)``).
@@ -56,15 +64,15 @@ public struct SentinelCluster: Sendable {
         }
     }
 
-    /// Waits until the replica has everything the master acknowledged.
+    /// Waits until every replica has everything the master acknowledged.
     public func waitForReplication() async throws {
-        try await waitUntil("the replica caught up") {
+        try await waitUntil("the replicas caught up") {
             let offset = { (text: String, key: String) in
                 text.split(separator: "\r\n").first { $0.hasPrefix(key + ":") }.flatMap { Int($0.dropFirst(key.count + 1)) }
             }
-            let master = offset(try await Self.info(master.port, "replication"), "master_repl_offset")
-            let replica = offset(try await Self.info(replica.port, "replication"), "slave_repl_offset")
-            return master != nil && master == replica
+            guard let master = offset(try await Self.info(master.port, "replication"), "master_repl_offset") else { return false }
+            for replica in replicas where offset(try await Self.info(replica.port, "replication"), "slave_repl_offset") != master { return false }
+            return true
         }
     }
 

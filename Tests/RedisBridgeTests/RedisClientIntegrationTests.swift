@@ -113,7 +113,7 @@ struct RedisClientIntegrationTests {
         }
     }
 
-    @Test("EVALSHA loads the script on NOSCRIPT and runs it")
+    @Test("EVALSHA answered NOSCRIPT sends the script whole (EVAL, one more round trip), which caches it for the next EVALSHA")
     func scripts() async throws {
         // A Redis of its own: SCRIPT FLUSH on the shared one once made another suite's script
         // fail between its SCRIPT LOAD and its EVALSHA.
@@ -122,8 +122,11 @@ struct RedisClientIntegrationTests {
                 let script = RedisScript("return redis.call('INCRBY', KEYS[1], ARGV[1])")
                 let key = uniqueKey("script")
                 try await redis.send(RedisCommand("SCRIPT", "FLUSH"))
+                let before = redis.roundTrips
                 #expect(try await redis.evaluate(script, keys: [key], arguments: [5]).int == 5)
+                #expect(redis.roundTrips - before == 2, "EVALSHA, then EVAL")
                 #expect(try await redis.evaluate(script, keys: [key], arguments: [2]).int == 7)
+                #expect(redis.roundTrips - before == 3, "cached by the EVAL: EVALSHA alone")
                 let exists = try await redis.send(RedisCommand("SCRIPT", "EXISTS", .string(script.sha1)))
                 #expect(exists.array == [.integer(1)])
                 _ = try await redis.delete(key)
@@ -131,13 +134,13 @@ struct RedisClientIntegrationTests {
         }
     }
 
-    @Test("a script flushed between its SCRIPT LOAD and its EVALSHA still runs (EVAL with the source)")
+    @Test("a script flushed again and again by another client still runs every time (EVAL with the source)")
     func scriptFlushedMeanwhile() async throws {
         try await withRedisServer { server in
             try await withClient(url: server.url, poolSize: 2) { (redis: RedisClient) async throws in
                 let key = uniqueKey("flushed")
-                // The script flushes every script as it loads: the first EVALSHA after the load
-                // always finds it gone again, as a concurrent SCRIPT FLUSH or failover would.
+                // Another task flushes the script cache all the time, as a concurrent SCRIPT FLUSH or
+                // a failover would: EVALSHA keeps finding it gone, and EVAL runs it anyway.
                 let script = RedisScript("redis.call('INCRBY', KEYS[1], ARGV[1]) return redis.call('GET', KEYS[1])")
                 try await redis.send(RedisCommand("SCRIPT", "FLUSH"))
                 let flusher = Task {

@@ -80,6 +80,24 @@ struct RedisCommandStateMachineTests {
         #expect(error.code == .protocolError)
     }
 
+    @Test("once subscribed, a reply nobody asked for is a pushed message; the SUBSCRIBE reply still completes its command")
+    func pushes() {
+        var machine = RedisCommandStateMachine<Int>()
+        machine.acceptPushes()
+        _ = machine.sendCommand(1, deadline: now + .seconds(1))
+        guard case .succeed(1, _) = machine.receivedReply(.array([.bulkString(ByteBuffer(string: "subscribe"))])) else {
+            Issue.record("the SUBSCRIBE reply must complete its command")
+            return
+        }
+        for _ in 0..<3 {
+            guard case .push(.simpleString("m")) = machine.receivedReply(.simpleString("m")) else {
+                Issue.record("expected a push")
+                return
+            }
+        }
+        #expect(machine.pendingCount == 0)
+    }
+
     @Test("graceful close drains pending replies, then closes and refuses new commands")
     func gracefulDrain() {
         var machine = RedisCommandStateMachine<Int>()

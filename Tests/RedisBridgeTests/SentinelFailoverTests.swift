@@ -2,6 +2,7 @@ import AuthGateTestSupport
 import Logging
 import NIOCore
 import RedisBridge
+import ServiceLifecycle
 import Testing
 
 /// The client behind Sentinels: one master, one replica (both with the append-only file), three
@@ -36,6 +37,44 @@ struct SentinelFailoverTests {
             throw error
         }
         await client.shutdown()
+        await cluster.stop()
+    }
+
+    @Test("run as a service, the client follows the Sentinels' announcement at once instead of waiting out a 20 s backoff")
+    func followsAnnouncement() async throws {
+        let cluster = try await SentinelCluster.start()
+        let client = RedisClient(
+            configuration: .init(
+                url: RedisURL(host: "127.0.0.1", port: 1), poolSize: 2, connectTimeout: .milliseconds(500),
+                minReconnectBackoff: .seconds(20), maxReconnectBackoff: .seconds(20), sentinel: cluster.configuration),
+            logger: Logger(label: "sentinel-test")
+        )
+        let group = ServiceGroup(services: [client], logger: Logger(label: "sentinel-test"))
+        let running = Task { try await group.run() }
+        do {
+            try await client.send(RedisCommand("SET", "before-failover", "kept"))
+            try await cluster.waitForReplication()
+            let clock = ContinuousClock()
+            await cluster.master.kill()
+            let killed = clock.now
+            // The first calls fail and start a 20 s backoff; only the announcement can end it early.
+            var recovered = false
+            while !recovered, clock.now - killed < .seconds(15) {
+                recovered = (try? await client.send(RedisCommand("SET", "after-failover", "written"))) != nil
+                if !recovered { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            let window = clock.now - killed
+            #expect(recovered, "the client did not follow the failover within 15 s")
+            print("followed the failover after \(window)")
+            #expect(try await client.send(RedisCommand("GET", "before-failover")).string == "kept")
+        } catch {
+            await group.triggerGracefulShutdown()
+            _ = try? await running.value
+            await cluster.stop()
+            throw error
+        }
+        await group.triggerGracefulShutdown()
+        try await running.value
         await cluster.stop()
     }
 

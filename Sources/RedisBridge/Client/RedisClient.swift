@@ -6,9 +6,11 @@ import Synchronization
 
 /// An async Redis client: a pool of pipelined connections with reconnect and backoff.
 ///
-/// Run it as a `Service` in the application's `ServiceGroup`: on graceful shutdown it stops taking
-/// commands and closes each connection once its pending replies have arrived. Outside a service
-/// group (the admin CLI, tests) call ``shutdown()`` when done.
+/// Run it as a `Service` in the application's `ServiceGroup`: behind Sentinels it then watches
+/// every Sentinel for `+switch-master` and moves its connections to a new master the moment a
+/// failover completes; on graceful shutdown it stops taking commands and closes each connection
+/// once its pending replies have arrived. Outside a service group (the admin CLI, tests) call
+/// ``shutdown()`` when done.
 ///
 /// ```swift
 /// let redis = RedisClient(configuration: .init(url: try RedisURL(parsing: "redis://127.0.0.1:6379/0")), logger: logger)
@@ -22,12 +24,14 @@ public final class RedisClient: Service, Sendable {
     private let nextSlot = Atomic<Int>(0)
     private let isShutDown = Atomic<Bool>(false)
     private let sent = Atomic<Int>(0)
+    private let master: RedisMasterTracker
+    private let eventLoopGroup: any EventLoopGroup
     private let logger: Logger
 
-    /// How many commands this client has sent through ``send(_:timeout:)`` and
-    /// ``sendReturningErrorReplies(_:timeout:)`` (scripts' `NOSCRIPT` reloads included). A caller
-    /// that awaits each reply makes one round trip per command: how tests and benchmarks count them.
-    public var commandsSent: Int { sent.load(ordering: .relaxed) }
+    /// How many round trips this client has made: each ``send(_:timeout:)``,
+    /// ``sendReturningErrorReplies(_:timeout:)`` and pipelined batch (a script with its `WAIT`)
+    /// counts one, scripts' `NOSCRIPT` reloads included. How tests and benchmarks count them.
+    public var roundTrips: Int { sent.load(ordering: .relaxed) }
 
     /// Creates a client; connections are opened on first use.
     /// - Parameters:
@@ -40,10 +44,14 @@ public final class RedisClient: Service, Sendable {
         logger: Logger
     ) {
         self.configuration = configuration
+        self.eventLoopGroup = eventLoopGroup
         self.logger = logger
+        let master = RedisMasterTracker(logger: logger)
+        self.master = master
         let size = max(1, configuration.poolSize)
+        let throttle = RepeatedLogThrottle(interval: .seconds(10))
         self.slots = (0..<size).map { _ in
-            RedisConnectionSlot(configuration: configuration, eventLoop: eventLoopGroup.next(), logger: logger)
+            RedisConnectionSlot(configuration: configuration, eventLoop: eventLoopGroup.next(), master: master, logThrottle: throttle, logger: logger)
         }
     }
 
@@ -64,20 +72,55 @@ public final class RedisClient: Service, Sendable {
         return try await connection().sendReturningErrorReplies(command, timeout: timeout)
     }
 
-    /// A pooled connection for a caller that sends several commands on the same socket in order.
-    public func connection() async throws -> RedisConnection {
-        guard !isShutDown.load(ordering: .relaxed) else { throw RedisError(.shutdown, "the Redis client is shutting down") }
-        let start = Int(UInt(bitPattern: nextSlot.wrappingAdd(1, ordering: .relaxed).oldValue) % UInt(slots.count))
-        for offset in 0..<slots.count {
-            if let connection = slots[(start + offset) % slots.count].activeConnection { return connection }
-        }
-        return try await slots[start].connection()
+    /// Sends commands back to back on one pooled connection (``RedisConnection/sendPipelined(_:timeout:)``):
+    /// one round trip; error replies come back as values.
+    public func sendPipelined(_ commands: [RedisCommand], timeout: TimeAmount? = nil) async throws -> [RESPValue] {
+        sent.wrappingAdd(1, ordering: .relaxed)
+        return try await connection().sendPipelined(commands, timeout: timeout)
     }
 
-    /// Waits for graceful shutdown, then drains and closes every connection.
+    /// A pooled connection for a caller that sends several commands on the same socket in order.
+    ///
+    /// A call that gets no connection counts as a failed command in `authgate_redis_errors_total`
+    /// (`connection_failed` when its attempt failed, `unavailable` while a backoff lasts).
+    public func connection() async throws -> RedisConnection {
+        do {
+            guard !isShutDown.load(ordering: .relaxed) else { throw RedisError(.shutdown, "the Redis client is shutting down") }
+            let start = Int(UInt(bitPattern: nextSlot.wrappingAdd(1, ordering: .relaxed).oldValue) % UInt(slots.count))
+            for offset in 0..<slots.count {
+                if let connection = slots[(start + offset) % slots.count].activeConnection { return connection }
+            }
+            return try await slots[start].connection()
+        } catch let error as RedisError {
+            RedisMetrics.failed(error.code)
+            throw error
+        }
+    }
+
+    /// Behind Sentinels, follows announced failovers until graceful shutdown; then drains and
+    /// closes every connection.
     public func run() async throws {
-        try? await gracefulShutdown()
+        await withTaskGroup(of: Void.self) { group in
+            if let sentinel = configuration.sentinel {
+                let watcher = RedisSentinelWatcher(
+                    sentinel: sentinel, configuration: configuration, eventLoop: eventLoopGroup.next(), logger: logger
+                ) { [weak self] announcement in
+                    self?.masterSwitched(announcement)
+                }
+                group.addTask { await watcher.run() }
+            }
+            try? await gracefulShutdown()
+            group.cancelAll()
+        }
         await shutdown()
+    }
+
+    /// A Sentinel announced a new master: connections to any other node close and every slot
+    /// reconnects at once, its backoff forgotten, trying the announced node first. Called for each
+    /// announcement of each Sentinel.
+    func masterSwitched(_ announcement: RedisMasterSwitch) {
+        master.update(announcement.current, confirmed: announcement.isConfirmed, masterName: announcement.masterName)
+        for slot in slots { slot.masterSwitched(to: announcement.current) }
     }
 
     /// Stops taking commands and closes every connection once its pending replies have arrived.

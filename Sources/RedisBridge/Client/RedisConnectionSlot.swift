@@ -6,7 +6,9 @@ import Synchronization
 ///
 /// Connecting is single-flight: callers that arrive while a connection is being made wait for that
 /// attempt instead of starting their own. After a failed attempt the slot fails calls at once
-/// (no connect timeout to sit through) until its backoff has passed.
+/// (``RedisError/Code/unavailable``, no connect timeout to sit through) until its backoff has
+/// passed, or until a Sentinel announces a new master (``masterSwitched(to:)``): the backoff
+/// applies only while no reachable master is known.
 final class RedisConnectionSlot: Sendable {
     private enum State {
         case idle(failures: Int)
@@ -19,11 +21,18 @@ final class RedisConnectionSlot: Sendable {
     private let state: Mutex<State> = Mutex(.idle(failures: 0))
     private let configuration: RedisClientConfiguration
     private let eventLoop: any EventLoop
+    private let master: RedisMasterTracker
+    private let logThrottle: RepeatedLogThrottle
     private let logger: Logger
 
-    init(configuration: RedisClientConfiguration, eventLoop: any EventLoop, logger: Logger) {
+    init(
+        configuration: RedisClientConfiguration, eventLoop: any EventLoop, master: RedisMasterTracker, logThrottle: RepeatedLogThrottle,
+        logger: Logger
+    ) {
         self.configuration = configuration
         self.eventLoop = eventLoop
+        self.master = master
+        self.logThrottle = logThrottle
         self.logger = logger
     }
 
@@ -55,7 +64,7 @@ final class RedisConnectionSlot: Sendable {
             case .backingOff(let until, let failures, let lastError):
                 if NIODeadline.now() < until {
                     throw RedisError(
-                        .connectionFailed, "Redis is unreachable; next attempt in \(Self.milliseconds(until - .now())) ms (\(lastError.message))")
+                        .unavailable, "Redis is unreachable; next attempt in \(Self.milliseconds(until - .now())) ms (\(lastError.message))")
                 }
                 let promise = eventLoop.makePromise(of: RedisConnection.self)
                 state = .connecting(promise.futureResult)
@@ -79,6 +88,24 @@ final class RedisConnectionSlot: Sendable {
         }
     }
 
+    /// A Sentinel announced `address` as the master: a connection to another node closes (the old
+    /// master is dead or demoted), and a backoff ends, so the next call connects at once.
+    func masterSwitched(to address: RedisServerAddress) {
+        let stale: RedisConnection? = state.withLock { state in
+            switch state {
+            case .connected(let connection) where connection.address != address:
+                state = .idle(failures: 0)
+                return connection
+            case .backingOff:
+                state = .idle(failures: 0)
+                return nil
+            default:
+                return nil
+            }
+        }
+        stale?.closeNow()
+    }
+
     /// Closes the connection after its pending replies and refuses further use.
     func shutdown() async {
         let previous = state.withLock { state in
@@ -98,34 +125,42 @@ final class RedisConnectionSlot: Sendable {
 
     private func connect(completing promise: EventLoopPromise<RedisConnection>, previousFailures: Int) async {
         do {
-            let connection = try await RedisConnection.connect(configuration: configuration, eventLoop: eventLoop, logger: logger)
+            let connection = try await RedisConnection.connect(
+                configuration: configuration, eventLoop: eventLoop, logger: logger, preferredMaster: master.current)
+            if let sentinel = configuration.sentinel { master.update(connection.address, masterName: sentinel.masterName) }
             let accepted = state.withLock { state -> Bool in
                 if case .shutdown = state { return false }
                 state = .connected(connection)
                 return true
             }
             if accepted {
-                if previousFailures > 0 { logger.info("reconnected to redis", metadata: ["gw.redis.address": "\(configuration.url)"]) }
+                RedisMetrics.connectionAttempt(succeeded: true)
+                if previousFailures > 0, let repeated = logThrottle.admit("reconnected") {
+                    logger.info("reconnected to redis", metadata: ["gw.redis.address": "\(connection.address)", "gw.repeated": "\(repeated)"])
+                }
                 promise.succeed(connection)
             } else {
                 connection.closeNow()
                 promise.fail(RedisError(.shutdown, "the Redis client is shutting down"))
             }
         } catch {
-            let redisError = error as? RedisError ?? RedisError(.connectionFailed, "\(error)")
+            let redisError = error as? RedisError ?? RedisError(.connectionFailed, "the connection failed")
             let failures = previousFailures + 1
+            RedisMetrics.connectionAttempt(succeeded: false)
             let backoff = configuration.reconnectBackoff(afterFailures: failures)
             state.withLock { state in
                 if case .shutdown = state { return }
                 state = .backingOff(until: .now() + backoff, failures: failures, lastError: redisError)
             }
-            logger.warning(
-                "redis connection failed",
-                metadata: [
-                    "gw.redis.address": "\(configuration.url)", "gw.redis.error": "\(redisError.message)",
-                    "gw.redis.retry_in_ms": "\(Self.milliseconds(backoff))"
-                ]
-            )
+            if let repeated = logThrottle.admit("connection_failed") {
+                logger.warning(
+                    "redis connection failed",
+                    metadata: [
+                        "gw.redis.address": "\(target)", "gw.redis.error": "\(redisError.message)",
+                        "gw.redis.retry_in_ms": "\(Self.milliseconds(backoff))", "gw.repeated": "\(repeated)"
+                    ]
+                )
+            }
             promise.fail(redisError)
         }
     }
@@ -136,8 +171,15 @@ final class RedisConnectionSlot: Sendable {
         } catch let error as RedisError {
             throw error
         } catch {
-            throw RedisError(.connectionFailed, "\(error)")
+            throw RedisError(.connectionFailed, "the connection failed")
         }
+    }
+
+    /// What a failed attempt tried to reach: the URL's server, or the master by its Sentinel name
+    /// (the error message names the nodes).
+    private var target: String {
+        if let sentinel = configuration.sentinel { return "master \(sentinel.masterName) (Sentinel)" }
+        return "\(RedisServerAddress(host: configuration.url.host, port: configuration.url.port))"
     }
 
     private static func milliseconds(_ amount: TimeAmount) -> Int64 { max(0, amount.nanoseconds / 1_000_000) }

@@ -2,17 +2,7 @@
 /// follow a failover.
 public struct RedisSentinelConfiguration: Sendable, Equatable {
     /// One Sentinel's address.
-    public struct Node: Sendable, Equatable, CustomStringConvertible {
-        public var host: String
-        public var port: Int
-
-        public init(host: String, port: Int) {
-            self.host = host
-            self.port = port
-        }
-
-        public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
-    }
+    public typealias Node = RedisServerAddress
 
     /// The name the Sentinels know the master by (`sentinel monitor <name> …`).
     public var masterName: String

@@ -1,34 +1,89 @@
 import Logging
 import NIOCore
 
-/// Asks Sentinels where the master is (`SENTINEL get-master-addr-by-name`), in order, until one
-/// answers. Asked again for every new connection, so a client follows a failover as soon as its
-/// connections to the old master break (or the old master says it is no longer one).
+/// Finds the master through the Sentinels and connects to it.
+///
+/// The address the client last heard from a Sentinel (``RedisMasterTracker``) is tried first;
+/// then each Sentinel in turn is asked (`SENTINEL get-master-addr-by-name`) and the node it names
+/// is tried, until one that says it is the master (`ROLE`) answers. A Sentinel that has not yet
+/// heard of a failover (they learn from each other every two seconds) therefore costs one refused
+/// attempt, not a backoff.
 enum RedisSentinelLocator {
-    static func master(
-        _ sentinel: RedisSentinelConfiguration, configuration: RedisClientConfiguration, eventLoop: any EventLoop, logger: Logger
-    ) async throws -> (host: String, port: Int) {
+    static func connectToMaster(
+        _ sentinel: RedisSentinelConfiguration, configuration: RedisClientConfiguration, eventLoop: any EventLoop, logger: Logger,
+        preferred: RedisServerAddress?
+    ) async throws -> RedisConnection {
         var failures: [String] = []
-        for node in sentinel.nodes {
-            var url = RedisURL(host: node.host, port: node.port, tls: configuration.url.tls)
-            url.password = sentinel.password
-            var sentinelConfiguration = configuration
-            sentinelConfiguration.clientName = nil
-            sentinelConfiguration.sentinel = nil
+        var tried: Set<RedisServerAddress> = []
+        if let preferred {
+            tried.insert(preferred)
             do {
-                let connection = try await RedisConnection.connect(
-                    to: url, configuration: sentinelConfiguration, eventLoop: eventLoop, logger: logger)
-                defer { connection.closeNow() }
-                let reply = try await connection.send(RedisCommand("SENTINEL", "get-master-addr-by-name", .string(sentinel.masterName)))
-                guard let fields = reply.array, fields.count == 2, let host = fields[0].string, let port = fields[1].string.flatMap(Int.init) else {
-                    failures.append("\(node): does not know \(sentinel.masterName)")
-                    continue
-                }
-                return (host, port)
+                return try await connect(master: preferred, sentinel, configuration: configuration, eventLoop: eventLoop, logger: logger)
             } catch let error as RedisError {
-                failures.append("\(node): \(error.message)")
+                failures.append(error.message)
             }
         }
-        throw RedisError(.connectionFailed, "no Sentinel named the master \(sentinel.masterName): \(failures.joined(separator: "; "))")
+        for node in sentinel.nodes {
+            let address: RedisServerAddress
+            do {
+                address = try await master(
+                    named: sentinel.masterName, by: node, sentinel, configuration: configuration, eventLoop: eventLoop, logger: logger)
+            } catch let error as RedisError {
+                failures.append("Sentinel \(node): \(error.message)")
+                continue
+            }
+            guard tried.insert(address).inserted else { continue }
+            do {
+                return try await connect(master: address, sentinel, configuration: configuration, eventLoop: eventLoop, logger: logger)
+            } catch let error as RedisError {
+                failures.append(error.message)
+            }
+        }
+        throw RedisError(.connectionFailed, "no reachable master \(sentinel.masterName): \(failures.joined(separator: "; "))")
+    }
+
+    /// What one Sentinel names as the master.
+    static func master(
+        named masterName: String, by node: RedisSentinelConfiguration.Node, _ sentinel: RedisSentinelConfiguration,
+        configuration: RedisClientConfiguration, eventLoop: any EventLoop, logger: Logger
+    ) async throws -> RedisServerAddress {
+        let connection = try await connect(sentinel: node, sentinel, configuration: configuration, eventLoop: eventLoop, logger: logger)
+        defer { connection.closeNow() }
+        let reply = try await connection.send(RedisCommand("SENTINEL", "get-master-addr-by-name", .string(masterName)))
+        guard let fields = reply.array, fields.count == 2, let host = fields[0].string, let port = fields[1].string.flatMap(Int.init) else {
+            throw RedisError(.connectionFailed, "does not know \(masterName)")
+        }
+        return RedisServerAddress(host: host, port: port)
+    }
+
+    /// A connection to one Sentinel: its own password, no database, no client name; TLS when the
+    /// URL is `rediss://`.
+    static func connect(
+        sentinel node: RedisSentinelConfiguration.Node, _ sentinel: RedisSentinelConfiguration, configuration: RedisClientConfiguration,
+        eventLoop: any EventLoop, logger: Logger
+    ) async throws -> RedisConnection {
+        var url = RedisURL(host: node.host, port: node.port, tls: configuration.url.tls)
+        url.password = sentinel.password
+        var sentinelConfiguration = configuration
+        sentinelConfiguration.clientName = nil
+        sentinelConfiguration.sentinel = nil
+        return try await RedisConnection.connect(to: url, configuration: sentinelConfiguration, eventLoop: eventLoop, logger: logger)
+    }
+
+    /// A connection to `address` with the URL's credentials and database, kept only if the node
+    /// says it is a master (a Sentinel may name a demoted master for a moment after a failover).
+    private static func connect(
+        master address: RedisServerAddress, _ sentinel: RedisSentinelConfiguration, configuration: RedisClientConfiguration,
+        eventLoop: any EventLoop, logger: Logger
+    ) async throws -> RedisConnection {
+        var url = configuration.url
+        (url.host, url.port) = (address.host, address.port)
+        let connection = try await RedisConnection.connect(to: url, configuration: configuration, eventLoop: eventLoop, logger: logger)
+        let role = try? await connection.send(RedisCommand("ROLE"), timeout: configuration.connectTimeout)
+        guard role?.array?.first?.string == "master" else {
+            connection.closeNow()
+            throw RedisError(.connectionFailed, "\(address), named master of \(sentinel.masterName), is not a master")
+        }
+        return connection
     }
 }

@@ -16,6 +16,8 @@ final class RedisChannelHandler: ChannelDuplexHandler {
     private var timer: Scheduled<Void>?
     private let logger: Logger
     private let closeReason: RedisCloseReason
+    /// Where pushed messages go once the connection subscribed.
+    private var pushes: AsyncStream<RESPValue>.Continuation?
 
     init(maxReplyBytes: Int, closeReason: RedisCloseReason, logger: Logger) throws {
         self.reader = try HiredisReader(maxReplyBytes: maxReplyBytes)
@@ -38,6 +40,12 @@ final class RedisChannelHandler: ChannelDuplexHandler {
     }
 
     func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
+        if let event = event as? RedisPushEvent {
+            pushes = event.continuation
+            stateMachine.acceptPushes()
+            promise?.succeed()
+            return
+        }
         guard event is RedisGracefulCloseEvent else {
             context.triggerUserOutboundEvent(event, promise: promise)
             return
@@ -71,6 +79,8 @@ final class RedisChannelHandler: ChannelDuplexHandler {
                     return
                 case .ignore:
                     return
+                case .push(let value):
+                    pushes?.yield(value)
                 }
             }
         } catch {
@@ -92,12 +102,13 @@ final class RedisChannelHandler: ChannelDuplexHandler {
     /// A socket or TLS error in words, without library internals (a TLS 1.3 server that wants a
     /// client certificate says so only after the handshake, on the first read).
     static func describe(socketError error: any Error) -> String {
-        if let ioError = error as? IOError { return "socket error: \(ioError.description)" }
+        if let ioError = error as? IOError { return "socket error: \(RedisConnectError.describe(errno: ioError.errnoCode))" }
         return TLSClientConfiguration.describe(sessionError: error) ?? "socket error: \(error)"
     }
 
     func channelInactive(context: ChannelHandlerContext) {
         cancelTimer()
+        pushes?.finish()
         for pending in stateMachine.channelInactive() {
             pending.fail(RedisError(.connectionClosed, "the connection to Redis closed before the reply arrived"))
         }
@@ -106,6 +117,7 @@ final class RedisChannelHandler: ChannelDuplexHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         cancelTimer()
+        pushes?.finish()
         for pending in stateMachine.channelInactive() {
             pending.fail(RedisError(.connectionClosed, "the connection to Redis closed before the reply arrived"))
         }

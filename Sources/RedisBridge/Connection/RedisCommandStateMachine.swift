@@ -19,6 +19,8 @@ struct RedisCommandStateMachine<Pending> {
     }
 
     private var state: State = .active
+    /// Subscribed (`SUBSCRIBE`): a reply nobody waits for is a message pushed by the server.
+    private var acceptsPushes = false
     private var queue = CircularBuffer<Entry>(initialCapacity: 16)
     /// When the deadline timer is due, or nil when none is scheduled.
     private(set) var timerDeadline: NIODeadline?
@@ -59,12 +61,21 @@ struct RedisCommandStateMachine<Pending> {
         case failAllAndClose([Pending], RedisError)
         /// The connection is already closed; ignore the reply.
         case ignore
+        /// A message the server pushed on a subscribed connection.
+        case push(RESPValue)
+    }
+
+    /// From now on, a reply with no command waiting is a pushed message (the connection is about
+    /// to subscribe), not a protocol error.
+    mutating func acceptPushes() {
+        acceptsPushes = true
     }
 
     /// Matches a reply to the oldest command waiting (RESP replies arrive in command order).
     mutating func receivedReply(_ value: RESPValue) -> ReplyAction {
         if case .closed = state { return .ignore }
         guard let entry = queue.popFirst() else {
+            if acceptsPushes { return .push(value) }
             return failAll(RedisError(.protocolError, "received a reply with no command waiting for it"))
         }
         if case .draining = state, queue.isEmpty {

@@ -18,9 +18,12 @@ public final class RedisConnection: Sendable {
     /// flushes once: under load, one hop and one `write(2)` serve many commands.
     private let outbox = Mutex<[RedisRequest]>([])
     private let closeReason: RedisCloseReason
+    /// The server this connection reached (for a Sentinel-found master, the master's address).
+    public let address: RedisServerAddress
 
-    private init(channel: any Channel, commandTimeout: TimeAmount, closeReason: RedisCloseReason) {
+    private init(channel: any Channel, address: RedisServerAddress, commandTimeout: TimeAmount, closeReason: RedisCloseReason) {
         self.channel = channel
+        self.address = address
         self.commandTimeout = commandTimeout
         self.closeReason = closeReason
     }
@@ -51,40 +54,74 @@ public final class RedisConnection: Sendable {
 
     /// Like ``send(_:timeout:)``, but hands error replies back as ``RESPValue/error(_:)`` values.
     public func sendReturningErrorReplies(_ command: RedisCommand, timeout: TimeAmount? = nil) async throws -> RESPValue {
-        let promise = channel.eventLoop.makePromise(of: RESPValue.self)
-        let request = RedisRequest(
-            encodedCommand: command.encoded(allocator: channel.allocator),
-            promise: promise,
-            deadline: channel.eventLoop.now + (timeout ?? commandTimeout)
-        )
-        let start = ContinuousClock.now
-        RedisMetrics.started()
-        enqueue(request)
-        do {
-            let reply = try await promise.futureResult.get()
-            RedisMetrics.finished(after: start, measured: timeout == nil)
-            if case .error(let message) = reply {
-                RedisMetrics.failed(.serverError)
-                // A master demoted by a failover: drop the connection, so the next one asks the
-                // Sentinels again.
-                if message.hasPrefix("READONLY") { closeNow() }
-            }
-            return reply
-        } catch let error as RedisError {
-            RedisMetrics.finished(after: start, measured: false)
-            RedisMetrics.failed(error.code)
-            throw error
-        } catch {
-            RedisMetrics.finished(after: start, measured: false)
-            RedisMetrics.failed(.connectionClosed)
-            throw RedisError(.connectionClosed, "\(error)")
-        }
+        try await sendPipelined([command], timeout: timeout)[0]
     }
 
-    private func enqueue(_ request: RedisRequest) {
+    /// Writes several commands at once, in order, with nothing of another caller's between them
+    /// on the wire, and waits for all their replies: one round trip (a script and the `WAIT` that
+    /// must follow it on the same connection). Error replies come back as values.
+    /// - Throws: ``RedisError`` only: the connection failed before every reply arrived.
+    public func sendPipelined(_ commands: [RedisCommand], timeout: TimeAmount? = nil) async throws -> [RESPValue] {
+        let deadline = channel.eventLoop.now + (timeout ?? commandTimeout)
+        let requests = commands.map { command in
+            RedisRequest(
+                encodedCommand: command.encoded(allocator: channel.allocator), promise: channel.eventLoop.makePromise(of: RESPValue.self),
+                deadline: deadline)
+        }
+        let start = ContinuousClock.now
+        for _ in requests { RedisMetrics.started() }
+        enqueue(requests)
+        var replies: [RESPValue] = []
+        replies.reserveCapacity(requests.count)
+        var failure: RedisError?
+        for request in requests {
+            do {
+                let reply = try await request.promise.futureResult.get()
+                RedisMetrics.finished(after: start, measured: timeout == nil)
+                if case .error(let message) = reply { serverErrorReplied(message) }
+                replies.append(reply)
+            } catch {
+                // Later promises fail too (the connection is gone); wait for each so none is left.
+                let redisError = error as? RedisError ?? RedisError(.connectionClosed, "\(error)")
+                RedisMetrics.finished(after: start, measured: false)
+                RedisMetrics.failed(redisError.code)
+                failure = failure ?? redisError
+            }
+        }
+        if let failure { throw failure }
+        return replies
+    }
+
+    /// Counts an error reply, and drops a connection to a master that a failover demoted.
+    private func serverErrorReplied(_ message: String) {
+        // NOSCRIPT is the normal first call of a script after a restart or failover: the caller
+        // loads it (RedisMetrics.scriptLoaded), it is not a failure.
+        if message.hasPrefix("NOSCRIPT") { return }
+        RedisMetrics.failed(.serverError)
+        // A master demoted by a failover: drop the connection, so the next one finds the new master.
+        if message.hasPrefix("READONLY") { closeNow() }
+    }
+
+    /// Subscribes to `channels` (`SUBSCRIBE`): the connection then only receives, and every message
+    /// the server pushes arrives on the returned stream (`["message", channel, payload]`; the
+    /// confirmations of the second and later channels too), which ends when the connection closes.
+    public func subscribe(to channels: [String]) async throws -> AsyncStream<RESPValue> {
+        let (messages, continuation) = AsyncStream.makeStream(of: RESPValue.self, bufferingPolicy: .bufferingNewest(256))
+        // On the event loop before the SUBSCRIBE is written (both go through it in order).
+        channel.triggerUserOutboundEvent(RedisPushEvent(continuation: continuation), promise: nil)
+        let reply = try await send(RedisCommand("SUBSCRIBE", arguments: channels.map { .string($0) }))
+        guard reply.array?.first?.string == "subscribe" else {
+            closeNow()
+            throw RedisError(.unexpectedReply, "SUBSCRIBE answered \(reply)")
+        }
+        return messages
+    }
+
+    private func enqueue(_ requests: [RedisRequest]) {
         let isFirst = outbox.withLock { pending -> Bool in
-            pending.append(request)
-            return pending.count == 1
+            let wasEmpty = pending.isEmpty
+            pending.append(contentsOf: requests)
+            return wasEmpty
         }
         guard isFirst else { return }
         channel.eventLoop.execute { self.drainOutbox() }
@@ -118,26 +155,22 @@ public final class RedisConnection: Sendable {
         channel.close(promise: nil)
     }
 
-    /// Opens a connection and runs the handshake from the URL: `AUTH`, `SELECT`, `CLIENT SETNAME`.
-    /// - Throws: ``RedisError`` (``RedisError/Code/connectionFailed`` when the server cannot be
-    ///   reached or refuses the handshake).
-    /// Connects to the configured server: the URL's, or the master the Sentinels name.
-    public static func connect(configuration: RedisClientConfiguration, eventLoop: any EventLoop, logger: Logger) async throws -> RedisConnection {
+    /// Connects to the configured server: the URL's, or the master the Sentinels name
+    /// (``RedisSentinelLocator``; `preferredMaster` is tried first, the address last named by a
+    /// Sentinel).
+    public static func connect(
+        configuration: RedisClientConfiguration, eventLoop: any EventLoop, logger: Logger, preferredMaster: RedisServerAddress? = nil
+    ) async throws -> RedisConnection {
         guard let sentinel = configuration.sentinel else {
             return try await connect(to: configuration.url, configuration: configuration, eventLoop: eventLoop, logger: logger)
         }
-        var url = configuration.url
-        (url.host, url.port) = try await RedisSentinelLocator.master(sentinel, configuration: configuration, eventLoop: eventLoop, logger: logger)
-        let connection = try await connect(to: url, configuration: configuration, eventLoop: eventLoop, logger: logger)
-        // A Sentinel may still name a demoted master for a moment after a failover.
-        let role = try? await connection.send(RedisCommand("ROLE"), timeout: configuration.connectTimeout)
-        guard role?.array?.first?.string == "master" else {
-            connection.closeNow()
-            throw RedisError(.connectionFailed, "\(url.host):\(url.port), named master of \(sentinel.masterName), is not a master")
-        }
-        return connection
+        return try await RedisSentinelLocator.connectToMaster(
+            sentinel, configuration: configuration, eventLoop: eventLoop, logger: logger, preferred: preferredMaster)
     }
 
+    /// Opens a connection to `url` and runs the handshake from it: `AUTH`, `SELECT`, `CLIENT SETNAME`.
+    /// - Throws: ``RedisError`` (``RedisError/Code/connectionFailed`` when the server cannot be
+    ///   reached or refuses the handshake).
     public static func connect(
         to url: RedisURL,
         configuration: RedisClientConfiguration,
@@ -153,6 +186,7 @@ public final class RedisConnection: Sendable {
             throw RedisError(.invalidConfiguration, "TLS to \(url.host):\(url.port): \(error)")
         }
         let handshakeTimeout = configuration.connectTimeout
+        let address = RedisServerAddress(host: url.host, port: url.port)
         let closeReason = RedisCloseReason()
         let channel: any Channel
         let handshake: EventLoopFuture<Void>?
@@ -175,23 +209,24 @@ public final class RedisConnection: Sendable {
                     }
                 }
         } catch {
-            throw RedisError(.connectionFailed, "could not connect to \(url.host):\(url.port): \(Self.describe(error))")
+            throw RedisError(.connectionFailed, "could not connect to \(address): \(RedisConnectError.describe(error))")
         }
         if let handshake {
             do {
                 try await handshake.get()
             } catch {
                 channel.close(promise: nil)
-                throw RedisError(.connectionFailed, "TLS to \(url.host):\(url.port): \(tls.describe(handshakeError: error, host: url.host))")
+                throw RedisError(.connectionFailed, "TLS to \(address): \(tls.describe(handshakeError: error, host: url.host))")
             }
         }
-        let connection = RedisConnection(channel: channel, commandTimeout: configuration.commandTimeout, closeReason: closeReason)
+        let connection = RedisConnection(
+            channel: channel, address: address, commandTimeout: configuration.commandTimeout, closeReason: closeReason)
         do {
             try await connection.handshake(url: url, clientName: configuration.clientName, timeout: configuration.connectTimeout)
         } catch let error as RedisError {
             connection.closeNow()
             if error.code == .serverError {
-                throw RedisError(.connectionFailed, "Redis at \(url.host):\(url.port) refused the handshake: \(error.message)")
+                throw RedisError(.connectionFailed, "Redis at \(address) refused the handshake: \(error.message)")
             }
             throw error
         }
@@ -212,11 +247,5 @@ public final class RedisConnection: Sendable {
         if let clientName, !clientName.isEmpty {
             try await send(RedisCommand("CLIENT", "SETNAME", .string(clientName)), timeout: timeout)
         }
-    }
-
-    private static func describe(_ error: any Error) -> String {
-        if let ioError = error as? IOError { return ioError.description }
-        if error is ChannelError { return "\(error)" }
-        return String(describing: error)
     }
 }

@@ -10,3 +10,9 @@ struct RedisRequest: Sendable {
 
 /// Sent down the pipeline to ask the handler to stop taking commands and close once drained.
 struct RedisGracefulCloseEvent: Sendable {}
+
+/// Sent down the pipeline before `SUBSCRIBE`: messages the server pushes from then on go to
+/// `continuation`, which finishes when the connection closes.
+struct RedisPushEvent: Sendable {
+    let continuation: AsyncStream<RESPValue>.Continuation
+}

@@ -22,35 +22,47 @@ public struct RedisScript: Sendable, Hashable {
 }
 
 extension RedisClient {
-    /// Runs a script with `EVALSHA`, loading it with `SCRIPT LOAD` when Redis does not have it, and
-    /// sending it whole with `EVAL` if it was flushed again before the retry.
+    /// Runs a script with `EVALSHA`; when Redis does not have it (`NOSCRIPT`: a restart, a
+    /// failover, `SCRIPT FLUSH`), sends it whole with `EVAL`, which also caches it. A reload is
+    /// counted in `authgate_redis_script_loads_total`, not as an error.
     /// - Parameters:
     ///   - script: the script.
     ///   - keys: the keys it touches (`KEYS[1]`...); on Redis Cluster they must share a hash slot.
     ///   - arguments: `ARGV[1]`...
+    ///   - acknowledgement: when set, `WAIT` follows the script in the same round trip and the
+    ///     call succeeds only once that many replicas have its writes.
     /// - Returns: the script's reply.
-    /// - Throws: ``RedisError``; an error raised by the script is a ``RedisError/Code/serverError``.
+    /// - Throws: ``RedisError``; an error raised by the script is a ``RedisError/Code/serverError``;
+    ///   too few replicas in time is ``RedisError/Code/replicationTimeout`` (the write was made on
+    ///   the master).
     @discardableResult
-    public func evaluate(_ script: RedisScript, keys: [String], arguments: [RedisArgument] = []) async throws -> RESPValue {
-        let command = RedisCommand(
-            "EVALSHA",
-            arguments: [.string(script.sha1), .integer(Int64(keys.count))] + keys.map { .string($0) } + arguments
-        )
-        do {
-            return try await send(command)
-        } catch let error as RedisError where error.isNoScript {
-            let loaded = try await send(RedisCommand("SCRIPT", "LOAD", .string(script.source)))
-            guard loaded.string == script.sha1 else {
-                throw RedisError(.unexpectedReply, "SCRIPT LOAD returned \(loaded), expected \(script.sha1)")
-            }
+    public func evaluate(
+        _ script: RedisScript, keys: [String], arguments: [RedisArgument] = [], acknowledgement: RedisReplicaAcknowledgement? = nil
+    ) async throws -> RESPValue {
+        let tail: [RedisArgument] = [.integer(Int64(keys.count))] + keys.map { .string($0) } + arguments
+        var reply = try await run(RedisCommand("EVALSHA", arguments: [.string(script.sha1)] + tail), acknowledgement)
+        if case .error(let message) = reply.script, message.hasPrefix("NOSCRIPT") {
+            RedisMetrics.scriptLoaded()
+            reply = try await run(RedisCommand("EVAL", arguments: [.string(script.source)] + tail), acknowledgement)
+        }
+        if case .error(let message) = reply.script { throw RedisError(.serverError, message) }
+        if let acknowledgement, let wait = reply.wait {
             do {
-                return try await send(command)
-            } catch let error as RedisError where error.isNoScript {
-                // Flushed again between the load and the call (a SCRIPT FLUSH, a failover): send
-                // the source itself, which cannot miss.
-                return try await send(
-                    RedisCommand("EVAL", arguments: [.string(script.source), .integer(Int64(keys.count))] + keys.map { .string($0) } + arguments))
+                try acknowledgement.check(wait)
+            } catch let error as RedisError {
+                RedisMetrics.failed(error.code)
+                throw error
             }
         }
+        return reply.script
+    }
+
+    /// One round trip: the script alone, or the script and its `WAIT`.
+    private func run(_ command: RedisCommand, _ acknowledgement: RedisReplicaAcknowledgement?) async throws -> (script: RESPValue, wait: RESPValue?) {
+        guard let acknowledgement else { return (try await sendReturningErrorReplies(command), nil) }
+        let replies = try await sendPipelined(
+            [command, acknowledgement.command], timeout: configuration.commandTimeout + acknowledgement.timeout)
+        guard replies.count == 2 else { throw RedisError(.protocolError, "two commands got \(replies.count) replies") }
+        return (replies[0], replies[1])
     }
 }
