@@ -1,3 +1,7 @@
+import AuthGateTestSupport
+import Foundation
+import NIOCore
+import RedisBridge
 import Testing
 
 @testable import AuthGateCore
@@ -168,6 +172,40 @@ struct ConfigurationTests {
         #expect(reparsed.providers.oidc == configuration.providers.oidc)
         #expect(reparsed.providers.google == configuration.providers.google)
         #expect(reparsed.renderedYAML() == printed)
+    }
+
+    @Test("replica acknowledgement and the reconnect policy: read, range-checked, printed and read back")
+    func replicaAcknowledgementAndReconnect() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("authgate-config-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try TestKeys.es256PEM().write(to: directory.appendingPathComponent("k1.pem"), atomically: true, encoding: .utf8)
+        func parseRedis(_ redis: String) throws -> AuthGateConfiguration {
+            try AuthGateConfiguration.parse(
+                yaml: "store: { kind: redis, redis: \(redis) }\ntokens: { signing_keys: [ { kid: k1, file: k1.pem } ] }",
+                baseDirectory: directory.path, environment: [:])
+        }
+        let configuration = try parseRedis(
+            "{ url: \"redis://cache:6379/0\", min_replicas_acked: 2, replica_ack_timeout: 250ms, reconnect: { min_backoff: 10ms, max_backoff: 500ms } }"
+        )
+        let redis = try #require(configuration.store.redis)
+        #expect(redis.replicaAcknowledgement?.replicas == 2)
+        #expect(redis.replicaAcknowledgement?.timeout == .milliseconds(250))
+        #expect(redis.minReconnectBackoff == .milliseconds(10) && redis.maxReconnectBackoff == .milliseconds(500))
+        let printed = configuration.renderedYAML()
+        let reparsed = try AuthGateConfiguration.parse(yaml: printed, baseDirectory: directory.path, environment: [:])
+        #expect(reparsed.renderedYAML() == printed)
+        #expect(try parseRedis("{}").store.redis?.replicaAcknowledgement == nil, "off by default")
+        do {
+            _ = try parseRedis("{ min_replicas_acked: 17, replica_ack_timeout: 0s, reconnect: { min_backoff: 2s, max_backoff: 1s, jitter: 3 } }")
+            Issue.record("out-of-range settings must be refused")
+        } catch let error as ConfigurationError {
+            #expect(
+                Set(error.issues.map(\.key)).isSuperset(of: [
+                    "store.redis.min_replicas_acked", "store.redis.replica_ack_timeout", "store.redis.reconnect.max_backoff",
+                    "store.redis.reconnect.jitter"
+                ]), "\(error.issues)")
+        }
     }
 
     @Test("YAML that does not parse is a clear error")

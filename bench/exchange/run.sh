@@ -12,6 +12,10 @@
 # the sessions' access tokens). Each row prints how busy the gateway's core was (its CPU time over
 # the phase's wall time): well under 100% means the load generator, not the gateway, set the pace.
 #
+# Last, the cost of replica-acknowledged writes (store.redis.min_replicas_acked: 1): a replica of
+# the same Redis on core 1, and a second gateway, alone on core 0, that waits (WAIT) for it after
+# every account write; rows for new users' sign-ins and refreshes (ACKED=0 skips them).
+#
 # Reproduce: bench/exchange/run.sh [tokens] [concurrency]     (ROUNDS=3 REQUESTS=100000 by default)
 # Profile:   PROFILE=1 bench/exchange/run.sh   (perf samples the gateway; top symbols are printed;
 #            PROFILE_ALL=1 as well to profile every phase, not only new users' sign-ins)
@@ -37,24 +41,32 @@ start_redis 1
 echo "minting $COUNT Apple-shaped RS256 tokens (each with a fresh nonce)..."
 .build/release/ExchangeBench prepare "$work" "$COUNT"
 .build/release/authgate keys generate --out "$work/key.pem" --kid bench >/dev/null
-gateway_port="$(free_port)"
-cat >"$work/authgate.yaml" <<YAML
+# write_config DIR EXTRA_REDIS_SETTINGS: the gateway's configuration in DIR (tokens from DIR's key set).
+write_config() {
+    gateway_port="$(free_port)"
+    cat >"$1/authgate.yaml" <<YAML
 server: { host: 127.0.0.1, port: $gateway_port }
-store: { kind: redis, redis: { url: "redis://127.0.0.1:$redis_port/0", pool_size: 2 } }
-tokens: { signing_keys: [ { kid: bench, file: key.pem } ] }
+store: { kind: redis, redis: { url: "redis://127.0.0.1:$redis_port/0", pool_size: 2 $2 } }
+tokens: { signing_keys: [ { kid: bench, file: $work/key.pem } ] }
 providers:
   apple: { enabled: true, audiences: [com.example.authgate.bench], jwks_file: apple-jwks.json }
 rate_limits: { token: off, signup: off, nonce: off }
 logging: { level: warning }
 YAML
-if [ "${PROFILE:-0}" = "1" ]; then
-    taskset -c 0 perf record -F 999 -g -e cpu-clock -o "$work/perf.data" .build/release/authgate serve --config "$work/authgate.yaml" 2>"$work/authgate.log" &
-else
-    taskset -c 0 .build/release/authgate serve --config "$work/authgate.yaml" 2>"$work/authgate.log" &
-fi
-gateway_pid=$!
-pids+=($gateway_pid)
-until curl -fs "http://127.0.0.1:$gateway_port/readyz" >/dev/null 2>&1; do sleep 0.05; done
+}
+# start_gateway DIR [perf]: authgate serve on core 0 with DIR's configuration; sets gateway_pid.
+start_gateway() {
+    if [ "${2:-}" = "perf" ]; then
+        taskset -c 0 perf record -F 999 -g -e cpu-clock -o "$1/perf.data" .build/release/authgate serve --config "$1/authgate.yaml" 2>"$1/authgate.log" &
+    else
+        taskset -c 0 .build/release/authgate serve --config "$1/authgate.yaml" 2>"$1/authgate.log" &
+    fi
+    gateway_pid=$!
+    pids+=($gateway_pid)
+    until curl -fs "http://127.0.0.1:$gateway_port/readyz" >/dev/null 2>&1; do sleep 0.05; done
+}
+write_config "$work" ""
+if [ "${PROFILE:-0}" = "1" ]; then start_gateway "$work" perf; else start_gateway "$work"; fi
 
 ticks_per_second="$(getconf CLK_TCK)"
 # The gateway's CPU time so far, in clock ticks (utime + stime of /proc/<pid>/stat).
@@ -95,6 +107,25 @@ if [ "${PROFILE:-0}" = "1" ]; then
     (perf report -i "$work/perf.data" --stdio --no-children --sort dso,symbol -g none 2>/dev/null | grep -v "^#" | grep "%" | head -45) || true
 fi
 
+acked="${ACKED:-1}"
+if [ "${PROFILE:-0}" = "1" ]; then acked=0; fi
+if [ "$acked" = "1" ]; then
+    # The replica, then a second gateway alone on core 0 that waits for it after every account write.
+    replica_port="$(free_port)"
+    taskset -c 1 redis-server --port "$replica_port" --bind 127.0.0.1 --dir "$work" --dbfilename replica.rdb --save "" --appendonly no \
+        --daemonize no --loglevel warning --logfile "$work/replica.log" --replicaof 127.0.0.1 "$redis_port" &
+    pids+=($!)
+    until redis-cli -p "$replica_port" info replication 2>/dev/null | grep -q "master_link_status:up"; do sleep 0.05; done
+    kill "$gateway_pid"; wait "$gateway_pid" 2>/dev/null || true
+    mkdir -p "$work/acked"
+    .build/release/ExchangeBench prepare "$work/acked" "$COUNT"
+    write_config "$work/acked" ", key_prefix: \"ack:\", min_replicas_acked: 1, replica_ack_timeout: 1s"
+    start_gateway "$work/acked"
+    base="http://127.0.0.1:$gateway_port"
+    phase acked_new "$bench" run "$base" "$work/acked/tokens.txt" "$CONCURRENCY" "$work/acked/sessions.txt"
+    phase acked_refresh "$bench" refresh "$base" "$work/acked/sessions.txt" "$CONCURRENCY" "$ROUNDS"
+fi
+
 if [ -n "${PROFILE_PHASE:-}" ] && [ -f "$work/profile-$PROFILE_PHASE.txt" ]; then
     echo "profile of the $PROFILE_PHASE phase:"; cat "$work/profile-$PROFILE_PHASE.txt"
 fi
@@ -117,10 +148,17 @@ printf '%-44s %12s\n' "gateway core busy" "$new_busy%"
 if [ "${PROFILE:-0}" != "1" ]; then
     echo
     printf '%-26s %10s %18s %8s %6s\n' "operation (same gateway)" "per second" "p50 / p99 (ms)" "non-200" "busy"
-    for name in new returning refresh user; do
-        label="$(case $name in new) echo "sign-in, new user";; returning) echo "sign-in, returning user";; refresh) echo "refresh";; user) echo "GET /user";; esac)"
+    names="new returning refresh user"
+    if [ "$acked" = "1" ]; then names="$names acked_new acked_refresh"; fi
+    for name in $names; do
+        label="$(case $name in new) echo "sign-in, new user";; returning) echo "sign-in, returning user";; refresh) echo "refresh";; user) echo "GET /user";;
+            acked_new) echo "sign-in, new, 1 replica ack";; acked_refresh) echo "refresh, 1 replica ack";; esac)"
         r="${name}_rate"; a="${name}_p50"; b="${name}_p99"; e="${name}_errors"; u="${name}_busy"
         printf '%-26s %10.0f %18s %8s %5s%%\n' "$label" "${!r}" "${!a} / ${!b}" "${!e}" "${!u}"
     done
+fi
+if [ "$acked" = "1" ]; then
+    printf '%-44s %12s\n' "sign-in with / without replica ack" "$(printf '%.2f' "$(echo "$acked_new_rate / $new_rate" | bc -l)")"
+    printf '%-44s %12s\n' "refresh with / without replica ack" "$(printf '%.2f' "$(echo "$acked_refresh_rate / $refresh_rate" | bc -l)")"
 fi
 echo "reproduce: bench/exchange/run.sh $COUNT $CONCURRENCY"

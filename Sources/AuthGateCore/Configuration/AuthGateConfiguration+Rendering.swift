@@ -1,3 +1,4 @@
+import NIOCore
 import RedisBridge
 import Yams
 
@@ -106,8 +107,13 @@ extension AuthGateConfiguration {
                 "key_prefix": Node(redis.keyPrefix),
                 "pool_size": Node(String(redis.poolSize)),
                 "connect_timeout": Node(format(redis.connectTimeout)),
-                "command_timeout": Node(format(redis.commandTimeout))
+                "command_timeout": Node(format(redis.commandTimeout)),
+                "reconnect": ["min_backoff": Node(format(redis.minReconnectBackoff)), "max_backoff": Node(format(redis.maxReconnectBackoff))]
             ]
+            if let acknowledgement = redis.replicaAcknowledgement {
+                redisNode["min_replicas_acked"] = Node(String(acknowledgement.replicas))
+                redisNode["replica_ack_timeout"] = Node(format(Duration.nanoseconds(acknowledgement.timeout.nanoseconds)))
+            }
             if let sentinel = redis.sentinel {
                 var sentinelNode: Node = [
                     "master_name": Node(sentinel.masterName),

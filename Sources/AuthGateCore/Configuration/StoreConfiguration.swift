@@ -1,3 +1,4 @@
+import NIOCore
 public import RedisBridge
 
 /// `store:`: where users, sessions, nonces and replay windows live.
@@ -24,6 +25,14 @@ public struct StoreConfiguration: Sendable {
         public var sentinel: RedisSentinelConfiguration?
         /// For `rediss://`: the CAs to trust, the expected server name, the client certificate.
         public var tls: TLSClientConfiguration
+        /// `min_replicas_acked` and `replica_ack_timeout`: account writes (a new or rotated
+        /// session, a new user, a linked identity, a ban, a deletion) answer only once this many
+        /// replicas have them (`WAIT`); nil when 0.
+        public var replicaAcknowledgement: RedisReplicaAcknowledgement?
+        /// `reconnect.min_backoff`: first wait after a failed connection attempt, doubling per failure.
+        public var minReconnectBackoff: Duration
+        /// `reconnect.max_backoff`: longest wait between attempts.
+        public var maxReconnectBackoff: Duration
     }
 
     public var kind: Kind
@@ -60,6 +69,14 @@ public struct StoreConfiguration: Sendable {
         let connectTimeout = redisSection.duration("connect_timeout", default: .seconds(2), minimum: .milliseconds(10))
         let commandTimeout = redisSection.duration("command_timeout", default: .seconds(2), minimum: .milliseconds(10))
         let sentinel = Self.sentinel(reading: redisSection.section("sentinel"), secrets: secrets)
+        let minReplicasAcked = redisSection.int("min_replicas_acked", default: 0, in: 0...16)
+        let replicaAckTimeout = redisSection.duration(
+            "replica_ack_timeout", default: .seconds(1), minimum: .milliseconds(1), maximum: .seconds(60))
+        let reconnect = redisSection.section("reconnect")
+        let minBackoff = reconnect.duration("min_backoff", default: .milliseconds(50), minimum: .milliseconds(1), maximum: .seconds(60))
+        let maxBackoff = reconnect.duration("max_backoff", default: .seconds(2), minimum: .milliseconds(1), maximum: .seconds(300))
+        if maxBackoff < minBackoff { reconnect.report("max_backoff", "must not be shorter than min_backoff") }
+        reconnect.finish()
         var tls = TLSClientConfiguration()
         if redisSection.contains("tls") {
             tls = TLSClientConfiguration.read(redisSection.section("tls"))
@@ -70,7 +87,10 @@ public struct StoreConfiguration: Sendable {
             redis = Redis(
                 url: url, keyPrefix: keyPrefix, poolSize: poolSize, connectTimeout: connectTimeout, commandTimeout: commandTimeout,
                 sentinel: sentinel,
-                tls: tls
+                tls: tls,
+                replicaAcknowledgement: minReplicasAcked > 0
+                    ? RedisReplicaAcknowledgement(replicas: minReplicasAcked, timeout: .nanoseconds(replicaAckTimeout.nanoseconds)) : nil,
+                minReconnectBackoff: minBackoff, maxReconnectBackoff: maxBackoff
             )
         } else {
             redis = nil

@@ -24,12 +24,16 @@ public enum AuthStoreFactory {
                     poolSize: redis.poolSize,
                     connectTimeout: .nanoseconds(redis.connectTimeout.nanoseconds),
                     commandTimeout: .nanoseconds(redis.commandTimeout.nanoseconds),
+                    minReconnectBackoff: .nanoseconds(redis.minReconnectBackoff.nanoseconds),
+                    maxReconnectBackoff: .nanoseconds(redis.maxReconnectBackoff.nanoseconds),
                     sentinel: redis.sentinel,
                     tls: redis.tls
                 ),
                 logger: logger
             )
-            return Assembly(store: RedisAuthStore(redis: client, keyPrefix: redis.keyPrefix), services: [client])
+            return Assembly(
+                store: RedisAuthStore(redis: client, keyPrefix: redis.keyPrefix, replicaAcknowledgement: redis.replicaAcknowledgement),
+                services: [client])
         }
     }
 }

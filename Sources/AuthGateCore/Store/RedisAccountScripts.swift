@@ -234,7 +234,12 @@ enum RedisAccountScripts {
               return {'rotated', account(uid, sid)}
             end
             if parent ~= '' and ARGV[4] == parent then
-              if now - parentAt <= reuse then return {'reused', f[4] or '', account(uid, sid)} end
+              if now - parentAt <= reuse then
+                -- A write of its own, so that a WAIT after this script also covers the child
+                -- (written earlier, perhaps by a request whose WAIT timed out).
+                redis.call('HSET', s, 'reused_ms', now)
+                return {'reused', f[4] or '', account(uid, sid)}
+              end
               revoke()
               return {'reuse_detected'}
             end

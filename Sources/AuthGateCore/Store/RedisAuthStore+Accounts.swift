@@ -79,7 +79,7 @@ extension RedisAuthStore {
         if let email = change.releasedEmail { arguments += ["release", .string(email)] }
         if change.endsAllSessions { arguments.append("endall") }
 
-        let reply = try await run(
+        let reply = try await runAcknowledged(
             RedisAccountScripts.commit, keys: [keys.user(user.id), keys.identities(user.id), keys.users, keys.fence(user.id)],
             arguments: arguments
         )
@@ -101,7 +101,7 @@ extension RedisAuthStore {
     }
 
     public func updateIdentity(_ identity: IdentityRecord) async throws -> Bool {
-        let reply = try await run(
+        let reply = try await runAcknowledged(
             RedisAccountScripts.updateIdentity, keys: [keys.identities(identity.userID)],
             arguments: [
                 .string(keyPrefix), .string(IdentityKey(provider: identity.provider, subject: identity.subject).field),
@@ -125,14 +125,14 @@ extension RedisAuthStore {
     }
 
     public func deleteIdentity(provider: String, subject: String, userID: String) async throws {
-        try await run(
+        try await runAcknowledged(
             RedisAccountScripts.deleteIdentity, keys: [keys.identities(userID), keys.identityIndex(provider, subject)],
             arguments: [.string(keyPrefix), .string(userID), .string(IdentityKey(provider: provider, subject: subject).field)]
         )
     }
 
     public func deleteUser(_ userID: String) async throws -> [String] {
-        let reply = try await run(
+        let reply = try await runAcknowledged(
             RedisAccountScripts.deleteUser, keys: [keys.user(userID), keys.identities(userID), keys.sessions(userID), keys.users],
             arguments: [.string(keyPrefix), .string(userID)]
         )

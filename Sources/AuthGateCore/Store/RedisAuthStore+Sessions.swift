@@ -9,7 +9,7 @@ import RedisBridge
 
 extension RedisAuthStore {
     public func createSession(_ session: SessionRecord, refreshTokenHash: String) async throws {
-        try await run(
+        try await runAcknowledged(
             RedisAccountScripts.createSession,
             keys: [keys.session(session.userID, session.id), keys.sessions(session.userID), keys.sessionOwner(session.id)],
             arguments: [
@@ -52,7 +52,7 @@ extension RedisAuthStore {
 
     public func deleteSessions(userID: String, sessionIDs: [String]) async throws -> [String] {
         guard !sessionIDs.isEmpty else { return [] }
-        let reply = try await run(
+        let reply = try await runAcknowledged(
             RedisAccountScripts.deleteSessions, keys: [keys.sessions(userID)],
             arguments: [.string(keyPrefix), .string(userID)] + sessionIDs.map { .string($0) }
         )
@@ -60,7 +60,7 @@ extension RedisAuthStore {
     }
 
     public func rotateRefreshToken(_ rotation: RefreshRotation) async throws -> (outcome: RefreshRotationOutcome, account: AccountSnapshot?) {
-        let reply = try await run(
+        let reply = try await runAcknowledged(
             RedisAccountScripts.rotation,
             keys: [keys.session(rotation.userID, rotation.sessionID), keys.sessions(rotation.userID), keys.user(rotation.userID)],
             arguments: [

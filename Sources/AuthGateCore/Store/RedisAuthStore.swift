@@ -15,14 +15,18 @@ public struct RedisAuthStore: AuthStore {
     public let redis: RedisClient
     /// Prefix of every key (`ag:`).
     public let keyPrefix: String
+    /// When set, account writes succeed only once that many replicas have them
+    /// (``runAcknowledged(_:keys:arguments:)``).
+    public let replicaAcknowledgement: RedisReplicaAcknowledgement?
 
     let keys: RedisKeyspace
     /// Audit events recorded and not written yet (``flushAudit()``).
     public let auditBuffer = AuditBuffer()
 
-    public init(redis: RedisClient, keyPrefix: String) {
+    public init(redis: RedisClient, keyPrefix: String, replicaAcknowledgement: RedisReplicaAcknowledgement? = nil) {
         self.redis = redis
         self.keyPrefix = keyPrefix
+        self.replicaAcknowledgement = replicaAcknowledgement
         self.keys = RedisKeyspace(prefix: keyPrefix)
     }
 
@@ -40,6 +44,20 @@ public struct RedisAuthStore: AuthStore {
         try await withSpan("redis EVALSHA", ofKind: .client) { span in
             span.attributes["db.system"] = "redis"
             return try await mappingRedisErrors { try await redis.evaluate(script, keys: keys, arguments: arguments) }
+        }
+    }
+
+    /// Runs a script that changes an account (a session created, rotated or ended, a user created,
+    /// changed or deleted, an identity linked or removed): with ``replicaAcknowledgement`` set,
+    /// `WAIT` follows it in the same round trip, and too few replicas in time is
+    /// ``AuthGateError/Code/storeUnavailable`` (503): the change was made on the master, whole, and
+    /// the client's retry is safe (a refresh retried within the reuse interval gets the same child).
+    func runAcknowledged(_ script: RedisScript, keys: [String], arguments: [RedisArgument]) async throws -> RESPValue {
+        try await withSpan("redis EVALSHA", ofKind: .client) { span in
+            span.attributes["db.system"] = "redis"
+            return try await mappingRedisErrors {
+                try await redis.evaluate(script, keys: keys, arguments: arguments, acknowledgement: replicaAcknowledgement)
+            }
         }
     }
 

@@ -1,6 +1,7 @@
 public import AuthGateCore
 public import Hummingbird
 import Logging
+import RedisBridge
 
 #if canImport(FoundationEssentials)
     import FoundationEssentials
@@ -39,7 +40,9 @@ public struct NonceController: Sendable {
         do {
             issued = try await issuer.issue(now: Date())
         } catch {
-            context.logger.error("cannot issue a nonce", metadata: ["gw.error": "\(error)"])
+            if let repeated = RateLimitMiddleware.storeErrorLog.admit("nonce") {
+                context.logger.error("cannot issue a nonce", metadata: ["gw.error": "\(error)", "gw.repeated": "\(repeated)"])
+            }
             throw GoTrueError(.serviceUnavailable, code: "unexpected_failure", message: "The nonce store is unavailable; try again")
         }
         let body = try JSONEncoder().encode(Issued(nonce: issued.nonce, expiresAt: Int64(issued.expiresAt.timeIntervalSince1970)))
