@@ -79,6 +79,12 @@ public final class RedisClient: Service, Sendable {
         return try await connection().sendPipelined(commands, timeout: timeout)
     }
 
+    /// One round trip on a connection the caller holds (``connection()``), counted in ``roundTrips``.
+    func sendPipelined(_ commands: [RedisCommand], on connection: RedisConnection, timeout: TimeAmount?) async throws -> [RESPValue] {
+        sent.wrappingAdd(1, ordering: .relaxed)
+        return try await connection.sendPipelined(commands, timeout: timeout)
+    }
+
     /// A pooled connection for a caller that sends several commands on the same socket in order.
     ///
     /// A call that gets no connection counts as a failed command in `authgate_redis_errors_total`

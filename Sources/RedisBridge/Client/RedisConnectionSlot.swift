@@ -124,9 +124,10 @@ final class RedisConnectionSlot: Sendable {
     }
 
     private func connect(completing promise: EventLoopPromise<RedisConnection>, previousFailures: Int) async {
+        let announced = master.current
         do {
             let connection = try await RedisConnection.connect(
-                configuration: configuration, eventLoop: eventLoop, logger: logger, preferredMaster: master.current)
+                configuration: configuration, eventLoop: eventLoop, logger: logger, preferredMaster: announced)
             if let sentinel = configuration.sentinel { master.update(connection.address, masterName: sentinel.masterName) }
             let accepted = state.withLock { state -> Bool in
                 if case .shutdown = state { return false }
@@ -148,9 +149,11 @@ final class RedisConnectionSlot: Sendable {
             let failures = previousFailures + 1
             RedisMetrics.connectionAttempt(succeeded: false)
             let backoff = configuration.reconnectBackoff(afterFailures: failures)
+            // A master announced while this attempt was under way: the next call tries it at once.
+            let masterChanged = configuration.sentinel != nil && master.current != announced
             state.withLock { state in
                 if case .shutdown = state { return }
-                state = .backingOff(until: .now() + backoff, failures: failures, lastError: redisError)
+                state = masterChanged ? .idle(failures: 0) : .backingOff(until: .now() + backoff, failures: failures, lastError: redisError)
             }
             if let repeated = logThrottle.admit("connection_failed") {
                 logger.warning(

@@ -40,29 +40,53 @@ extension RedisClient {
         _ script: RedisScript, keys: [String], arguments: [RedisArgument] = [], acknowledgement: RedisReplicaAcknowledgement? = nil
     ) async throws -> RESPValue {
         let tail: [RedisArgument] = [.integer(Int64(keys.count))] + keys.map { .string($0) } + arguments
-        var reply = try await run(RedisCommand("EVALSHA", arguments: [.string(script.sha1)] + tail), acknowledgement)
-        if case .error(let message) = reply.script, message.hasPrefix("NOSCRIPT") {
-            RedisMetrics.scriptLoaded()
-            reply = try await run(RedisCommand("EVAL", arguments: [.string(script.source)] + tail), acknowledgement)
+        let evalsha = RedisCommand("EVALSHA", arguments: [.string(script.sha1)] + tail)
+        let eval = RedisCommand("EVAL", arguments: [.string(script.source)] + tail)
+        guard let acknowledgement else {
+            var reply = try await sendReturningErrorReplies(evalsha)
+            if reply.isNoScript {
+                RedisMetrics.scriptLoaded()
+                reply = try await sendReturningErrorReplies(eval)
+            }
+            if case .error(let message) = reply { throw RedisError(.serverError, message) }
+            return reply
         }
-        if case .error(let message) = reply.script { throw RedisError(.serverError, message) }
-        if let acknowledgement, let wait = reply.wait {
-            do {
-                try acknowledgement.check(wait)
-            } catch let error as RedisError {
-                RedisMetrics.failed(error.code)
-                throw error
+        // Script and WAIT on one connection. The first call of a script on a connection goes alone:
+        // a WAIT sent beside an EVALSHA that finds no script (a new master after a failover) would
+        // block for its whole timeout while the new master has no replica yet, and then again
+        // beside the EVAL.
+        let connection = try await connection()
+        let timeout = configuration.commandTimeout + acknowledgement.timeout
+        var replies: [RESPValue]
+        if connection.hasRun(script: script.sha1) {
+            replies = try await sendPipelined([evalsha, acknowledgement.command], on: connection, timeout: timeout)
+        } else {
+            replies = try await sendPipelined([evalsha], on: connection, timeout: nil)
+            if !(replies.first?.isNoScript ?? false) {
+                replies += try await sendPipelined([acknowledgement.command], on: connection, timeout: timeout)
             }
         }
-        return reply.script
+        if replies.first?.isNoScript ?? false {
+            RedisMetrics.scriptLoaded()
+            replies = try await sendPipelined([eval, acknowledgement.command], on: connection, timeout: timeout)
+        }
+        guard replies.count == 2 else { throw RedisError(.protocolError, "a script and its WAIT got \(replies.count) replies") }
+        if case .error(let message) = replies[0] { throw RedisError(.serverError, message) }
+        connection.ran(script: script.sha1)
+        do {
+            try acknowledgement.check(replies[1])
+        } catch let error as RedisError {
+            RedisMetrics.failed(error.code)
+            throw error
+        }
+        return replies[0]
     }
+}
 
-    /// One round trip: the script alone, or the script and its `WAIT`.
-    private func run(_ command: RedisCommand, _ acknowledgement: RedisReplicaAcknowledgement?) async throws -> (script: RESPValue, wait: RESPValue?) {
-        guard let acknowledgement else { return (try await sendReturningErrorReplies(command), nil) }
-        let replies = try await sendPipelined(
-            [command, acknowledgement.command], timeout: configuration.commandTimeout + acknowledgement.timeout)
-        guard replies.count == 2 else { throw RedisError(.protocolError, "two commands got \(replies.count) replies") }
-        return (replies[0], replies[1])
+extension RESPValue {
+    /// Redis's answer to `EVALSHA` for a script it does not have.
+    fileprivate var isNoScript: Bool {
+        if case .error(let message) = self { return message.hasPrefix("NOSCRIPT") }
+        return false
     }
 }
