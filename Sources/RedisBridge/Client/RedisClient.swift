@@ -85,6 +85,9 @@ public final class RedisClient: Service, Sendable {
         return try await connection.sendPipelined(commands, timeout: timeout)
     }
 
+    /// Whether a slot is making a connection now (for tests).
+    var isConnecting: Bool { slots.contains(where: \.isConnecting) }
+
     /// A pooled connection for a caller that sends several commands on the same socket in order.
     ///
     /// A call that gets no connection counts as a failed command in `authgate_redis_errors_total`

@@ -44,6 +44,14 @@ final class RedisConnectionSlot: Sendable {
         }
     }
 
+    /// Whether a connection attempt is under way.
+    var isConnecting: Bool {
+        state.withLock { state in
+            if case .connecting = state { return true }
+            return false
+        }
+    }
+
     /// An open connection: the current one, or a new one made now (or by an attempt under way).
     func connection() async throws -> RedisConnection {
         enum Step {
