@@ -26,8 +26,8 @@ struct SentinelFailoverGatewayTests {
     @Test("the replicas are paused for 500 ms before the master dies: no write is acknowledged in the pause, none acknowledged is lost")
     func replicasBehind() async throws {
         let result = try await Self.failover(pausingReplicasFirst: true)
+        #expect(result.writesInPause > 0, "the clients kept writing during the pause")
         #expect(result.acknowledgedInPause == 0, "a write was acknowledged while no replica could have it")
-        #expect(result.replicationTimeouts >= 1, "writes in the pause time out waiting for a replica")
         #expect(result.window <= Self.documentedWindow, "error window after the kill \(result.window)")
     }
 
@@ -49,9 +49,10 @@ struct SentinelFailoverGatewayTests {
 
     struct Result {
         let window: Duration
-        /// Sign-ups and refreshes that began after the replicas were paused and succeeded before the kill.
+        /// Sign-ups and refreshes that began while the replicas were paused.
+        let writesInPause: Int
+        /// Those of them that succeeded before the kill.
         let acknowledgedInPause: Int
-        let replicationTimeouts: Double
     }
 
     static func failover(pausingReplicasFirst: Bool) async throws -> Result {
@@ -70,7 +71,7 @@ struct SentinelFailoverGatewayTests {
                 connect_timeout: 500ms
                 command_timeout: 1s
                 min_replicas_acked: 1
-                replica_ack_timeout: 300ms
+                replica_ack_timeout: 1s
                 sentinel: { master_name: \(SentinelCluster.masterName), nodes: [\(nodes)] }
             tokens: { signing_keys: [ { kid: k1, file: k1.pem } ], refresh: { reuse_interval: 10s } }
             providers: { anonymous: { enabled: true } }
@@ -120,9 +121,10 @@ struct SentinelFailoverGatewayTests {
             let lastFailure = failed.map(\.ended).max() ?? killedAt
             let window = lastFailure - killedAt
             let failedInPause = failed.filter { $0.ended < killedAt }.count
-            let acknowledgedInPause = all.filter {
-                $0.ok && ($0.kind == "signup" || $0.kind == "refresh") && $0.started > disruption && $0.ended < killedAt && pausedAt != nil
-            }.count
+            let writesInPause = all.filter {
+                ($0.kind == "signup" || $0.kind == "refresh") && $0.started > disruption && $0.started < killedAt && pausedAt != nil
+            }
+            let acknowledgedInPause = writesInPause.filter { $0.ok && $0.ended < killedAt }.count
             var byKind: [String: Int] = [:]
             var lastByKind: [String: Duration] = [:]
             for call in failed {
@@ -164,9 +166,7 @@ struct SentinelFailoverGatewayTests {
                 failed calls by kind: \(byKind.sorted { $0.key < $1.key }); last failure after the kill by kind: \(lastByKind.sorted { $0.key < $1.key })
                 \(metrics.joined(separator: "\n"))
                 """)
-            outcome = Result(
-                window: window, acknowledgedInPause: acknowledgedInPause,
-                replicationTimeouts: value("authgate_redis_errors_total{code=\"replication_timeout\"}"))
+            outcome = Result(window: window, writesInPause: writesInPause.count, acknowledgedInPause: acknowledgedInPause)
         } catch {
             ledger.stop.store(true, ordering: .relaxed)
             for replica in cluster.replicas { replica.resume() }
