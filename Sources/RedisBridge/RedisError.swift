@@ -65,9 +65,6 @@ public struct RedisError: Error, Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { "redis \(code): \(message)" }
 
-    /// True for the server error Redis sends when `EVALSHA` names a script it does not have.
-    public var isNoScript: Bool { code == .serverError && message.hasPrefix("NOSCRIPT") }
-
     /// True when the command may not have reached Redis or its reply was lost with the connection:
     /// retrying it on a fresh connection is safe for idempotent commands.
     public var isConnectionError: Bool {

@@ -39,11 +39,16 @@ public struct RedisAuthStore: AuthStore {
         }
     }
 
-    /// Runs a script, turning Redis failures into ``AuthGateError/Code/storeUnavailable``.
-    func run(_ script: RedisScript, keys: [String], arguments: [RedisArgument]) async throws -> RESPValue {
+    /// Runs a script, turning Redis failures into ``AuthGateError/Code/storeUnavailable``; with
+    /// `acknowledgement`, only once that many replicas have its writes.
+    func run(
+        _ script: RedisScript, keys: [String], arguments: [RedisArgument], acknowledgement: RedisReplicaAcknowledgement? = nil
+    ) async throws -> RESPValue {
         try await withSpan("redis EVALSHA", ofKind: .client) { span in
             span.attributes["db.system"] = "redis"
-            return try await mappingRedisErrors { try await redis.evaluate(script, keys: keys, arguments: arguments) }
+            return try await mappingRedisErrors {
+                try await redis.evaluate(script, keys: keys, arguments: arguments, acknowledgement: acknowledgement)
+            }
         }
     }
 
@@ -53,12 +58,7 @@ public struct RedisAuthStore: AuthStore {
     /// ``AuthGateError/Code/storeUnavailable`` (503): the change was made on the master, whole, and
     /// the client's retry is safe (a refresh retried within the reuse interval gets the same child).
     func runAcknowledged(_ script: RedisScript, keys: [String], arguments: [RedisArgument]) async throws -> RESPValue {
-        try await withSpan("redis EVALSHA", ofKind: .client) { span in
-            span.attributes["db.system"] = "redis"
-            return try await mappingRedisErrors {
-                try await redis.evaluate(script, keys: keys, arguments: arguments, acknowledgement: replicaAcknowledgement)
-            }
-        }
+        try await run(script, keys: keys, arguments: arguments, acknowledgement: replicaAcknowledgement)
     }
 
     func mappingRedisErrors<Value>(_ body: () async throws -> Value) async throws -> Value {

@@ -2,7 +2,6 @@ public import AuthGateCore
 import HTTPTypes
 public import Hummingbird
 import Logging
-import RedisBridge
 
 #if canImport(FoundationEssentials)
     import FoundationEssentials
@@ -38,9 +37,6 @@ public struct RateLimitMiddleware: RouterMiddleware {
         return try await next(request, context)
     }
 
-    /// Holds back repeats of the store-unavailable line (10 s per bucket).
-    static let storeErrorLog = RepeatedLogThrottle(interval: .seconds(10))
-
     /// Counts one request of `key` against `limit` in `bucket`, or throws GoTrue's 429 (503 when
     /// the store cannot count).
     static func enforce(_ limiter: RateLimiter, bucket: String, key: String, limit: RateLimit, logger: Logger) async throws {
@@ -48,8 +44,7 @@ public struct RateLimitMiddleware: RouterMiddleware {
         do {
             decision = try await limiter.check(bucket: bucket, client: key, limit: limit, now: Date())
         } catch {
-            // Every request fails the same way during an outage: one line per interval, with a count.
-            if let repeated = Self.storeErrorLog.admit(bucket) {
+            if let repeated = StoreErrorLog.admit(bucket) {
                 logger.error(
                     "rate limit store unavailable", metadata: ["gw.error": "\(error)", "gw.bucket": "\(bucket)", "gw.repeated": "\(repeated)"])
             }

@@ -7,8 +7,8 @@ import Synchronization
 /// An async Redis client: a pool of pipelined connections with reconnect and backoff.
 ///
 /// Run it as a `Service` in the application's `ServiceGroup`: behind Sentinels it then watches
-/// every Sentinel for `+switch-master` and moves its connections to a new master the moment a
-/// failover completes; on graceful shutdown it stops taking commands and closes each connection
+/// every Sentinel's failover announcements (``RedisMasterSwitch``) and moves its connections to a
+/// new master the moment it takes writes; on graceful shutdown it stops taking commands and closes each connection
 /// once its pending replies have arrived. Outside a service group (the admin CLI, tests) call
 /// ``shutdown()`` when done.
 ///
@@ -29,8 +29,8 @@ public final class RedisClient: Service, Sendable {
     private let logger: Logger
 
     /// How many round trips this client has made: each ``send(_:timeout:)``,
-    /// ``sendReturningErrorReplies(_:timeout:)`` and pipelined batch (a script with its `WAIT`)
-    /// counts one, scripts' `NOSCRIPT` reloads included. How tests and benchmarks count them.
+    /// ``sendReturningErrorReplies(_:timeout:)`` and pipelined batch (a script with its `WAIT`,
+    /// in ``evaluate(_:keys:arguments:acknowledgement:)``) counts one, scripts' `NOSCRIPT` reloads included. How tests and benchmarks count them.
     public var roundTrips: Int { sent.load(ordering: .relaxed) }
 
     /// Creates a client; connections are opened on first use.
@@ -70,13 +70,6 @@ public final class RedisClient: Service, Sendable {
     public func sendReturningErrorReplies(_ command: RedisCommand, timeout: TimeAmount? = nil) async throws -> RESPValue {
         sent.wrappingAdd(1, ordering: .relaxed)
         return try await connection().sendReturningErrorReplies(command, timeout: timeout)
-    }
-
-    /// Sends commands back to back on one pooled connection (``RedisConnection/sendPipelined(_:timeout:)``):
-    /// one round trip; error replies come back as values.
-    public func sendPipelined(_ commands: [RedisCommand], timeout: TimeAmount? = nil) async throws -> [RESPValue] {
-        sent.wrappingAdd(1, ordering: .relaxed)
-        return try await connection().sendPipelined(commands, timeout: timeout)
     }
 
     /// One round trip on a connection the caller holds (``connection()``), counted in ``roundTrips``.

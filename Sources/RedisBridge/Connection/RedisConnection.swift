@@ -80,7 +80,7 @@ public final class RedisConnection: Sendable {
             do {
                 let reply = try await request.promise.futureResult.get()
                 RedisMetrics.finished(after: start, measured: timeout == nil)
-                if case .error(let message) = reply { serverErrorReplied(message) }
+                if case .error(let message) = reply, !reply.isNoScript { serverErrorReplied(message) }
                 replies.append(reply)
             } catch {
                 // Later promises fail too (the connection is gone); wait for each so none is left.
@@ -104,11 +104,10 @@ public final class RedisConnection: Sendable {
         _ = scriptsRun.withLock { $0.insert(sha1) }
     }
 
-    /// Counts an error reply, and drops a connection to a master that a failover demoted.
+    /// Counts an error reply (not `NOSCRIPT`, which the caller answers with the script itself,
+    /// counted by `RedisMetrics.scriptLoaded`), and drops a connection to a master that a failover
+    /// demoted.
     private func serverErrorReplied(_ message: String) {
-        // NOSCRIPT is the normal first call of a script after a restart or failover: the caller
-        // loads it (RedisMetrics.scriptLoaded), it is not a failure.
-        if message.hasPrefix("NOSCRIPT") { return }
         RedisMetrics.failed(.serverError)
         // A master demoted by a failover: drop the connection, so the next one finds the new master.
         if message.hasPrefix("READONLY") { closeNow() }

@@ -64,3 +64,12 @@ extension RESPValue: CustomStringConvertible {
         }
     }
 }
+
+extension RESPValue {
+    /// Redis's answer to `EVALSHA` for a script it does not have (a restart, a failover,
+    /// `SCRIPT FLUSH`): the caller sends the script whole, which is a reload, not a failure.
+    var isNoScript: Bool {
+        if case .error(let message) = self { return message.hasPrefix("NOSCRIPT") }
+        return false
+    }
+}

@@ -82,11 +82,3 @@ extension RedisClient {
         return replies[0]
     }
 }
-
-extension RESPValue {
-    /// Redis's answer to `EVALSHA` for a script it does not have.
-    fileprivate var isNoScript: Bool {
-        if case .error(let message) = self { return message.hasPrefix("NOSCRIPT") }
-        return false
-    }
-}
