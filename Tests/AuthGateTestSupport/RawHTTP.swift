@@ -80,6 +80,11 @@ public final class RawConnection: Sendable {
         }
     }
 
+    /// Closes the sending side (the peer reads an end of stream); receiving goes on.
+    public func shutdownWrite() {
+        _ = Glibc.shutdown(descriptor, Int32(SHUT_WR))
+    }
+
     /// ``receiveUntilClosed()`` on a thread of its own: an async test must not hold one of Swift's
     /// few cooperative threads in a blocking `recv` (on two cores, that starves every other test).
     public func receiveUntilClosed() async -> (bytes: [UInt8], closed: Bool) {

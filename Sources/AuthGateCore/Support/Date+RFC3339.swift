@@ -20,16 +20,7 @@ extension Date {
         let millisecond = min(999, Int64(((interval - whole) * 1000).rounded(.down)))
         let seconds = Int64(whole) + 978_307_200
         let (days, secondOfDay) = Self.floorDivision(seconds, 86_400)
-        // Howard Hinnant's civil_from_days: days since 1970-01-01 to a proleptic Gregorian date.
-        let shifted = days + 719_468
-        let era = Self.floorDivision(shifted, 146_097).quotient
-        let dayOfEra = shifted - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthIndex = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
-        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        let (year, month, day) = Self.civilDate(days: days)
 
         var text: [UInt8] = []
         text.reserveCapacity(24)
@@ -60,11 +51,24 @@ extension Date {
         return String(decoding: text, as: UTF8.self)
     }
 
+    /// Howard Hinnant's civil_from_days: days since 1970-01-01 to a proleptic Gregorian date.
+    package static func civilDate(days: Int64) -> (year: Int64, month: Int64, day: Int64) {
+        let shifted = days + 719_468
+        let era = Self.floorDivision(shifted, 146_097).quotient
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+
     /// Seconds since 2001 from 1600-01-01 to the end of 9999, where the direct computation is used.
     private static let gregorianReferenceRange: ClosedRange<Double> = -12_654_403_200...252_423_993_599
 
     /// Quotient and remainder rounded towards negative infinity (the remainder is never negative).
-    private static func floorDivision(_ value: Int64, _ divisor: Int64) -> (quotient: Int64, remainder: Int64) {
+    package static func floorDivision(_ value: Int64, _ divisor: Int64) -> (quotient: Int64, remainder: Int64) {
         let quotient = value / divisor
         let remainder = value % divisor
         return remainder < 0 ? (quotient - 1, remainder + divisor) : (quotient, remainder)

@@ -242,9 +242,10 @@ public enum GatewayApplication {
         onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
         let server = dependencies.configuration.server
+        let responder = buildRouter(dependencies).buildResponder()
         return Application(
-            router: buildRouter(dependencies),
-            server: serverBuilder(dependencies, logger: logger),
+            responder: responder,
+            server: serverBuilder(dependencies, logger: logger, router: responder),
             configuration: .init(address: .hostname(server.host, port: server.port), serverName: nil),
             services: services,
             onServerRunning: onServerRunning,
@@ -253,15 +254,22 @@ public enum GatewayApplication {
     }
 
     /// Every client connection's pipeline (``GatewayHTTPChannel``): the connection guard, HTTP/1.1,
-    /// and ``GatewayConnectionHandler``, which normalizes and decides every request and serves
-    /// the proxy routes itself; Hummingbird serves the rest.
-    /// - Parameter logger: the logger of what the connection handler logs (access lines of proxied
-    ///   requests among them).
-    public static func serverBuilder(_ dependencies: Dependencies, logger: Logger = Logger(label: "authgate")) -> HTTPServerBuilder {
+    /// and ``GatewayConnectionHandler``, which normalizes and decides every request, serves
+    /// the proxy routes itself and calls the router for requests with a small body; Hummingbird's
+    /// channel serves the rest.
+    /// - Parameters:
+    ///   - logger: the logger of what the connection handler logs (access lines of proxied
+    ///     requests among them).
+    ///   - router: the application's router, called from the connection; nil builds one from
+    ///     `dependencies` (``buildRouter(_:)``).
+    public static func serverBuilder(
+        _ dependencies: Dependencies, logger: Logger = Logger(label: "authgate"), router: (any HTTPResponder<AuthGateRequestContext>)? = nil
+    ) -> HTTPServerBuilder {
         let configuration = dependencies.configuration
+        let router = router ?? buildRouter(dependencies).buildResponder()
         return HTTPServerBuilder { responder in
             GatewayHTTPChannel(
-                responder: responder, proxy: dependencies.edge, tls: dependencies.serverTLS, server: configuration.server,
+                responder: responder, router: router, proxy: dependencies.edge, tls: dependencies.serverTLS, server: configuration.server,
                 tracing: configuration.tracing.enabled,
                 group: MultiThreadedEventLoopGroup.singleton, logger: logger
             )

@@ -10,8 +10,10 @@ import NIOHTTP1
 #endif
 
 /// Every client request passes here, right after HTTP decoding, and is decided once
-/// (``EdgeProxy/decide(_:peer:proxy:now:)``): a request for AuthGate's own endpoints goes on to
-/// Hummingbird with its target normalized; a request for a proxy route is forwarded to its
+/// (``EdgeProxy/decide(_:peer:proxy:now:)``): a request for AuthGate's own endpoints is answered
+/// by the router with its target normalized, called from here when the request's body is small
+/// (``ApplicationPipeline``) and through Hummingbird's channel otherwise; a request for a proxy
+/// route is forwarded to its
 /// upstream here, on this connection's event loop, with no task and no lock per request
 /// (``ProxyExchangeStateMachine`` says what to do at each step); a request the gateway refuses
 /// is answered here.
@@ -31,6 +33,10 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
         case idle
         /// Hummingbird serves the request; its parts pass through.
         case application(requestEnded: Bool, responseEnded: Bool)
+        /// The request is for the router (``application``): its body is being gathered.
+        case gathering
+        /// The router is answering the gathered request; parts wait.
+        case answering
         /// The store is asked about the session (the revocation feed is stale); parts wait.
         case deciding
         /// The gateway serves the request (``exchange``): forwarded, or answered itself.
@@ -44,6 +50,8 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
     }
 
     let proxy: EdgeProxy?
+    /// The router, called from here for requests with a small body; nil: Hummingbird serves all.
+    let application: ApplicationPipeline?
     let connections: LoopConnections?
     let connectionGuard: ClientConnectionGuard?
     let logger: Logger
@@ -59,9 +67,22 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
     var mode = Mode.idle
     /// The request the gateway serves itself (mode `exchange`).
     var exchange: ProxyExchange?
+    /// The request being gathered for the router (mode `gathering`).
+    var gathered: GatheredRequest?
+    /// The `Date` header of the router's answers.
+    var date = HTTPDate()
     var context: ChannelHandlerContext?
-    /// Parts that arrived while they could not be taken (a pipelined request, a pending decision).
-    private var pending = CircularBuffer<HTTPServerRequestPart>()
+    /// What the decoder gave that could not be taken yet: parts of a pipelined request (or of
+    /// one waiting for a decision), and the decoder's error after them.
+    private var pending = CircularBuffer<Inbound>()
+
+    /// One thing the decoder gave, kept in order.
+    private enum Inbound {
+        case part(HTTPServerRequestPart)
+        /// The bytes after the parts before it could not be parsed: answered with 400 in turn,
+        /// once the requests before it are answered.
+        case unparsable
+    }
     /// A `read` was held; it is passed on once reading may go on.
     private var readHeld = false
     private var processing = false
@@ -81,11 +102,13 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
     private var cachedPeerAddress: String?
 
     init(
-        proxy: EdgeProxy?, connectionGuard: ClientConnectionGuard?, logger: Logger, drainTimeout: TimeAmount, tracing: Bool, eventLoop: any EventLoop,
+        proxy: EdgeProxy?, application: ApplicationPipeline? = nil, connectionGuard: ClientConnectionGuard?, logger: Logger, drainTimeout: TimeAmount,
+        tracing: Bool, eventLoop: any EventLoop,
         headerListLimit: Int? = nil
     ) {
         self.headerListLimit = headerListLimit
         self.proxy = proxy
+        self.application = application
         self.connections = proxy?.connections.connections(on: eventLoop)
         self.connectionGuard = connectionGuard
         self.logger = logger
@@ -106,7 +129,7 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard mode != .closed else { return }  // lingering: dropped
         inReadCycle = true
-        pending.append(unwrapInboundIn(data))
+        pending.append(.part(unwrapInboundIn(data)))
         processPending()
     }
 
@@ -141,17 +164,11 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
             // Hummingbird answers what it is serving; nothing more is read afterwards.
             closeAfterResponse = true
             context.fireErrorCaught(error)
-        case .idle where error is HTTPParserError:
-            // A request the decoder cannot read: 400, then the connection closes.
-            let refusal = ProxyRefusal(
-                .badRequest, code: "validation_failed", message: "The request could not be parsed", reason: "parse_error", closesConnection: true,
-                context: ProxyRequestContext(
-                    method: .GET, path: "", version: .http1_1, requestID: RequestLogMiddleware.newRequestID(), routeName: nil, routeIndex: nil,
-                    userID: nil,
-                    apiVersion: nil, keepAlive: false, hasBody: false
-                )
-            )
-            refuse(refusal)
+        case _ where error is HTTPParserError && currentRequestIsRead:
+            // Bytes after complete requests cannot be parsed (NIO's decoder stops there): the
+            // requests before them are answered first, then a 400, then the connection closes.
+            pending.append(.unparsable)
+            processPending()
         default:
             logger.debug("client connection failed", metadata: ["gw.error": "\(type(of: error))"])
             context.close(promise: nil)
@@ -175,6 +192,16 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
         }
     }
 
+    /// Every byte of the current request has been read (or there is none): a decoder error is
+    /// about the next one.
+    private var currentRequestIsRead: Bool {
+        switch mode {
+        case .idle, .answering: true
+        case .exchange: exchange?.acceptsRequestParts == false
+        case .application, .gathering, .deciding, .tunnel, .closed: false
+        }
+    }
+
     private func closeWhenIdleOrAfterResponse(_ context: ChannelHandlerContext) {
         closeAfterResponse = true
         if mode == .idle, pending.isEmpty { context.close(promise: nil) }
@@ -184,9 +211,20 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
     func processPending() {
         guard !processing, let context else { return }
         processing = true
-        while let part = pending.first, accepts(part) {
-            pending.removeFirst()
-            take(part, context)
+        while let next = pending.first {
+            switch next {
+            case .part(let part):
+                guard accepts(part) else { break }
+                pending.removeFirst()
+                take(part, context)
+                continue
+            case .unparsable:
+                guard mode == .idle else { break }
+                pending.removeFirst()
+                refuseUnparsable()
+                continue
+            }
+            break
         }
         processing = false
         if passedOutsideRead, !inReadCycle {
@@ -196,14 +234,28 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
         resumeReadingIfWanted()
     }
 
+    /// A request the decoder cannot read: 400, then the connection closes.
+    private func refuseUnparsable() {
+        refuse(
+            ProxyRefusal(
+                .badRequest, code: "validation_failed", message: "The request could not be parsed", reason: "parse_error", closesConnection: true,
+                context: ProxyRequestContext(
+                    method: .GET, path: "", version: .http1_1, requestID: RequestLogMiddleware.newRequestID(), routeName: nil, routeIndex: nil,
+                    userID: nil,
+                    apiVersion: nil, keepAlive: false, hasBody: false
+                )
+            )
+        )
+    }
+
     /// Whether `part` can be taken now.
     private func accepts(_ part: HTTPServerRequestPart) -> Bool {
         if skipsClientEnd, case .end = part { return true }
         switch mode {
-        case .idle: return true
+        case .idle, .gathering: return true
         case .application(let requestEnded, _): return !requestEnded
         case .exchange: return exchange?.acceptsRequestParts ?? false
-        case .deciding, .tunnel, .closed: return false
+        case .deciding, .answering, .tunnel, .closed: return false
         }
     }
 
@@ -226,13 +278,19 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
             if facts.isUpgrade { closeAfterResponse = true }
             let decision = EdgeProxy.decide(
                 head, facts: facts, peerAddress: peerAddress(context), proxy: proxy, now: Date(), headerListLimit: headerListLimit)
+            if case .application(let head) = decision, let application, let request = application.request(for: head, facts: facts) {
+                gather(request, version: head.version, keepAlive: (head.version.major >= 2 || head.isKeepAlive) && !facts.isUpgrade)
+                return
+            }
             if case .application = decision {} else if !facts.hasBody { skipsClientEnd = true }
             decided(decision)
         case .application:
             pass(part, context)
         case .exchange:
             exchangeRequestPart(part)
-        case .deciding, .tunnel, .closed:
+        case .gathering:
+            gatherPart(part)
+        case .deciding, .answering, .tunnel, .closed:
             break
         }
     }
@@ -332,9 +390,9 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
     private var wantsRead: Bool {
         guard pending.isEmpty else { return false }
         switch mode {
-        case .idle, .application, .tunnel, .closed: return true
+        case .idle, .application, .gathering, .tunnel, .closed: return true
         case .exchange: return exchange?.wantsClientBytes ?? true
-        case .deciding: return false
+        case .deciding, .answering: return false
         }
     }
 

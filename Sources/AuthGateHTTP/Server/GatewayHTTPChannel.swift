@@ -1,5 +1,6 @@
 public import AuthGateCore
 import HTTPTypes
+import Hummingbird
 public import HummingbirdCore
 public import Logging
 public import NIOCore
@@ -21,9 +22,10 @@ import NIOTLS
 /// HTTP/1.1:                              HTTP/2:
 /// HTTP/1.1 codec (NIO)                   NIOHTTP2Handler (flood guards) + connection management
 ///                                        per stream: HTTP2StreamDeadlines, HTTP2FramePayloadToHTTP1ServerCodec
-/// GatewayConnectionHandler     the one decision per request; proxy exchanges and refusals
-/// HTTP1ToHTTPServerCodec       Hummingbird's types, for the requests it serves
-/// Hummingbird                  the GoTrue API, health, metrics
+/// GatewayConnectionHandler     the one decision per request; proxy exchanges and refusals; the
+///                              router called directly for requests with a small body
+/// HTTP1ToHTTPServerCodec       Hummingbird's types, for the requests its channel serves
+/// Hummingbird                  the GoTrue API, health, metrics for streamed requests
 /// ```
 ///
 /// An HTTP/2 stream is a request of its own, decided and served by the same handlers as an
@@ -41,6 +43,7 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
 
     public let responder: HTTPChannelHandler.Responder
     private let proxy: EdgeProxy?
+    private let application: ApplicationPipeline?
     private let tls: ServerTLSContext?
     private let http2: HTTP2Configuration
     private let limiter: ClientConnectionLimiter
@@ -51,10 +54,11 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     private let logger: Logger
 
     init(
-        responder: @escaping HTTPChannelHandler.Responder, proxy: EdgeProxy?, tls: ServerTLSContext?, server: AuthGateCore.ServerConfiguration,
-        tracing: Bool, group: any EventLoopGroup, logger: Logger
+        responder: @escaping HTTPChannelHandler.Responder, router: (any HTTPResponder<AuthGateRequestContext>)?, proxy: EdgeProxy?,
+        tls: ServerTLSContext?, server: AuthGateCore.ServerConfiguration, tracing: Bool, group: any EventLoopGroup, logger: Logger
     ) {
         self.responder = responder
+        self.application = router.map { ApplicationPipeline(responder: $0, secure: tls != nil, logger: logger) }
         self.tls = tls
         self.proxy = proxy
         self.http2 = server.http2
@@ -160,7 +164,8 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
         let pipeline = channel.pipeline.syncOperations
         try pipeline.addHandler(
             GatewayConnectionHandler(
-                proxy: proxy, connectionGuard: connectionGuard, logger: self.logger, drainTimeout: drainTimeout, tracing: tracing,
+                proxy: proxy, application: application, connectionGuard: connectionGuard, logger: self.logger, drainTimeout: drainTimeout,
+                tracing: tracing,
                 eventLoop: channel.eventLoop, headerListLimit: headerListLimit
             )
         )

@@ -1,0 +1,93 @@
+import AuthGateCore
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypesHTTP1
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// AuthGate's own endpoints answered from the connection's pipeline: for a request whose body is
+/// small and of known length, ``GatewayConnectionHandler`` gathers the whole request and calls
+/// the router here, in one task, and writes the answer in one flush. The router, its middleware
+/// and its handlers are the ones Hummingbird runs, so the answer is the same; what is skipped is
+/// Hummingbird's per-connection async channel (a task hop for every request part and for the
+/// answer), which cost more than a `GET /user` itself.
+///
+/// Other requests (a chunked or larger body, `Expect: 100-continue`, `HEAD`, an upgrade) go to
+/// Hummingbird's channel as before.
+struct ApplicationPipeline: Sendable {
+    /// The router, as Hummingbird's application runs it.
+    let responder: any HTTPResponder<AuthGateRequestContext>
+    /// The listener speaks TLS (the request's scheme).
+    let secure: Bool
+    let logger: Logger
+
+    /// The largest request body gathered here; every endpoint's own limit is smaller (the metadata
+    /// of `PUT /user` is capped well below it by default), and a larger body streams through
+    /// Hummingbird, which applies the same limits.
+    static let maxBody = 64 << 10
+
+    /// The largest answer gathered: AuthGate's answers are small JSON documents (and `/metrics`).
+    static let maxAnswer = 16 << 20
+
+    /// The request to serve here, in Hummingbird's types, or nil when Hummingbird's channel should
+    /// take it. `head` is the decided (normalized) head.
+    func request(for head: HTTPRequestHead, facts: RequestHeadFacts) -> HTTPRequest? {
+        guard head.method != .HEAD, !facts.isUpgrade, !facts.hasUpgrade, !facts.expectsContinue, !facts.hasTransferEncoding else { return nil }
+        if let length = facts.contentLength {
+            // The decision already refused a length that is not a plain number of at most 18 digits.
+            guard let bytes = Int(length), bytes <= Self.maxBody else { return nil }
+        }
+        return try? HTTPRequest(head, secure: secure, splitCookie: false)
+    }
+
+    /// The router's answer to `request`: a head for the client's HTTP version and the whole body.
+    /// Never throws: what the router throws past its own error handling is a 500, as Hummingbird
+    /// answers it.
+    func respond(to request: HTTPRequest, body: ByteBuffer, channel: any Channel) async -> (HTTPResponse, ByteBuffer) {
+        let context = AuthGateRequestContext(source: ApplicationRequestContextSource(channel: channel, logger: logger))
+        var response: Response
+        do {
+            response = try await responder.respond(to: Request(head: request, body: RequestBody(buffer: body)), context: context)
+        } catch {
+            logger.debug("unrecognised error", metadata: ["gw.error_type": "\(type(of: error))"])
+            response = Response(status: .internalServerError, body: ResponseBody())
+        }
+        let collector = AnswerCollector()
+        do {
+            try await response.body.write(collector)
+        } catch {
+            logger.error("answer too large to gather", metadata: ["gw.path": "\(request.path ?? "")"])
+            return (HTTPResponse(status: .internalServerError, headerFields: [.contentLength: "0"]), ByteBuffer())
+        }
+        // The framing headers are the router's, as Hummingbird would send them (NIO's encoder
+        // chunks a body of unknown length).
+        return (response.head, collector.buffer)
+    }
+}
+
+/// Gathers an answer's body (every AuthGate answer is one buffer; a streamed one is gathered up to
+/// ``ApplicationPipeline/maxAnswer``).
+private final class AnswerCollector: ResponseBodyWriter {
+    var buffer = ByteBuffer()
+
+    struct TooLarge: Error {}
+
+    func write(_ part: ByteBuffer) async throws {
+        guard part.readableBytes <= ApplicationPipeline.maxAnswer - buffer.readableBytes else { throw TooLarge() }
+        if buffer.readableBytes == 0 {
+            buffer = part
+        } else {
+            var part = part
+            buffer.writeBuffer(&part)
+        }
+    }
+
+    func finish(_ trailingHeaders: HTTPFields?) async throws {}
+}

@@ -1,0 +1,96 @@
+import HTTPTypes
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypesHTTP1
+
+/// A request for AuthGate's own endpoints, gathered whole before the router answers it.
+struct GatheredRequest {
+    let request: HTTPRequest
+    let version: HTTPVersion
+    /// The client may send another request on the connection after this one.
+    let keepAlive: Bool
+    var body = ByteBuffer()
+}
+
+/// AuthGate's own endpoints served from the connection (``ApplicationPipeline``): the request is
+/// gathered, the router answers it in one task, and the answer is written with one flush.
+extension GatewayConnectionHandler {
+    /// Starts gathering a request the router answers; its parts follow (an `end` at least).
+    func gather(_ request: HTTPRequest, version: HTTPVersion, keepAlive: Bool) {
+        gathered = GatheredRequest(request: request, version: version, keepAlive: keepAlive)
+        mode = .gathering
+    }
+
+    /// A part of the request being gathered.
+    func gatherPart(_ part: HTTPServerRequestPart) {
+        switch part {
+        case .head:
+            // A head before the last one's end: the stream is broken.
+            closeNow()
+        case .body(var buffer):
+            // The decoder delivers no more than the `Content-Length` the pipeline accepted.
+            guard var request = gathered, buffer.readableBytes <= ApplicationPipeline.maxBody - request.body.readableBytes else {
+                closeNow()
+                return
+            }
+            gathered = nil
+            if request.body.readableBytes == 0 {
+                request.body = buffer
+            } else {
+                request.body.writeBuffer(&buffer)
+            }
+            gathered = request
+        case .end:
+            connectionGuard?.requestEnded()
+            answer()
+        }
+    }
+
+    /// Asks the router for the gathered request's answer.
+    private func answer() {
+        guard let request = gathered, let application, let context else { return }
+        gathered = nil
+        mode = .answering
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let eventLoop = context.eventLoop
+        let channel = context.channel
+        Task {
+            let (head, body) = await application.respond(to: request.request, body: request.body, channel: channel)
+            eventLoop.execute {
+                bound.value.answered(head, body, request)
+            }
+        }
+    }
+
+    /// Writes the router's answer in one flush, then takes the next request (or closes).
+    private func answered(_ response: HTTPResponse, _ body: ByteBuffer, _ request: GatheredRequest) {
+        guard mode == .answering, let context else { return }
+        let closes = !request.keepAlive || closeAfterResponse
+        var head = HTTPResponseHead(response)
+        if request.version.major == 1, request.version.minor == 0 { head.version = .http1_0 }
+        if !head.headers.contains(name: "Date") { head.headers.add(name: "Date", value: date.current()) }
+        if closes {
+            head.headers.replaceOrAdd(name: "Connection", value: "close")
+        } else if request.version.major == 1, request.version.minor == 0 {
+            head.headers.replaceOrAdd(name: "Connection", value: "keep-alive")
+        }
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        if body.readableBytes > 0 { context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil) }
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        connectionGuard?.responseEnded()
+        if closes {
+            closeAfterAnswer()
+            return
+        }
+        mode = .idle
+        processPending()
+    }
+
+    /// Ends the connection at once: its request stream cannot be followed.
+    private func closeNow() {
+        gathered = nil
+        mode = .closed
+        context?.close(promise: nil)
+    }
+}

@@ -1,0 +1,175 @@
+import AuthGateCore
+import AuthGateTestSupport
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import Testing
+
+@testable import AuthGateHTTP
+
+/// AuthGate's own endpoints answered from the connection (``ApplicationPipeline``) on real
+/// sockets: pipelined requests in order, framing, keep-alive and close, and the requests that
+/// still stream through Hummingbird's channel (chunked, large, `HEAD`) on the same connection.
+@Suite("Router called from the connection", .serialized, .timeLimit(.minutes(2)))
+struct ApplicationPipelineTests {
+    /// One response as read off the wire.
+    struct Answer {
+        let status: Int
+        /// Header names lower-cased.
+        let headers: [(String, String)]
+        let body: String
+
+        func header(_ name: String) -> String? { headers.first { $0.0 == name }?.1 }
+    }
+
+    private func withGateway(_ body: @Sendable (Int) async throws -> Void) async throws {
+        let configuration = try AuthGateConfiguration.parse(
+            yaml: "providers: { anonymous: { enabled: true } }\nrate_limits: { token: off, signup: off, nonce: off }", baseDirectory: "",
+            environment: [:])
+        let dependencies = GatewayApplication.Dependencies(
+            configuration: configuration, store: MemoryAuthStore(), keyRing: try SigningKeyRing.load(configuration.tokens, allowGenerated: true))
+        let app = GatewayApplication.build(dependencies, logger: Logger(label: "pipeline-test"))
+        try await app.test(.live) { client in try await body(try #require(client.port)) }
+    }
+
+    /// Every answer on `connection` until it closes.
+    private func readAnswers(_ connection: RawConnection) async throws -> (answers: [Answer], closed: Bool) {
+        let (bytes, closed) = await connection.receiveUntilClosed()
+        var rest = bytes[...]
+        var answers: [Answer] = []
+        let separator = Array("\r\n\r\n".utf8)
+        while !rest.isEmpty {
+            let end = try #require(
+                rest.indices.first { rest[$0...].starts(with: separator) }, "an incomplete head: \(String(decoding: rest, as: UTF8.self))")
+            let lines = String(decoding: rest[..<end], as: UTF8.self).components(separatedBy: "\r\n")
+            let status = try #require(Int(lines[0].split(separator: " ")[1]))
+            let headers = lines.dropFirst().map { line -> (String, String) in
+                let colon = line.firstIndex(of: ":") ?? line.endIndex
+                return (line[..<colon].lowercased(), line[colon...].dropFirst().trimmingCharacters(in: .whitespaces))
+            }
+            let length = headers.first { $0.0 == "content-length" }.flatMap { Int($0.1) } ?? 0
+            let bodyStart = end + 4
+            try #require(rest.endIndex - bodyStart >= length, "a body cut short")
+            answers.append(Answer(status: status, headers: headers, body: String(decoding: rest[bodyStart..<bodyStart + length], as: UTF8.self)))
+            rest = rest[(bodyStart + length)...]
+        }
+        return (answers, closed)
+    }
+
+    @Test(
+        "pipelined requests are answered in order, each with its own request id and a Date; after Connection: close, nothing more"
+    )
+    func pipelined() async throws {
+        try await withGateway { port in
+            let connection = try RawConnection(port: port)
+            connection.send(
+                "POST /auth/v1/signup HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: 2\r\nX-Request-Id: first\r\n\r\n{}"
+                    + "GET /auth/v1/settings HTTP/1.1\r\nHost: gw\r\nX-Request-Id: second\r\n\r\n"
+                    + "GET /auth/v1/user HTTP/1.1\r\nHost: gw\r\nX-Request-Id: third\r\n\r\n"
+                    + "GET /auth/v1/./settings HTTP/1.1\r\nHost: gw\r\nConnection: close\r\nX-Request-Id: fourth\r\n\r\n"
+                    + "GET /auth/v1/settings HTTP/1.1\r\nHost: gw\r\n\r\n")
+            let (answers, closed) = try await readAnswers(connection)
+            try #require(answers.map(\.status) == [200, 200, 401, 200], "nothing is answered after Connection: close; closed: \(closed)")
+            #expect(answers.map { $0.header("x-request-id") } == ["first", "second", "third", "fourth"])
+            #expect(answers[0].body.contains("\"access_token\""))
+            #expect(answers[2].body.contains("no_authorization"))
+            #expect(answers[3].header("connection") == "close")
+            #expect(closed)
+            let dates = answers.compactMap { $0.header("date") }
+            #expect(dates.count == 4 && dates.allSatisfy { $0.hasSuffix(" GMT") && $0.count == 29 }, "\(dates)")
+        }
+    }
+
+    @Test("bytes that cannot be parsed after complete requests: those are answered first, in order, then a 400, then the connection ends")
+    func unparsableAfterPipelined() async throws {
+        try await withGateway { port in
+            let connection = try RawConnection(port: port)
+            connection.send(
+                "POST /auth/v1/signup HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+                    + "GET /auth/v1/settings HTTP/1.1\r\nHost: gw\r\n\r\n"
+                    + "GET /auth/v1/settings HTTP/1.1\r\nHost: gw\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nxy")
+            let (answers, closed) = try await readAnswers(connection)
+            #expect(answers.map(\.status) == [200, 200, 400])
+            #expect(answers.last?.body.contains("validation_failed") == true)
+            #expect(closed)
+        }
+    }
+
+    @Test("chunked, large and HEAD requests stream through Hummingbird's channel on the same connection, between requests served directly")
+    func streamedRequests() async throws {
+        try await withGateway { port in
+            let connection = try RawConnection(port: port)
+            let large = String(repeating: " ", count: 70_000) + "{}"
+            connection.send(
+                "POST /auth/v1/signup HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n"
+                    + "GET /auth/v1/settings HTTP/1.1\r\nHost: gw\r\n\r\n"
+                    + "HEAD /auth/v1/settings HTTP/1.1\r\nHost: gw\r\n\r\n"
+                    + "POST /auth/v1/signup HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+                    + "POST /auth/v1/signup HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: \(large.utf8.count)\r\n\r\n\(large)"
+            )
+            // The HEAD answer has a Content-Length but no body: read it apart.
+            var received: [UInt8] = []
+            while !String(decoding: received, as: UTF8.self).contains("413 ") {
+                let more = await connection.receive()
+                try #require(!more.isEmpty, "answers stopped: \(String(decoding: received, as: UTF8.self))")
+                received += more
+            }
+            let text = String(decoding: received, as: UTF8.self)
+            let statuses = text.components(separatedBy: "HTTP/1.1 ").dropFirst().map { $0.prefix(3) }
+            // The router has no HEAD routes: its 404 comes through Hummingbird's channel like the rest.
+            #expect(statuses == ["200", "200", "404", "200", "413"], "\(text)")
+            #expect(text.components(separatedBy: "\"access_token\"").count == 3, "both sign-ups succeed")
+        }
+    }
+
+    @Test("HTTP/1.0: answered and closed, or kept alive when asked for")
+    func http10() async throws {
+        try await withGateway { port in
+            let plain = try RawConnection(port: port)
+            plain.send("GET /auth/v1/settings HTTP/1.0\r\n\r\n")
+            let (answers, closed) = try await readAnswers(plain)
+            #expect(answers.count == 1 && answers.first?.status == 200 && closed)
+
+            let kept = try RawConnection(port: port)
+            kept.send("GET /auth/v1/settings HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /auth/v1/settings HTTP/1.0\r\n\r\n")
+            let (both, keptClosed) = try await readAnswers(kept)
+            #expect(both.map(\.status) == [200, 200])
+            #expect(both.first?.header("connection") == "keep-alive")
+            #expect(keptClosed)
+        }
+    }
+
+    @Test("a body cut short by the client's close ends the connection without an answer, and the gateway goes on")
+    func bodyCutShort() async throws {
+        try await withGateway { port in
+            let connection = try RawConnection(port: port)
+            connection.send("POST /auth/v1/signup HTTP/1.1\r\nHost: gw\r\nContent-Length: 100\r\n\r\n{\"data\":")
+            connection.shutdownWrite()
+            let (bytes, closed) = await connection.receiveUntilClosed()
+            #expect(closed)
+            #expect(!String(decoding: bytes, as: UTF8.self).contains("200 OK"))
+            let next = try RawConnection(port: port)
+            next.send("GET /auth/v1/settings HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n")
+            #expect(try await readAnswers(next).answers.map(\.status) == [200])
+        }
+    }
+
+    @Test("the Date header is IMF-fixdate, as Foundation writes it")
+    func imfFixdate() {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        var generator = SystemRandomNumberGenerator()
+        let samples: [Int64] = [0, 784_111_777, 951_782_400, 1_709_164_800, 4_107_542_399, 253_402_300_799]
+        for seconds in samples + (0..<2000).map({ _ in Int64.random(in: 0...253_402_300_799, using: &generator) }) {
+            #expect(HTTPDate.imfFixdate(secondsSince1970: seconds) == formatter.string(from: Date(timeIntervalSince1970: Double(seconds))))
+        }
+        #expect(HTTPDate.imfFixdate(secondsSince1970: 784_111_777) == "Sun, 06 Nov 1994 08:49:37 GMT")
+        var date = HTTPDate()
+        #expect(date.current(Date(timeIntervalSince1970: -5)) == "Thu, 01 Jan 1970 00:00:00 GMT", "clamped, never a trap")
+        #expect(date.current(Date(timeIntervalSince1970: .infinity)) == "Fri, 31 Dec 9999 23:59:59 GMT")
+        #expect(date.current(Date(timeIntervalSince1970: .nan)) == "Thu, 01 Jan 1970 00:00:00 GMT")
+    }
+}
