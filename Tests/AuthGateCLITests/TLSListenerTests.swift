@@ -35,8 +35,59 @@ struct TLSListenerTests {
             input: "", check: false)
     }
 
+    /// A kept-alive TLS connection (`openssl s_client`) that sends requests one at a time.
+    private final class TLSSession: Sendable {
+        private let process = Process()
+        private let input = Pipe()
+        private let output = Pipe()
+
+        init(_ certificates: TestCertificates, port: Int) throws {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+            process.arguments = [
+                "s_client", "-connect", "127.0.0.1:\(port)", "-CAfile", certificates.caFile, "-verify_return_error", "-quiet", "-tls1_3"
+            ]
+            process.standardInput = input
+            process.standardOutput = output
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+        }
+
+        /// Sends `GET path` on the connection and reads its whole answer (status line first).
+        func get(_ path: String) async -> String {
+            input.fileHandleForWriting.write(Data("GET \(path) HTTP/1.1\r\nHost: gateway\r\n\r\n".utf8))
+            let reader = output.fileHandleForReading
+            return await withCheckedContinuation { continuation in
+                Thread.detachNewThread {
+                    var text = ""
+                    while !Self.isComplete(text) {
+                        let data = reader.availableData
+                        if data.isEmpty { break }
+                        text += String(decoding: data, as: UTF8.self)
+                    }
+                    continuation.resume(returning: text)
+                }
+            }
+        }
+
+        private static func isComplete(_ text: String) -> Bool {
+            guard let end = text.range(of: "\r\n\r\n") else { return false }
+            let length =
+                text[..<end.lowerBound].lowercased().split(separator: "\r\n")
+                .first { $0.hasPrefix("content-length:") }
+                .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
+            return text[end.upperBound...].utf8.count >= length
+        }
+
+        /// Ends `openssl` (Foundation reaps it; waiting for it here would spin a run loop for a minute).
+        func close() {
+            try? input.fileHandleForWriting.close()
+            process.terminate()
+        }
+    }
+
     @Test(
-        "curl and openssl over TLS 1.2 and 1.3; plain HTTP is refused; /readyz reports the certificate; a rotated certificate serves new connections")
+        "curl and openssl over TLS 1.2 and 1.3; plain HTTP is refused; /readyz reports the certificate; a rotated certificate serves new connections while an open one goes on"
+    )
     func servesAndRotates() async throws {
         let certificates = try await TestCertificates()
         defer { certificates.remove() }
@@ -72,6 +123,12 @@ struct TLSListenerTests {
                 "/usr/bin/curl", ["-s", "--cacert", certificates.caFile, "https://127.0.0.1:\(server.port)/readyz"], check: false)
             #expect(ready.output.contains("server_tls") && ready.output.contains("certificate valid"), "\(ready.output)")
 
+            // A connection opened before the rotation goes on through it.
+            let kept = try TLSSession(certificates, port: server.port)
+            defer { kept.close() }
+            let before = await kept.get("/auth/v1/health")
+            #expect(before.hasPrefix("HTTP/1.1 200"), "\(before)")
+
             // Rotate: new files in place (key first, then the certificate), then SIGHUP.
             let second = try await certificates.issue("second", commonName: "second.test")
             try Data(contentsOf: URL(fileURLWithPath: second.key)).write(to: URL(fileURLWithPath: key), options: .atomic)
@@ -82,6 +139,8 @@ struct TLSListenerTests {
                 return output.contains("second.test")
             }
             #expect(try await curl(certificates, port: server.port, path: "/auth/v1/health") == "200")
+            let after = await kept.get("/auth/v1/health")
+            #expect(after.hasPrefix("HTTP/1.1 200"), "the connection opened before the rotation is still served: \(after)")
         } catch {
             _ = await server.stop()
             throw error

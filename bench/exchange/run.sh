@@ -10,7 +10,8 @@
 # Then, on the same gateway: a returning user's sign-in (a second token for each subject), refresh
 # (each session refreshed ROUNDS times in a chain) and GET /auth/v1/user (REQUESTS requests with
 # the sessions' access tokens). Each row prints how busy the gateway's core was (its CPU time over
-# the phase's wall time): well under 100% means the load generator, not the gateway, set the pace.
+# the phase's wall time): well under 100% means the load generator, not the gateway, set the pace;
+# and how busy core 1 (Redis and the load generator) was.
 #
 # Last, the cost of replica-acknowledged writes (store.redis.min_replicas_acked: 1): a replica of
 # the same Redis on core 1, and a second gateway, alone on core 0, that waits (WAIT) for it after
@@ -71,18 +72,20 @@ if [ "${PROFILE:-0}" = "1" ]; then start_gateway "$work" perf; else start_gatewa
 ticks_per_second="$(getconf CLK_TCK)"
 # The gateway's CPU time so far, in clock ticks (utime + stime of /proc/<pid>/stat).
 gateway_ticks() { awk '{print $14 + $15}' "/proc/$gateway_pid/stat"; }
+# Core 1's busy and total clock ticks so far (/proc/stat: everything but idle and iowait).
+core1_ticks() { awk '$1 == "cpu1" {print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9}' /proc/stat; }
 # phase NAME COMMAND...: runs the load generator on core 1; sets NAME_rate, _p50, _p99, _errors, _busy.
 phase() {
     local name="$1"; shift
-    local before started result rate p50 p99 errors ended after
+    local before started result rate p50 p99 errors ended after core1_before core1_after
     local perf_pid=""
     if [ "${PROFILE_PHASE:-}" = "$name" ]; then
         perf record -F 999 -g -e cpu-clock -p "$gateway_pid" -o "$work/perf-$name.data" 2>/dev/null &
         perf_pid=$!
     fi
-    before="$(gateway_ticks)"; started="$(date +%s.%N)"
+    before="$(gateway_ticks)"; started="$(date +%s.%N)"; core1_before="$(core1_ticks)"
     result="$(taskset -c 1 "$@")"
-    ended="$(date +%s.%N)"; after="$(gateway_ticks)"
+    ended="$(date +%s.%N)"; after="$(gateway_ticks)"; core1_after="$(core1_ticks)"
     if [ -n "$perf_pid" ]; then
         kill -INT "$perf_pid" 2>/dev/null || true; wait "$perf_pid" 2>/dev/null || true
         (perf report -i "$work/perf-$name.data" --stdio --no-children --sort dso,symbol -g none 2>/dev/null | grep -v "^#" | grep "%" | head -60) >"$work/profile-$name.txt" || true
@@ -92,6 +95,8 @@ phase() {
     printf -v "${name}_rate" '%s' "$rate"; printf -v "${name}_p50" '%s' "$p50"; printf -v "${name}_p99" '%s' "$p99"
     printf -v "${name}_errors" '%s' "$errors"
     printf -v "${name}_busy" '%.0f' "$(echo "100 * ($after - $before) / $ticks_per_second / ($ended - $started)" | bc -l)"
+    read -r b0 t0 <<<"$core1_before"; read -r b1 t1 <<<"$core1_after"
+    printf -v "${name}_core1" '%.0f' "$(echo "100 * ($b1 - $b0) / ($t1 - $t0)" | bc -l)"
 }
 bench=.build/release/ExchangeBench
 base="http://127.0.0.1:$gateway_port"
@@ -147,14 +152,14 @@ printf '%-44s %12s\n' "non-200 answers" "$errors"
 printf '%-44s %12s\n' "gateway core busy" "$new_busy%"
 if [ "${PROFILE:-0}" != "1" ]; then
     echo
-    printf '%-26s %10s %18s %8s %6s\n' "operation (same gateway)" "per second" "p50 / p99 (ms)" "non-200" "busy"
+    printf '%-26s %10s %18s %8s %6s %7s\n' "operation (same gateway)" "per second" "p50 / p99 (ms)" "non-200" "busy" "core 1"
     names="new returning refresh user"
     if [ "$acked" = "1" ]; then names="$names acked_new acked_refresh"; fi
     for name in $names; do
         label="$(case $name in new) echo "sign-in, new user";; returning) echo "sign-in, returning user";; refresh) echo "refresh";; user) echo "GET /user";;
             acked_new) echo "sign-in, new, 1 replica ack";; acked_refresh) echo "refresh, 1 replica ack";; esac)"
-        r="${name}_rate"; a="${name}_p50"; b="${name}_p99"; e="${name}_errors"; u="${name}_busy"
-        printf '%-26s %10.0f %18s %8s %5s%%\n' "$label" "${!r}" "${!a} / ${!b}" "${!e}" "${!u}"
+        r="${name}_rate"; a="${name}_p50"; b="${name}_p99"; e="${name}_errors"; u="${name}_busy"; c="${name}_core1"
+        printf '%-26s %10.0f %18s %8s %5s%% %6s%%\n' "$label" "${!r}" "${!a} / ${!b}" "${!e}" "${!u}" "${!c}"
     done
 fi
 if [ "$acked" = "1" ]; then
