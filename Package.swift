@@ -194,10 +194,8 @@ let package = Package(
         .executableTarget(
             name: "ExchangeBench",
             dependencies: [
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-                .product(name: "NIOCore", package: "swift-nio")
+                .product(name: "_CryptoExtras", package: "swift-crypto")
             ],
             path: "bench/exchange/Sources/ExchangeBench",
             swiftSettings: [.swiftLanguageMode(.v6)]

@@ -5,7 +5,8 @@
 # Each exchange verifies an Apple-shaped RS256 ID token (fresh nonce, new user) and mints an
 # ES256 access token: one RSA-2048 verify plus one P-256 sign is the crypto floor, measured with
 # `openssl speed` on the same core. The gateway (release build) is pinned to core 0; Redis and the
-# load generator (keep-alive HTTP/1.1, CONCURRENCY connections) to core 1.
+# load generator (wrk with bench/exchange/driver.lua: one thread, CONCURRENCY keep-alive HTTP/1.1
+# connections) to core 1.
 #
 # Then, on the same gateway: a returning user's sign-in (a second token for each subject), refresh
 # (each session refreshed ROUNDS times in a chain) and GET /auth/v1/user (REQUESTS requests with
@@ -30,7 +31,7 @@ COUNT="${1:-20000}"
 CONCURRENCY="${2:-64}"
 ROUNDS="${ROUNDS:-3}"
 REQUESTS="${REQUESTS:-100000}"
-scripts/install-deps.sh libhiredis-dev redis-server redis-tools util-linux openssl bc >/dev/null
+scripts/install-deps.sh libhiredis-dev redis-server redis-tools util-linux openssl bc wrk >/dev/null
 swift build -c release --product authgate >/dev/null
 swift build -c release --product ExchangeBench >/dev/null
 
@@ -74,7 +75,11 @@ ticks_per_second="$(getconf CLK_TCK)"
 gateway_ticks() { awk '{print $14 + $15}' "/proc/$gateway_pid/stat"; }
 # Core 1's busy and total clock ticks so far (/proc/stat: everything but idle and iowait).
 core1_ticks() { awk '$1 == "cpu1" {print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9}' /proc/stat; }
-# phase NAME COMMAND...: runs the load generator on core 1; sets NAME_rate, _p50, _p99, _errors, _busy.
+# drive MODE FILE [ARG]: wrk on core 1 against $base with driver.lua; prints "rate,p50,p99,errors".
+drive() {
+    taskset -c 1 wrk -t1 -c"$CONCURRENCY" -d600s -s bench/exchange/driver.lua "$base" -- "$@" | awk '/^RESULT / {print $2}'
+}
+# phase NAME COMMAND...: runs the load generator; sets NAME_rate, _p50, _p99, _errors, _busy, _core1.
 phase() {
     local name="$1"; shift
     local before started result rate p50 p99 errors ended after core1_before core1_after
@@ -84,7 +89,7 @@ phase() {
         perf_pid=$!
     fi
     before="$(gateway_ticks)"; started="$(date +%s.%N)"; core1_before="$(core1_ticks)"
-    result="$(taskset -c 1 "$@")"
+    result="$("$@")"
     ended="$(date +%s.%N)"; after="$(gateway_ticks)"; core1_after="$(core1_ticks)"
     if [ -n "$perf_pid" ]; then
         kill -INT "$perf_pid" 2>/dev/null || true; wait "$perf_pid" 2>/dev/null || true
@@ -98,14 +103,13 @@ phase() {
     read -r b0 t0 <<<"$core1_before"; read -r b1 t1 <<<"$core1_after"
     printf -v "${name}_core1" '%.0f' "$(echo "100 * ($b1 - $b0) / ($t1 - $t0)" | bc -l)"
 }
-bench=.build/release/ExchangeBench
 base="http://127.0.0.1:$gateway_port"
-phase new "$bench" run "$base" "$work/tokens.txt" "$CONCURRENCY" "$work/sessions.txt"
+phase new drive signin "$work/tokens.txt" "$work/sessions.txt"
 rate="$new_rate" p50="$new_p50" p99="$new_p99" errors="$new_errors"
 if [ "${PROFILE:-0}" != "1" ] || [ -n "${PROFILE_ALL:-}" ]; then
-    phase returning "$bench" run "$base" "$work/returning.txt" "$CONCURRENCY"
-    phase refresh "$bench" refresh "$base" "$work/sessions.txt" "$CONCURRENCY" "$ROUNDS"
-    phase user "$bench" user "$base" "$work/sessions.txt" "$CONCURRENCY" "$REQUESTS"
+    phase returning drive signin "$work/returning.txt"
+    phase refresh drive refresh "$work/sessions.txt" "$ROUNDS"
+    phase user drive user "$work/sessions.txt" "$REQUESTS"
 fi
 if [ "${PROFILE:-0}" = "1" ]; then
     kill -INT "$gateway_pid"; wait "$gateway_pid" 2>/dev/null || true
@@ -127,8 +131,8 @@ if [ "$acked" = "1" ]; then
     write_config "$work/acked" ", key_prefix: \"ack:\", min_replicas_acked: 1, replica_ack_timeout: 1s"
     start_gateway "$work/acked"
     base="http://127.0.0.1:$gateway_port"
-    phase acked_new "$bench" run "$base" "$work/acked/tokens.txt" "$CONCURRENCY" "$work/acked/sessions.txt"
-    phase acked_refresh "$bench" refresh "$base" "$work/acked/sessions.txt" "$CONCURRENCY" "$ROUNDS"
+    phase acked_new drive signin "$work/acked/tokens.txt" "$work/acked/sessions.txt"
+    phase acked_refresh drive refresh "$work/acked/sessions.txt" "$ROUNDS"
 fi
 
 if [ -n "${PROFILE_PHASE:-}" ] && [ -f "$work/profile-$PROFILE_PHASE.txt" ]; then
