@@ -33,6 +33,13 @@ struct ApplicationPipelineTests {
         try await app.test(.live) { client in try await body(try #require(client.port)) }
     }
 
+    /// Sends `requests` on a new connection and reads every answer until the gateway closes it.
+    private func exchange(_ requests: String, port: Int) async throws -> (answers: [Answer], closed: Bool) {
+        let connection = try RawConnection(port: port)
+        connection.send(requests)
+        return try await readAnswers(connection)
+    }
+
     /// Every answer on `connection` until it closes.
     private func readAnswers(_ connection: RawConnection) async throws -> (answers: [Answer], closed: Bool) {
         let (bytes, closed) = await connection.receiveUntilClosed()
@@ -62,14 +69,12 @@ struct ApplicationPipelineTests {
     )
     func pipelined() async throws {
         try await withGateway { port in
-            let connection = try RawConnection(port: port)
-            connection.send(
+            let (answers, closed) = try await exchange(
                 "POST /auth/v1/signup HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: 2\r\nX-Request-Id: first\r\n\r\n{}"
                     + "GET /auth/v1/settings HTTP/1.1\r\nHost: gw\r\nX-Request-Id: second\r\n\r\n"
                     + "GET /auth/v1/user HTTP/1.1\r\nHost: gw\r\nX-Request-Id: third\r\n\r\n"
                     + "GET /auth/v1/./settings HTTP/1.1\r\nHost: gw\r\nConnection: close\r\nX-Request-Id: fourth\r\n\r\n"
-                    + "GET /auth/v1/settings HTTP/1.1\r\nHost: gw\r\n\r\n")
-            let (answers, closed) = try await readAnswers(connection)
+                    + "GET /auth/v1/settings HTTP/1.1\r\nHost: gw\r\n\r\n", port: port)
             try #require(answers.map(\.status) == [200, 200, 401, 200], "nothing is answered after Connection: close; closed: \(closed)")
             #expect(answers.map { $0.header("x-request-id") } == ["first", "second", "third", "fourth"])
             #expect(answers[0].body.contains("\"access_token\""))
@@ -84,12 +89,10 @@ struct ApplicationPipelineTests {
     @Test("bytes that cannot be parsed after complete requests: those are answered first, in order, then a 400, then the connection ends")
     func unparsableAfterPipelined() async throws {
         try await withGateway { port in
-            let connection = try RawConnection(port: port)
-            connection.send(
+            let (answers, closed) = try await exchange(
                 "POST /auth/v1/signup HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
                     + "GET /auth/v1/settings HTTP/1.1\r\nHost: gw\r\n\r\n"
-                    + "GET /auth/v1/settings HTTP/1.1\r\nHost: gw\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nxy")
-            let (answers, closed) = try await readAnswers(connection)
+                    + "GET /auth/v1/settings HTTP/1.1\r\nHost: gw\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nxy", port: port)
             #expect(answers.map(\.status) == [200, 200, 400])
             #expect(answers.last?.body.contains("validation_failed") == true)
             #expect(closed)
@@ -126,14 +129,11 @@ struct ApplicationPipelineTests {
     @Test("HTTP/1.0: answered and closed, or kept alive when asked for")
     func http10() async throws {
         try await withGateway { port in
-            let plain = try RawConnection(port: port)
-            plain.send("GET /auth/v1/settings HTTP/1.0\r\n\r\n")
-            let (answers, closed) = try await readAnswers(plain)
+            let (answers, closed) = try await exchange("GET /auth/v1/settings HTTP/1.0\r\n\r\n", port: port)
             #expect(answers.count == 1 && answers.first?.status == 200 && closed)
 
-            let kept = try RawConnection(port: port)
-            kept.send("GET /auth/v1/settings HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /auth/v1/settings HTTP/1.0\r\n\r\n")
-            let (both, keptClosed) = try await readAnswers(kept)
+            let (both, keptClosed) = try await exchange(
+                "GET /auth/v1/settings HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /auth/v1/settings HTTP/1.0\r\n\r\n", port: port)
             #expect(both.map(\.status) == [200, 200])
             #expect(both.first?.header("connection") == "keep-alive")
             #expect(keptClosed)
@@ -149,9 +149,10 @@ struct ApplicationPipelineTests {
             let (bytes, closed) = await connection.receiveUntilClosed()
             #expect(closed)
             #expect(!String(decoding: bytes, as: UTF8.self).contains("200 OK"))
-            let next = try RawConnection(port: port)
-            next.send("GET /auth/v1/settings HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n")
-            #expect(try await readAnswers(next).answers.map(\.status) == [200])
+            #expect(
+                try await exchange("GET /auth/v1/settings HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n", port: port).answers.map(\.status) == [
+                    200
+                ])
         }
     }
 
