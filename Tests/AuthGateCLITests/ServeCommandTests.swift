@@ -68,6 +68,37 @@ struct ServeCommandTests {
         await upstream.stop()
     }
 
+    @Test(
+        "SIGTERM closes connections that have not sent a request yet at once (plain with h2c detection, and TLS before ALPN), not after request_head_timeout",
+        arguments: [false, true])
+    func closesSilentConnections(tls: Bool) async throws {
+        let certificates = try await TestCertificates()
+        defer { certificates.remove() }
+        let issued = try await certificates.issue("silent", commonName: "silent.test")
+        let files = try GatewayFiles("serve-silent")
+        defer { files.remove() }
+        let listenerTLS = tls ? ", tls: { certificate_chain_file: \"\(issued.certificate)\", private_key_file: \"\(issued.key)\" }" : ""
+        try files.writeConfig(
+            """
+            server: { host: 127.0.0.1, request_head_timeout: 60s, shutdown_timeout: 30s\(listenerTLS) }
+            tokens: { signing_keys: [ { kid: k1, file: k1.pem } ] }
+            providers: { anonymous: { enabled: true } }
+            """)
+        let server = try await AuthGateServer.start(arguments: ["--config", files.config.path], plainHTTP: !tls)
+        // Connected, and silent: no byte (plain), or no handshake (TLS). Accepted before the signal
+        // (one more descriptor): a connection still in the listen backlog is reset with the listener.
+        let descriptors = try server.openDescriptors()
+        let silent = try RawConnection(port: server.port)
+        try await waitUntil("serve accepts the silent connection") { try server.openDescriptors() > descriptors }
+        let clock = ContinuousClock()
+        let started = clock.now
+        let status = await server.stop(signal: SIGTERM)
+        let took = clock.now - started
+        #expect(status == 0)
+        #expect(took < .seconds(10), "serve waited \(took) for a connection that never sent a request")
+        #expect(await silent.receiveUntilClosed().closed, "the silent connection is closed")
+    }
+
     @Test("with Redis: ready while Redis answers")
     func redisStore() async throws {
         let redisURL = try await SharedRedis.url()

@@ -19,6 +19,10 @@ final class ClientConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler
     private var deadlines: ClientConnectionDeadlines?
     private var context: ChannelHandlerContext?
     private var counted = false
+    /// A request head has arrived, or the connection speaks HTTP/2: the handlers serving it close
+    /// it on graceful shutdown. Before that it may not even have them yet (the first bytes tell
+    /// HTTP/1 from HTTP/2, ALPN awaits the handshake), and this guard closes it.
+    private var served = false
     /// Refused: the answer is written, the write side closed; what the client still sends is
     /// read and dropped until it closes (closing with unread bytes would reset the connection
     /// and lose the answer), for at most ``refusalLinger``.
@@ -99,6 +103,12 @@ final class ClientConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler
             context.close(promise: nil)
             return
         }
+        if event is ChannelShouldQuiesceEvent, !served {
+            // Graceful shutdown before the first request: nothing is being served, so the
+            // connection closes now instead of holding the shutdown until request_head_timeout.
+            context.close(promise: nil)
+            return
+        }
         context.fireUserInboundEventTriggered(event)
     }
 
@@ -109,13 +119,19 @@ final class ClientConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler
 
     // MARK: What the request handler reports
 
-    func requestHeadReceived() { deadlines?.headReceived() }
+    func requestHeadReceived() {
+        served = true
+        deadlines?.headReceived()
+    }
     func requestEnded() { deadlines?.requestEnded() }
     func responseEnded() { deadlines?.responseEnded(now: .now()) }
     func becameTunnel() { deadlines?.becameTunnel() }
     /// HTTP/2: many requests at once, so none of the per-request deadlines apply; the HTTP/2
     /// connection manager closes the connection once idle.
-    func becameMultiplexed() { deadlines?.becameTunnel() }
+    func becameMultiplexed() {
+        served = true
+        deadlines?.becameTunnel()
+    }
 
     // MARK: Deadlines
 
