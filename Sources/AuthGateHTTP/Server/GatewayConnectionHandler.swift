@@ -13,10 +13,9 @@ import NIOHTTP1
 /// (``EdgeProxy/decide(_:peer:proxy:now:)``): a request for AuthGate's own endpoints is answered
 /// by the router with its target normalized, called from here when the request's body is small
 /// (``ApplicationPipeline``) and through Hummingbird's channel otherwise; a request for a proxy
-/// route is forwarded to its
-/// upstream here, on this connection's event loop, with no task and no lock per request
-/// (``ProxyExchangeStateMachine`` says what to do at each step); a request the gateway refuses
-/// is answered here.
+/// route is forwarded to its upstream here, on this connection's event loop, with no task and no
+/// lock per request (``ProxyExchangeStateMachine`` says what to do at each step); a request the
+/// gateway refuses is answered here.
 ///
 /// Requests are served one at a time, in order: while one is served, parts of the next
 /// (pipelined) request wait, and reading from the client pauses. Reading also pauses while the
