@@ -59,9 +59,7 @@ public final class EdgeProxy: Sendable {
         var context = ProxyRequestContext(
             method: head.method, path: "", version: head.version,
             requestID: RequestLogMiddleware.acceptableRequestID(facts.requestID) ?? RequestLogMiddleware.newRequestID(),
-            // An HTTP/2 stream ends with its response; the connection goes on (no Connection header in HTTP/2).
-            routeName: nil, routeIndex: nil, userID: nil, apiVersion: facts.apiVersion,
-            keepAlive: (head.version.major >= 2 || head.isKeepAlive) && !facts.isUpgrade,
+            routeName: nil, routeIndex: nil, userID: nil, apiVersion: facts.apiVersion, keepAlive: facts.keepsAlive(head),
             hasBody: facts.hasBody
         )
         func badRequest(_ reason: String, _ message: String) -> ProxyDecision {

@@ -14,7 +14,7 @@ enum ProxyResponses {
             var headers = HTTPHeaders(extraHeaders)
             headers.add(name: "X-Request-Id", value: refusal.context.requestID)
             if closes { headers.add(name: "Connection", value: "close") }
-            return (HTTPResponseHead(version: responseVersion(refusal.context), status: .noContent, headers: headers), ByteBuffer())
+            return (HTTPResponseHead(version: responseVersion(refusal.context.version), status: .noContent, headers: headers), ByteBuffer())
         }
         let error = GoTrueError(HTTPResponse.Status(code: Int(refusal.status.code)), code: refusal.code, message: refusal.message)
         return render(error, extraHeaders: extraHeaders, context: refusal.context, closes: closes)
@@ -58,11 +58,13 @@ enum ProxyResponses {
         if closes { headers.add(name: "Connection", value: "close") }
         let status = HTTPResponseStatus(statusCode: error.status.code, reasonPhrase: error.status.reasonPhrase)
         return (
-            HTTPResponseHead(version: responseVersion(context), status: status, headers: headers), body
+            HTTPResponseHead(version: responseVersion(context.version), status: status, headers: headers), body
         )
     }
 
-    private static func responseVersion(_ context: ProxyRequestContext) -> HTTPVersion {
-        context.version.major == 1 && context.version.minor == 0 ? .http1_0 : .http1_1
+    /// The version of the gateway's own answer to a request of `version`: HTTP/1.0 to an HTTP/1.0
+    /// client, HTTP/1.1 otherwise (an HTTP/2 stream's codec ignores it).
+    static func responseVersion(_ version: HTTPVersion) -> HTTPVersion {
+        version.major == 1 && version.minor == 0 ? .http1_0 : .http1_1
     }
 }

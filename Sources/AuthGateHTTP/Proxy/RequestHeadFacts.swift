@@ -71,6 +71,13 @@ struct RequestHeadFacts {
     /// The head asks to switch protocols (NIO's decoder stops parsing after such a request).
     var isUpgrade: Bool { hasUpgrade && connectionUpgrade }
 
+    /// The client may send another request on the connection after `head` (these are its facts):
+    /// an HTTP/2 stream ends with its answer while the connection goes on; an upgrade never
+    /// returns to HTTP.
+    func keepsAlive(_ head: HTTPRequestHead) -> Bool {
+        (head.version.major >= 2 || head.isKeepAlive) && !isUpgrade
+    }
+
     /// Why the body's length is ambiguous, or nil. NIO's parser already refuses `Content-Length`
     /// with `Transfer-Encoding`, repeated or listed `Content-Length` and obs-fold; this adds what it
     /// lets through: a transfer coding other than exactly `chunked` (RFC 9112 §6.3: the length

@@ -39,7 +39,7 @@ struct ApplicationPipeline: Sendable {
     /// The request to serve here, in Hummingbird's types, or nil when Hummingbird's channel should
     /// take it. `head` is the decided (normalized) head.
     func request(for head: HTTPRequestHead, facts: RequestHeadFacts) -> HTTPRequest? {
-        guard head.method != .HEAD, !facts.isUpgrade, !facts.hasUpgrade, !facts.expectsContinue, !facts.hasTransferEncoding else { return nil }
+        guard head.method != .HEAD, !facts.hasUpgrade, !facts.expectsContinue, !facts.hasTransferEncoding else { return nil }
         if let length = facts.contentLength {
             // The decision already refused a length that is not a plain number of at most 18 digits.
             guard let bytes = Int(length), bytes <= Self.maxBody else { return nil }

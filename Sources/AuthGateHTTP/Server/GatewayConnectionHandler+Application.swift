@@ -68,11 +68,11 @@ extension GatewayConnectionHandler {
         guard mode == .answering, let context else { return }
         let closes = !request.keepAlive || closeAfterResponse
         var head = HTTPResponseHead(response)
-        if request.version.major == 1, request.version.minor == 0 { head.version = .http1_0 }
+        head.version = ProxyResponses.responseVersion(request.version)
         if !head.headers.contains(name: "Date") { head.headers.add(name: "Date", value: date.current()) }
         if closes {
             head.headers.replaceOrAdd(name: "Connection", value: "close")
-        } else if request.version.major == 1, request.version.minor == 0 {
+        } else if head.version == .http1_0 {
             head.headers.replaceOrAdd(name: "Connection", value: "keep-alive")
         }
         context.write(wrapOutboundOut(.head(head)), promise: nil)

@@ -278,7 +278,7 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
             let decision = EdgeProxy.decide(
                 head, facts: facts, peerAddress: peerAddress(context), proxy: proxy, now: Date(), headerListLimit: headerListLimit)
             if case .application(let head) = decision, let application, let request = application.request(for: head, facts: facts) {
-                gather(request, version: head.version, keepAlive: (head.version.major >= 2 || head.isKeepAlive) && !facts.isUpgrade)
+                gather(request, version: head.version, keepAlive: facts.keepsAlive(head))
                 return
             }
             if case .application = decision {} else if !facts.hasBody { skipsClientEnd = true }

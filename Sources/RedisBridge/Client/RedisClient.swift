@@ -8,8 +8,8 @@ import Synchronization
 ///
 /// Run it as a `Service` in the application's `ServiceGroup`: behind Sentinels it then watches
 /// every Sentinel's failover announcements (``RedisMasterSwitch``) and moves its connections to a
-/// new master the moment it takes writes; on graceful shutdown it stops taking commands and closes each connection
-/// once its pending replies have arrived. Outside a service group (the admin CLI, tests) call
+/// new master the moment it takes writes; on graceful shutdown it stops taking commands and closes
+/// each connection once its pending replies have arrived. Outside a service group (the admin CLI, tests) call
 /// ``shutdown()`` when done.
 ///
 /// ```swift
@@ -29,8 +29,9 @@ public final class RedisClient: Service, Sendable {
     private let logger: Logger
 
     /// How many round trips this client has made: each ``send(_:timeout:)``,
-    /// ``sendReturningErrorReplies(_:timeout:)`` and pipelined batch (a script with its `WAIT`,
-    /// in ``evaluate(_:keys:arguments:acknowledgement:)``) counts one, scripts' `NOSCRIPT` reloads included. How tests and benchmarks count them.
+    /// ``sendReturningErrorReplies(_:timeout:)`` and pipelined batch (a script with its `WAIT`, in
+    /// ``evaluate(_:keys:arguments:acknowledgement:)``) counts one, scripts' `NOSCRIPT` reloads
+    /// included. How tests and benchmarks count them.
     public var roundTrips: Int { sent.load(ordering: .relaxed) }
 
     /// Creates a client; connections are opened on first use.
