@@ -186,9 +186,11 @@ struct ConfigurationTests {
                 baseDirectory: directory.path, environment: [:])
         }
         let configuration = try parseRedis(
-            "{ url: \"redis://cache:6379/0\", min_replicas_acked: 2, replica_ack_timeout: 250ms, reconnect: { min_backoff: 10ms, max_backoff: 500ms } }"
+            "{ url: \"redis://cache:6379/0\", min_replicas_acked: 2, replica_ack_timeout: 250ms, reconnect: { min_backoff: 10ms, max_backoff: 500ms }, record_cache_size: 0 }"
         )
         let redis = try #require(configuration.store.redis)
+        #expect(redis.recordCacheSize == 0)
+        #expect(try parseRedis("{}").store.redis?.recordCacheSize == 10_000, "the default")
         #expect(redis.replicaAcknowledgement?.replicas == 2)
         #expect(redis.replicaAcknowledgement?.timeout == .milliseconds(250))
         #expect(redis.minReconnectBackoff == .milliseconds(10) && redis.maxReconnectBackoff == .milliseconds(500))
@@ -197,13 +199,15 @@ struct ConfigurationTests {
         #expect(reparsed.renderedYAML() == printed)
         #expect(try parseRedis("{}").store.redis?.replicaAcknowledgement == nil, "off by default")
         do {
-            _ = try parseRedis("{ min_replicas_acked: 17, replica_ack_timeout: 0s, reconnect: { min_backoff: 2s, max_backoff: 1s, jitter: 3 } }")
+            _ = try parseRedis(
+                "{ min_replicas_acked: 17, replica_ack_timeout: 0s, reconnect: { min_backoff: 2s, max_backoff: 1s, jitter: 3 }, record_cache_size: -1 }"
+            )
             Issue.record("out-of-range settings must be refused")
         } catch let error as ConfigurationError {
             #expect(
                 Set(error.issues.map(\.key)).isSuperset(of: [
                     "store.redis.min_replicas_acked", "store.redis.replica_ack_timeout", "store.redis.reconnect.max_backoff",
-                    "store.redis.reconnect.jitter"
+                    "store.redis.reconnect.jitter", "store.redis.record_cache_size"
                 ]), "\(error.issues)")
         }
     }

@@ -9,6 +9,9 @@
 --        each session's refresh token, then the one each answer gives, <rounds> times in all
 --   wrk ... -- user <sessions> <requests>
 --        GET /auth/v1/user with the sessions' access tokens in turn
+--   wrk ... -- settings <sessions> <requests>
+--        GET /auth/v1/settings: the router's cheapest answer (no token, no store), the floor
+--        under every other row
 --
 -- Prints one line: "RESULT per_second,p50_ms,p99_ms,non_200". A connection with nothing left to
 -- send (the last refreshes of a chain are in flight) sends GET /bench-idle, answered 404 and not
@@ -76,13 +79,15 @@ function request()
         verified = true
         return wrk.format("GET", "/bench-idle")
     end
-    if sent >= planned or (mode ~= "user" and head > tail) then
+    if sent >= planned or (mode ~= "user" and mode ~= "settings" and head > tail) then
         return wrk.format("GET", "/bench-idle")
     end
     if sent == 0 then first_sent = now() end
     sent = sent + 1
     if mode == "user" then
         return wrk.format("GET", "/auth/v1/user", { ["Authorization"] = queue[(sent - 1) % tail + 1] })
+    elseif mode == "settings" then
+        return wrk.format("GET", "/auth/v1/settings")
     end
     local body = queue[head]
     queue[head] = nil

@@ -10,9 +10,11 @@
 #
 # Then, on the same gateway: a returning user's sign-in (a second token for each subject), refresh
 # (each session refreshed ROUNDS times in a chain) and GET /auth/v1/user (REQUESTS requests with
-# the sessions' access tokens). Each row prints how busy the gateway's core was (its CPU time over
-# the phase's wall time): well under 100% means the load generator, not the gateway, set the pace;
-# and how busy core 1 (Redis and the load generator) was.
+# the sessions' access tokens), and a floor: GET /auth/v1/settings, REQUESTS times, the router's
+# cheapest answer (no token, no store), what the HTTP layer alone costs. Each row prints how busy
+# the gateway's core was (its CPU time over the phase's wall time): well under 100% means the load
+# generator, not the gateway, set the pace; how busy core 1 (Redis and the load generator) was;
+# and the gateway's CPU time per answer in microseconds (steadier than the rate on a busy host).
 #
 # Last, the cost of replica-acknowledged writes (store.redis.min_replicas_acked: 1): a replica of
 # the same Redis on core 1, and a second gateway, alone on core 0, that waits (WAIT) for it after
@@ -110,7 +112,10 @@ if [ "${PROFILE:-0}" != "1" ] || [ -n "${PROFILE_ALL:-}" ]; then
     phase returning drive signin "$work/returning.txt"
     phase refresh drive refresh "$work/sessions.txt" "$ROUNDS"
     phase user drive user "$work/sessions.txt" "$REQUESTS"
+    phase floor drive settings "$work/sessions.txt" "$REQUESTS"
 fi
+# The gateway's resident memory once every phase has run (its caches as full as this run fills them).
+rss_mb="$(awk '/^VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$gateway_pid/status")"
 if [ "${PROFILE:-0}" = "1" ]; then
     kill -INT "$gateway_pid"; wait "$gateway_pid" 2>/dev/null || true
     (perf report -i "$work/perf.data" --stdio --no-children --sort dso,symbol -g none 2>/dev/null | grep -v "^#" | grep "%" | head -45) || true
@@ -154,16 +159,19 @@ printf '%-44s %12s\n' "AuthGate / crypto limit" "$(printf '%.2f' "$(echo "$rate 
 printf '%-44s %12s\n' "latency p50 / p99 (ms)" "$p50 / $p99"
 printf '%-44s %12s\n' "non-200 answers" "$errors"
 printf '%-44s %12s\n' "gateway core busy" "$new_busy%"
+printf '%-44s %12s\n' "gateway memory after every phase (RSS, MB)" "$rss_mb"
 if [ "${PROFILE:-0}" != "1" ]; then
     echo
-    printf '%-26s %10s %18s %8s %6s %7s\n' "operation (same gateway)" "per second" "p50 / p99 (ms)" "non-200" "busy" "core 1"
-    names="new returning refresh user"
+    printf '%-26s %10s %18s %8s %6s %7s %9s\n' "operation (same gateway)" "per second" "p50 / p99 (ms)" "non-200" "busy" "core 1" "µs/answer"
+    names="new returning refresh user floor"
     if [ "$acked" = "1" ]; then names="$names acked_new acked_refresh"; fi
     for name in $names; do
         label="$(case $name in new) echo "sign-in, new user";; returning) echo "sign-in, returning user";; refresh) echo "refresh";; user) echo "GET /user";;
+            floor) echo "floor: GET /settings";;
             acked_new) echo "sign-in, new, 1 replica ack";; acked_refresh) echo "refresh, 1 replica ack";; esac)"
         r="${name}_rate"; a="${name}_p50"; b="${name}_p99"; e="${name}_errors"; u="${name}_busy"; c="${name}_core1"
-        printf '%-26s %10.0f %18s %8s %5s%% %6s%%\n' "$label" "${!r}" "${!a} / ${!b}" "${!e}" "${!u}" "${!c}"
+        printf '%-26s %10.0f %18s %8s %5s%% %6s%% %9.0f\n' "$label" "${!r}" "${!a} / ${!b}" "${!e}" "${!u}" "${!c}" \
+            "$(echo "10000 * ${!u} / ${!r}" | bc -l)"
     done
 fi
 if [ "$acked" = "1" ]; then

@@ -108,6 +108,7 @@ extension AuthGateConfiguration {
                 "pool_size": Node(String(redis.poolSize)),
                 "connect_timeout": Node(format(redis.connectTimeout)),
                 "command_timeout": Node(format(redis.commandTimeout)),
+                "record_cache_size": Node(String(redis.recordCacheSize)),
                 "reconnect": ["min_backoff": Node(format(redis.minReconnectBackoff)), "max_backoff": Node(format(redis.maxReconnectBackoff))]
             ]
             if let acknowledgement = redis.replicaAcknowledgement {

@@ -33,6 +33,12 @@ public struct StoreConfiguration: Sendable {
         public var minReconnectBackoff: Duration
         /// `reconnect.max_backoff`: longest wait between attempts.
         public var maxReconnectBackoff: Duration
+        /// `record_cache_size`: decoded users, identities and sessions kept per replica, each kind
+        /// (keyed by their stored bytes, so never stale); 0 keeps none.
+        public var recordCacheSize: Int
+
+        /// `record_cache_size` when the file does not set it.
+        public static let defaultRecordCacheSize = 10_000
     }
 
     public var kind: Kind
@@ -72,6 +78,7 @@ public struct StoreConfiguration: Sendable {
         let minReplicasAcked = redisSection.int("min_replicas_acked", default: 0, in: 0...16)
         let replicaAckTimeout = redisSection.duration(
             "replica_ack_timeout", default: .seconds(1), minimum: .milliseconds(1), maximum: .seconds(60))
+        let recordCacheSize = redisSection.int("record_cache_size", default: Redis.defaultRecordCacheSize, in: 0...1_000_000)
         let reconnect = redisSection.section("reconnect")
         let minBackoff = reconnect.duration("min_backoff", default: .milliseconds(50), minimum: .milliseconds(1), maximum: .seconds(60))
         let maxBackoff = reconnect.duration("max_backoff", default: .seconds(2), minimum: .milliseconds(1), maximum: .seconds(300))
@@ -90,7 +97,7 @@ public struct StoreConfiguration: Sendable {
                 tls: tls,
                 replicaAcknowledgement: minReplicasAcked > 0
                     ? RedisReplicaAcknowledgement(replicas: minReplicasAcked, timeout: .nanoseconds(replicaAckTimeout.nanoseconds)) : nil,
-                minReconnectBackoff: minBackoff, maxReconnectBackoff: maxBackoff
+                minReconnectBackoff: minBackoff, maxReconnectBackoff: maxBackoff, recordCacheSize: recordCacheSize
             )
         } else {
             redis = nil

@@ -17,11 +17,10 @@ final class VerifiedTokenCache: Sendable {
         let claims: AccessTokenClaims
     }
 
-    private let entries = Mutex<[Substring: Entry]>([:])
-    private let capacity: Int
+    private let entries: Mutex<FIFOCache<Substring, Entry>>
 
     init(capacity: Int) {
-        self.capacity = max(1, capacity)
+        entries = Mutex(FIFOCache(capacity: max(1, capacity)))
     }
 
     /// The claims of a cached, unexpired token.
@@ -37,18 +36,11 @@ final class VerifiedTokenCache: Sendable {
         }
     }
 
-    /// Remembers a verified token. When full, expired entries go first, then an arbitrary tenth.
+    /// Remembers a verified token. When full, the one remembered longest ago goes (an expired
+    /// token also goes when it is next presented).
     func insert(_ token: String, claims: AccessTokenClaims, now: Int64) {
         guard let key = Self.key(token) else { return }
-        entries.withLock { entries in
-            if entries.count >= capacity {
-                entries = entries.filter { $0.value.claims.exp > now }
-                if entries.count >= capacity {
-                    for key in entries.keys.prefix(max(1, capacity / 10)) { entries.removeValue(forKey: key) }
-                }
-            }
-            entries[key] = Entry(token: token, claims: claims)
-        }
+        entries.withLock { $0.insert(Entry(token: token, claims: claims), for: key) }
     }
 
     /// The claims of `token`: cached, or from `verify` (and then remembered). `cached` says which.

@@ -32,7 +32,9 @@ public enum AuthStoreFactory {
                 logger: logger
             )
             return Assembly(
-                store: RedisAuthStore(redis: client, keyPrefix: redis.keyPrefix, replicaAcknowledgement: redis.replicaAcknowledgement),
+                store: RedisAuthStore(
+                    redis: client, keyPrefix: redis.keyPrefix, replicaAcknowledgement: redis.replicaAcknowledgement,
+                    recordCacheSize: redis.recordCacheSize),
                 services: [client])
         }
     }

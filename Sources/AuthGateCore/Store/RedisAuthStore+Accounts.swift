@@ -10,11 +10,11 @@ import RedisBridge
 extension RedisAuthStore {
     public func user(id: String) async throws -> UserRecord? {
         guard case .bulkString(let buffer) = try await run(RedisCommand("GET", .string(keys.user(id)))) else { return nil }
-        return try StoredRecordCoding.decodeUser(buffer.readableBytesView)
+        return try decodedUsers.record(id, buffer, decode: { try StoredRecordCoding.decodeUser($0) })
     }
 
     public func identities(ofUser userID: String) async throws -> [IdentityRecord] {
-        try Self.identities(from: try await run(RedisCommand("HVALS", .string(keys.identities(userID)))))
+        try identities(from: try await run(RedisCommand("HVALS", .string(keys.identities(userID)))), userID: userID)
     }
 
     public func owner(ofIdentity provider: String, subject: String) async throws -> String? {
@@ -30,7 +30,7 @@ extension RedisAuthStore {
             RedisAccountScripts.account, keys: [keys.user(userID), keys.identities(userID)],
             arguments: [.string(keyPrefix), .string(userID), .string(sessionID ?? "")]
         )
-        return try Self.account(from: reply)
+        return try account(from: reply, userID: userID, sessionID: sessionID)
     }
 
     public func signInLookup(provider: String, subject: String, email: String?) async throws -> SignInLookup {
@@ -40,9 +40,11 @@ extension RedisAuthStore {
         let fields = reply.array ?? []
         switch fields.first?.string {
         case "identity" where fields.count == 3:
-            return SignInLookup(identityOwner: fields[1].string, emailHolder: nil, account: try Self.account(from: fields[2]))
+            let owner = fields[1].string
+            return SignInLookup(identityOwner: owner, emailHolder: nil, account: try account(from: fields[2], userID: owner ?? "", sessionID: nil))
         case "email" where fields.count == 3:
-            return SignInLookup(identityOwner: nil, emailHolder: fields[1].string, account: try Self.account(from: fields[2]))
+            let holder = fields[1].string
+            return SignInLookup(identityOwner: nil, emailHolder: holder, account: try account(from: fields[2], userID: holder ?? "", sessionID: nil))
         case "none":
             return SignInLookup(identityOwner: nil, emailHolder: nil, account: nil)
         default:
@@ -142,24 +144,25 @@ extension RedisAuthStore {
     // MARK: replies
 
     /// An account from the scripts' `{user, identities, session record, refreshed ms}` reply
-    /// (nil reply: no such user).
-    static func account(from reply: RESPValue) throws -> AccountSnapshot? {
+    /// (nil reply: no such user) for the user `userID` (and the session `sessionID`, when asked).
+    func account(from reply: RESPValue, userID: String, sessionID: String?) throws -> AccountSnapshot? {
         if reply.isNull { return nil }
         guard let fields = reply.array, fields.count == 4, case .bulkString(let userBytes) = fields[0] else {
             throw AuthGateError(.storeCorrupt, "an account reply has the wrong shape")
         }
-        let stored = Array(userBytes.readableBytesView)
         return AccountSnapshot(
-            user: try StoredRecordCoding.decodeUser(stored), stamp: RecordStamp(stored), identities: try identities(from: fields[1]),
-            session: try session(record: fields[2], refreshed: fields[3])
+            user: try decodedUsers.record(userID, userBytes, decode: { try StoredRecordCoding.decodeUser($0) }),
+            stamp: RecordStamp(Array(userBytes.readableBytesView)), identities: try identities(from: fields[1], userID: userID),
+            session: try session(record: fields[2], refreshed: fields[3], sessionID: sessionID ?? "")
         )
     }
 
-    /// Identity records from an `HVALS` reply, oldest first.
-    static func identities(from reply: RESPValue) throws -> [IdentityRecord] {
-        try (reply.array ?? []).compactMap { value in
+    /// The identity records of `userID` from an `HVALS` reply, oldest first.
+    func identities(from reply: RESPValue, userID: String) throws -> [IdentityRecord] {
+        try (reply.array ?? []).enumerated().compactMap { position, value in
             guard case .bulkString(let buffer) = value else { return nil }
-            return try StoredRecordCoding.decodeIdentity(buffer.readableBytesView)
+            return try decodedIdentities.record(
+                IdentitySlot(userID: userID, position: position), buffer, decode: { try StoredRecordCoding.decodeIdentity($0) })
         }.sorted { $0.createdAt < $1.createdAt }
     }
 }

@@ -26,13 +26,14 @@ extension RedisAuthStore {
     public func session(userID: String, sessionID: String) async throws -> SessionRecord? {
         let reply = try await run(RedisCommand("HMGET", .string(keys.session(userID, sessionID)), "record", "refreshed_ms"))
         guard let fields = reply.array, fields.count == 2 else { return nil }
-        return try Self.session(record: fields[0], refreshed: fields[1])
+        return try session(record: fields[0], refreshed: fields[1], sessionID: sessionID)
     }
 
-    /// A session from its hash's `record` and `refreshed_ms` fields (nil when there is no record).
-    static func session(record: RESPValue, refreshed: RESPValue) throws -> SessionRecord? {
+    /// The session `sessionID` from its hash's `record` and `refreshed_ms` fields (nil when there
+    /// is no record).
+    func session(record: RESPValue, refreshed: RESPValue, sessionID: String) throws -> SessionRecord? {
         guard case .bulkString(let buffer) = record else { return nil }
-        var session = try StoredRecordCoding.decodeSession(buffer.readableBytesView)
+        var session = try decodedSessions.record(sessionID, buffer, decode: { try StoredRecordCoding.decodeSession($0) })
         if let refreshed = refreshed.int { session.refreshedAt = Date(timeIntervalSince1970: Double(refreshed) / 1000) }
         return session
     }
@@ -72,9 +73,13 @@ extension RedisAuthStore {
         )
         let fields = reply.array ?? []
         switch fields.first?.string {
-        case "rotated" where fields.count == 2: return (.rotated, try Self.account(from: fields[1]))
+        case "rotated" where fields.count == 2:
+            return (.rotated, try account(from: fields[1], userID: rotation.userID, sessionID: rotation.sessionID))
         case "reused" where fields.count == 3:
-            return (.reusedWithinInterval(sealedCurrent: fields[1].string ?? ""), try Self.account(from: fields[2]))
+            return (
+                .reusedWithinInterval(sealedCurrent: fields[1].string ?? ""),
+                try account(from: fields[2], userID: rotation.userID, sessionID: rotation.sessionID)
+            )
         case "reuse_detected": return (.reuseDetected, nil)
         case "expired_timebox": return (.expiredTimebox, nil)
         case "expired_inactivity": return (.expiredInactivity, nil)

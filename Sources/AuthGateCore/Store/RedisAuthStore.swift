@@ -22,12 +22,31 @@ public struct RedisAuthStore: AuthStore {
     let keys: RedisKeyspace
     /// Audit events recorded and not written yet (``flushAudit()``).
     public let auditBuffer = AuditBuffer()
+    /// Users (by id), identities (by user and place in the reply) and sessions (by id) already
+    /// decoded, each with the bytes it was decoded from.
+    let decodedUsers: StoredRecordCache<String, UserRecord>
+    let decodedIdentities: StoredRecordCache<IdentitySlot, IdentityRecord>
+    let decodedSessions: StoredRecordCache<String, SessionRecord>
 
-    public init(redis: RedisClient, keyPrefix: String, replicaAcknowledgement: RedisReplicaAcknowledgement? = nil) {
+    /// Where an identity record came in a user's `HVALS` reply: its key in ``decodedIdentities``
+    /// (the bytes kept with it decide whether it is the same record).
+    struct IdentitySlot: Hashable, Sendable {
+        let userID: String
+        let position: Int
+    }
+
+    /// `recordCacheSize`: how many decoded records of each kind are kept (`store.redis.record_cache_size`; 0 keeps none).
+    public init(
+        redis: RedisClient, keyPrefix: String, replicaAcknowledgement: RedisReplicaAcknowledgement? = nil,
+        recordCacheSize: Int = StoreConfiguration.Redis.defaultRecordCacheSize
+    ) {
         self.redis = redis
         self.keyPrefix = keyPrefix
         self.replicaAcknowledgement = replicaAcknowledgement
         self.keys = RedisKeyspace(prefix: keyPrefix)
+        self.decodedUsers = StoredRecordCache(capacity: recordCacheSize)
+        self.decodedIdentities = StoredRecordCache(capacity: recordCacheSize)
+        self.decodedSessions = StoredRecordCache(capacity: recordCacheSize)
     }
 
     /// Sends a command, turning Redis failures into ``AuthGateError/Code/storeUnavailable``.

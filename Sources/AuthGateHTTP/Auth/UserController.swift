@@ -36,7 +36,12 @@ public struct UserController: Sendable {
         authenticated.get("/auth/v1/user") { _, context in try await currentUser(context) }
         authenticated.put("/auth/v1/user") { request, context in try await updateUser(request, context) }
         authenticated.post("/auth/v1/logout") { request, context in try await logout(request, context) }
-        router.get("/auth/v1/settings") { _, _ in try settings() }
+        // The configuration does not change while serving: the answer is rendered once.
+        let settings = try? settings()
+        router.get("/auth/v1/settings") { _, _ in
+            guard let settings else { throw HTTPError(.internalServerError) }
+            return settings
+        }
     }
 
     /// The largest body `PUT /user` and `/signup` read: the metadata cap plus room for the rest.

@@ -1,0 +1,63 @@
+import NIOCore
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Records already decoded, each kept under a key the caller knows before reading (a user's id, a
+/// session's id) with the bytes it was decoded from. A read whose bytes are the kept ones (a user
+/// calling `GET /user`, refreshing, signing in again) returns the kept record without parsing JSON;
+/// other bytes are decoded and replace it. Decoding is a pure function of the bytes, so a hit is
+/// never stale: a record that changed in Redis has other bytes.
+///
+/// Keys are short ids, so a lookup hashes a few dozen bytes and compares the record with `memcmp`.
+/// Bounded by `capacity` keys (``FIFOCache``: the oldest insertion goes first); records over
+/// ``largestCached`` bytes are decoded and not kept.
+final class StoredRecordCache<Key: Hashable & Sendable, Record: Sendable>: Sendable {
+    /// Stored records longer than this are not kept (a user's metadata can be large; the typical
+    /// user, identity or session record is well under 1 KiB).
+    static var largestCached: Int { 4096 }
+
+    private struct Entry {
+        let bytes: [UInt8]
+        let record: Record
+    }
+
+    private let entries: Mutex<FIFOCache<Key, Entry>>
+    private let capacity: Int
+
+    /// `capacity` 0 keeps nothing.
+    init(capacity: Int) {
+        self.capacity = max(0, capacity)
+        entries = Mutex(FIFOCache(capacity: capacity))
+    }
+
+    /// The record `stored` decodes to: kept under `key` from the same bytes, or from `decode`
+    /// (and then kept). Nothing is kept when `decode` throws.
+    func record(_ key: Key, _ stored: ByteBuffer, decode: ([UInt8]) throws -> Record) rethrows -> Record {
+        guard capacity > 0, stored.readableBytes <= Self.largestCached else { return try decode(Array(stored.readableBytesView)) }
+        if let kept = entries.withLock({ $0[key] }), Self.same(kept.bytes, stored) { return kept.record }
+        let bytes = Array(stored.readableBytesView)
+        let record = try decode(bytes)
+        entries.withLock { $0.insert(Entry(bytes: bytes, record: record), for: key) }
+        return record
+    }
+
+    /// How many records are kept.
+    var count: Int { entries.withLock { $0.count } }
+
+    private static func same(_ kept: [UInt8], _ stored: ByteBuffer) -> Bool {
+        guard kept.count == stored.readableBytes else { return false }
+        return kept.withUnsafeBytes { kept in
+            stored.withUnsafeReadableBytes { stored in
+                guard let left = kept.baseAddress, let right = stored.baseAddress else { return true }
+                return memcmp(left, right, kept.count) == 0
+            }
+        }
+    }
+}
