@@ -226,7 +226,12 @@ struct AccountAPIAuditTests {
             "{\"provider\":\"apple\",\"provider\":\"google\",\"id_token\":\"a.b.c\"}",
             "{\"provider\":\"apple\u{0}\",\"id_token\":\"a.b.c\"}",
             "{\"provider\":\"apple\",\"id_token\":\"a.b.c\",\"n\":1e999}",
-            "{\"provider\":\"apple\",\"id_token\":\"a.b.c\",\"n\":\"\\ud800\"}"
+            "{\"provider\":\"apple\",\"id_token\":\"a.b.c\",\"n\":\"\\ud800\"}",
+            // A member of the wrong type, or a body that is not an object.
+            "{\"provider\":5,\"id_token\":\"a.b.c\"}",
+            "{\"provider\":\"apple\",\"id_token\":\"a.b.c\",\"link_identity\":\"yes\"}",
+            "[\"apple\"]",
+            "\"apple\""
         ])
     func strictBodies(body: String) async throws {
         let gateway = try gateway("rate_limits: { token: off }")

@@ -9,6 +9,10 @@ struct RESPTests {
     func encoding() {
         let command = RedisCommand("SET", "key", .bytes(ByteBuffer(string: "välue")), "PX", 1500)
         #expect(String(buffer: command.encoded()) == "*5\r\n$3\r\nSET\r\n$3\r\nkey\r\n$6\r\nvälue\r\n$2\r\nPX\r\n$4\r\n1500\r\n")
+        for value: Int64 in [0, 7, 9, 10, 99, 100, -1, -10, 1_790_000_000_123, .max, .min] {
+            let text = String(value)
+            #expect(String(buffer: RedisCommand("X", .integer(value)).encoded()) == "*2\r\n$1\r\nX\r\n$\(text.utf8.count)\r\n\(text)\r\n")
+        }
     }
 
     @Test("every RESP2 reply type is copied into RESPValue")

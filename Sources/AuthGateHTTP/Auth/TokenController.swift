@@ -25,7 +25,8 @@ public struct TokenController: Sendable {
         router.post("/auth/v1/token") { request, context in try await token(request, context: context) }
     }
 
-    struct IDTokenBody: Decodable {
+    /// The token endpoint's body (both grants), read without Codable: it is the hottest body.
+    struct IDTokenBody {
         let idToken: String?
         let provider: String?
         let nonce: String?
@@ -36,13 +37,19 @@ public struct TokenController: Sendable {
         /// Apple's `authorizationCode` from the app (an AuthGate extension; GoTrue ignores it).
         let authorizationCode: String?
 
-        enum CodingKeys: String, CodingKey {
-            case idToken = "id_token"
-            case provider, nonce, issuer
-            case linkIdentity = "link_identity"
-            case clientID = "client_id"
-            case refreshToken = "refresh_token"
-            case authorizationCode = "authorization_code"
+        init(_ body: JSONBody) throws {
+            idToken = try body.string("id_token")
+            provider = try body.string("provider")
+            nonce = try body.string("nonce")
+            linkIdentity = try body.bool("link_identity")
+            clientID = try body.string("client_id")
+            issuer = try body.string("issuer")
+            refreshToken = try body.string("refresh_token")
+            authorizationCode = try body.string("authorization_code")
+        }
+
+        static func read(_ request: Request) async throws -> IDTokenBody {
+            try IDTokenBody(try await RequestSupport.object(from: request, limit: RequestSupport.tokenBodyBytes))
         }
     }
 
@@ -58,7 +65,7 @@ public struct TokenController: Sendable {
     }
 
     private func idTokenGrant(_ request: Request, context: AuthGateRequestContext) async throws -> Response {
-        let body = try await RequestSupport.decode(IDTokenBody.self, from: request, limit: RequestSupport.tokenBodyBytes)
+        let body = try await IDTokenBody.read(request)
         guard let idToken = body.idToken, !idToken.isEmpty else { throw OAuthError(error: "invalid request", description: "id_token required") }
         guard let provider = body.provider, !provider.isEmpty else {
             throw OAuthError(error: "invalid request", description: "provider or client_id and issuer required")
@@ -102,7 +109,7 @@ public struct TokenController: Sendable {
     }
 
     private func refreshGrant(_ request: Request, context: AuthGateRequestContext) async throws -> Response {
-        let body = try await RequestSupport.decode(IDTokenBody.self, from: request, limit: RequestSupport.tokenBodyBytes)
+        let body = try await IDTokenBody.read(request)
         guard let refreshToken = body.refreshToken, !refreshToken.isEmpty else {
             throw GoTrueError(.badRequest, code: "validation_failed", message: "Refresh token is not valid")
         }

@@ -1,5 +1,6 @@
 public import Logging
 public import ServiceLifecycle
+import Synchronization
 
 #if canImport(FoundationEssentials)
     import FoundationEssentials
@@ -56,6 +57,9 @@ public actor ProviderKeySet {
     private let clock = ContinuousClock()
 
     private var loaded: Loaded?
+    /// The keys of ``loaded``, readable without entering the actor: every sign-in looks a key up,
+    /// and entering the actor cost two task hops each time.
+    private nonisolated let installedKeys = Mutex<[String: ProviderPublicKey]>([:])
     private var inFlight: Task<Loaded, any Error>?
     private var lastUnknownKeyRefetch: ContinuousClock.Instant?
     private var lastError: String?
@@ -87,7 +91,13 @@ public actor ProviderKeySet {
     /// The key with this `kid`, refetching once (rate-limited, single-flight) when it is unknown.
     /// - Throws: ``AuthGateError`` ``AuthGateError/Code/unknownKeyID``, or
     ///   ``AuthGateError/Code/keysUnavailable`` when no key set could ever be loaded.
-    func key(for kid: String) async throws -> ProviderPublicKey {
+    nonisolated func key(for kid: String) async throws -> ProviderPublicKey {
+        if let key = installedKeys.withLock({ $0[kid] }) { return key }
+        return try await loadedKey(for: kid)
+    }
+
+    /// ``key(for:)`` when the installed set does not have the key: loads the set or refetches it.
+    private func loadedKey(for kid: String) async throws -> ProviderPublicKey {
         if loaded == nil {
             do {
                 try await refresh()
@@ -141,6 +151,7 @@ public actor ProviderKeySet {
 
     private func install(_ fresh: Loaded) {
         loaded = fresh
+        installedKeys.withLock { $0 = fresh.keys }
         consecutiveFailures = 0
         lastError = nil
     }
