@@ -21,6 +21,7 @@
 # every account write; rows for new users' sign-ins and refreshes (ACKED=0 skips them).
 #
 # Reproduce: bench/exchange/run.sh [tokens] [concurrency]     (ROUNDS=3 REQUESTS=100000 by default)
+#            RECORD_CACHE_SIZE=0 bench/exchange/run.sh   (store.redis.record_cache_size; 10000 by default)
 # Profile:   PROFILE=1 bench/exchange/run.sh   (perf samples the gateway; top symbols are printed;
 #            PROFILE_ALL=1 as well to profile every phase, not only new users' sign-ins)
 #            PROFILE_PHASE=user bench/exchange/run.sh   (perf samples only that phase: new,
@@ -50,7 +51,7 @@ write_config() {
     gateway_port="$(free_port)"
     cat >"$1/authgate.yaml" <<YAML
 server: { host: 127.0.0.1, port: $gateway_port }
-store: { kind: redis, redis: { url: "redis://127.0.0.1:$redis_port/0", pool_size: 2 $2 } }
+store: { kind: redis, redis: { url: "redis://127.0.0.1:$redis_port/0", pool_size: 2, record_cache_size: ${RECORD_CACHE_SIZE:-10000} $2 } }
 tokens: { signing_keys: [ { kid: bench, file: $work/key.pem } ] }
 providers:
   apple: { enabled: true, audiences: [com.example.authgate.bench], jwks_file: apple-jwks.json }
