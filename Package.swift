@@ -43,6 +43,7 @@ let package = Package(
             pkgConfig: "hiredis",
             providers: [.apt(["libhiredis-dev"])]
         ),
+        .systemLibrary(name: "CSystemRandom"),
         .target(
             name: "RedisBridge",
             dependencies: [
@@ -63,6 +64,7 @@ let package = Package(
             name: "AuthGateCore",
             dependencies: [
                 "RedisBridge",
+                "CSystemRandom",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -5,6 +5,18 @@ import Testing
 
 @Suite("JSONValue reader and writer", .timeLimit(.minutes(3)))
 struct JSONValueTests {
+    @Test("random bytes come in the length asked for, one getrandom each, and do not repeat")
+    func randomBytes() {
+        for count in [0, 1, 7, 8, 16, 32, 33, 256, 4096] {
+            #expect(Base64URL.randomBytes(count).count == count)
+        }
+        let drawn = Set((0..<1000).map { _ in Base64URL.randomBytes(16) })
+        #expect(drawn.count == 1000, "128-bit draws never collide")
+        // Every byte value shows up in 64 KiB of output (a zero-filled or constant buffer would not).
+        #expect(Set(Base64URL.randomBytes(65536)).count == 256)
+        #expect(Base64URL.randomBytes(-1).isEmpty)
+    }
+
     @Test("parses every value type, escapes and surrogate pairs")
     func parse() throws {
         let text = #"{"s":"a\"b\\c\/d\n\u00e9\ud83d\ude00","i":-42,"d":1.5e3,"t":true,"f":false,"n":null,"a":[1,[2,{}]],"big":12345678901234567890}"#

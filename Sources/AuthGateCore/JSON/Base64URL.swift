@@ -1,3 +1,5 @@
+import CSystemRandom
+
 /// Base64url (RFC 4648 §5) without padding, as JWS and JWK use it, plus lower-case hex. Byte-level
 /// code: these run several times per request.
 ///
@@ -99,14 +101,21 @@ public enum Base64URL {
         return String(decoding: output, as: UTF8.self)
     }
 
-    /// `count` random bytes from the system generator, eight at a time.
+    /// `count` random bytes from the kernel's CSPRNG in one `getrandom` call (the standard
+    /// library's generator makes one per 8 bytes). Should the kernel refuse, which it does not
+    /// for a valid buffer, the standard library's generator fills them instead (it traps rather
+    /// than return bytes that are not random).
     public static func randomBytes(_ count: Int) -> [UInt8] {
-        var generator = SystemRandomNumberGenerator()
-        var bytes = [UInt8]()
-        bytes.reserveCapacity(count + 8)
-        while bytes.count < count {
-            withUnsafeBytes(of: generator.next() as UInt64) { bytes.append(contentsOf: $0) }
+        let count = max(0, count)
+        var bytes = [UInt8](repeating: 0, count: count)
+        let filled = bytes.withUnsafeMutableBytes { buffer -> Bool in
+            guard let base = buffer.baseAddress else { return true }
+            return authgate_fill_random(base, buffer.count) == 0
         }
-        return Array(bytes.prefix(count))
+        if !filled {
+            var generator = SystemRandomNumberGenerator()
+            for index in bytes.indices { bytes[index] = generator.next() }
+        }
+        return bytes
     }
 }

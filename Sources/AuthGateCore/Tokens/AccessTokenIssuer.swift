@@ -23,6 +23,6 @@ public struct AccessTokenIssuer: Sendable {
     public func mint(_ claims: AccessTokenClaims) throws -> String {
         let key = keys.current.activeKey
         let header = "{\"alg\":\"\(key.algorithm.rawValue)\",\"kid\":\"\(key.kid)\",\"typ\":\"JWT\"}"
-        return try key.compactJWS(header: Array(header.utf8), payload: claims.jsonValue.serialized())
+        return try key.compactJWS(header: Array(header.utf8), payload: claims.serialized())
     }
 }
