@@ -28,7 +28,8 @@ extension JSONValue {
         return output
     }
 
-    func write(into output: inout [UInt8]) {
+    /// Appends this value's compact JSON text to `output` (object keys in sorted order).
+    package func write(into output: inout [UInt8]) {
         switch self {
         case .null: output.append(contentsOf: "null".utf8)
         case .bool(let value): output.append(contentsOf: (value ? "true" : "false").utf8)
@@ -56,7 +57,8 @@ extension JSONValue {
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
-    static func writeString(_ text: String, into output: inout [UInt8]) {
+    /// Appends `text` as a JSON string, quoted and escaped.
+    package static func writeString(_ text: String, into output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
         let written = text.utf8.withContiguousStorageIfAvailable { bytes in
             writeEscaped(bytes, into: &output)

@@ -109,47 +109,22 @@ enum StoredRecordCoding {
     /// Appends members to a JSON object; nil optionals are left out (as Codable's synthesized
     /// encoders leave them out).
     private struct Writer {
-        var output: [UInt8] = [UInt8(ascii: "{")]
+        var object = JSONObjectWriter()
 
-        init() { output.reserveCapacity(384) }
+        mutating func string(_ key: StaticString, _ value: String?) { object.string(key, value) }
 
-        mutating func name(_ name: StaticString) {
-            if output.count > 1 { output.append(UInt8(ascii: ",")) }
-            output.append(UInt8(ascii: "\""))
-            output.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
-            output.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
-        }
-
-        mutating func string(_ key: StaticString, _ value: String?) {
-            guard let value else { return }
-            name(key)
-            JSONValue.writeString(value, into: &output)
-        }
-
-        mutating func bool(_ key: StaticString, _ value: Bool) {
-            name(key)
-            output.append(contentsOf: (value ? "true" : "false").utf8)
-        }
+        mutating func bool(_ key: StaticString, _ value: Bool) { object.bool(key, value) }
 
         mutating func date(_ key: StaticString, _ value: Date?) {
             guard let value else { return }
-            name(key)
-            output.append(contentsOf: String(value.unixMilliseconds).utf8)
+            object.integer(key, value.unixMilliseconds)
         }
 
-        mutating func object(_ key: StaticString, _ value: [String: JSONValue]) {
-            self.value(key, .object(value))
-        }
+        mutating func object(_ key: StaticString, _ value: [String: JSONValue]) { object.value(key, .object(value)) }
 
-        mutating func value(_ key: StaticString, _ value: JSONValue) {
-            name(key)
-            value.write(into: &output)
-        }
+        mutating func value(_ key: StaticString, _ value: JSONValue) { object.value(key, value) }
 
-        mutating func finished() -> [UInt8] {
-            output.append(UInt8(ascii: "}"))
-            return output
-        }
+        mutating func finished() -> [UInt8] { object.finished() }
     }
 
     /// The members of a stored object, with typed accessors that fail as ``AuthGateError/Code/storeCorrupt``.

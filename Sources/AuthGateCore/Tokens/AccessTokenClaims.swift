@@ -83,46 +83,22 @@ public struct AccessTokenClaims: Sendable, Codable, Hashable {
     /// `jsonValue.serialized()` gives (a test holds them equal), without building the dictionary
     /// and sorting it on every mint.
     func serialized() -> [UInt8] {
-        var output: [UInt8] = []
-        output.reserveCapacity(512)
-        func name(_ name: StaticString) {
-            output.append(output.isEmpty ? UInt8(ascii: "{") : UInt8(ascii: ","))
-            output.append(UInt8(ascii: "\""))
-            output.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
-            output.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
-        }
-        name("aal")
-        JSONValue.writeString(aal, into: &output)
-        name("amr")
-        JSONValue.array(amr.map { .object(["method": .string($0.method), "timestamp": .integer($0.timestamp)]) }).write(into: &output)
-        name("app_metadata")
-        JSONValue.object(appMetadata).write(into: &output)
-        name("aud")
-        JSONValue.writeString(aud, into: &output)
-        name("email")
-        JSONValue.writeString(email, into: &output)
-        name("exp")
-        JSONValue.integer(exp).write(into: &output)
-        name("iat")
-        JSONValue.integer(iat).write(into: &output)
-        name("is_anonymous")
-        JSONValue.bool(isAnonymous).write(into: &output)
-        name("iss")
-        JSONValue.writeString(iss, into: &output)
-        name("phone")
-        JSONValue.writeString(phone, into: &output)
-        name("role")
-        JSONValue.writeString(role, into: &output)
-        if let sessionID {
-            name("session_id")
-            JSONValue.writeString(sessionID, into: &output)
-        }
-        name("sub")
-        JSONValue.writeString(sub, into: &output)
-        name("user_metadata")
-        JSONValue.object(userMetadata).write(into: &output)
-        output.append(UInt8(ascii: "}"))
-        return output
+        var object = JSONObjectWriter(capacity: 512)
+        object.string("aal", aal)
+        object.value("amr", .array(amr.map { .object(["method": .string($0.method), "timestamp": .integer($0.timestamp)]) }))
+        object.value("app_metadata", .object(appMetadata))
+        object.string("aud", aud)
+        object.string("email", email)
+        object.integer("exp", exp)
+        object.integer("iat", iat)
+        object.bool("is_anonymous", isAnonymous)
+        object.string("iss", iss)
+        object.string("phone", phone)
+        object.string("role", role)
+        object.string("session_id", sessionID)
+        object.string("sub", sub)
+        object.value("user_metadata", .object(userMetadata))
+        return object.finished()
     }
 
     var jsonValue: JSONValue {

@@ -72,6 +72,73 @@ public enum GoTrueJSON {
         ]
     }
 
+    // MARK: written directly
+
+    /// `user(_:identities:)`'s JSON text, written member by member in sorted name order: the
+    /// same bytes (a test holds them equal) without the dictionaries. `GET /user` and every token
+    /// answer write it.
+    static func userText(_ user: UserRecord, identities: [IdentityRecord]) -> [UInt8] {
+        var object = JSONObjectWriter(capacity: 1024)
+        writeUser(user, identities: identities, into: &object)
+        return object.finished()
+    }
+
+    /// The token answer's JSON text (``session(_:)``'s bytes).
+    static func sessionText(_ issued: IssuedSession) -> [UInt8] {
+        var object = JSONObjectWriter(capacity: 2048)
+        object.string("access_token", issued.accessToken)
+        object.integer("expires_at", issued.expiresAt)
+        object.integer("expires_in", issued.expiresIn)
+        object.string("refresh_token", issued.refreshToken)
+        object.string("token_type", "bearer")
+        object.nested("user") { output in
+            var user = JSONObjectWriter(capacity: 1024)
+            writeUser(issued.user, identities: issued.identities, into: &user)
+            output.append(contentsOf: user.finished())
+        }
+        return object.finished()
+    }
+
+    private static func writeUser(_ user: UserRecord, identities: [IdentityRecord], into object: inout JSONObjectWriter) {
+        object.value("app_metadata", .object(user.appMetadata))
+        object.string("aud", user.aud)
+        object.string("banned_until", user.bannedUntil?.rfc3339WithMilliseconds)
+        object.string("confirmed_at", user.emailConfirmedAt?.rfc3339WithMilliseconds)
+        object.string("created_at", user.createdAt.rfc3339WithMilliseconds)
+        object.string("deleted_at", user.deletedAt?.rfc3339WithMilliseconds)
+        object.string("email", user.email ?? "")
+        object.string("email_confirmed_at", user.emailConfirmedAt?.rfc3339WithMilliseconds)
+        object.string("id", user.id)
+        object.nested("identities") { output in
+            output.append(UInt8(ascii: "["))
+            for (index, identity) in identities.enumerated() {
+                if index > 0 { output.append(UInt8(ascii: ",")) }
+                output.append(contentsOf: identityText(identity))
+            }
+            output.append(UInt8(ascii: "]"))
+        }
+        object.bool("is_anonymous", user.isAnonymous)
+        object.string("last_sign_in_at", user.lastSignInAt?.rfc3339WithMilliseconds)
+        object.string("phone", user.phone ?? "")
+        object.string("role", user.role)
+        object.string("updated_at", user.updatedAt.rfc3339WithMilliseconds)
+        object.value("user_metadata", .object(user.userMetadata))
+    }
+
+    private static func identityText(_ identity: IdentityRecord) -> [UInt8] {
+        var object = JSONObjectWriter(capacity: 512)
+        object.string("created_at", identity.createdAt.rfc3339WithMilliseconds)
+        object.string("email", identity.email)
+        object.string("id", identity.subject)
+        object.value("identity_data", .object(identity.identityData))
+        object.string("identity_id", identity.identityID)
+        object.string("last_sign_in_at", identity.lastSignInAt?.rfc3339WithMilliseconds)
+        object.string("provider", identity.provider)
+        object.string("updated_at", identity.updatedAt.rfc3339WithMilliseconds)
+        object.string("user_id", identity.userID)
+        return object.finished()
+    }
+
     static func session(_ issued: IssuedSession) -> [String: JSONValue] {
         [
             "access_token": .string(issued.accessToken),

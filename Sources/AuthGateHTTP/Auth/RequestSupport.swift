@@ -84,6 +84,16 @@ enum RequestSupport {
         try json(value: .object(object), status: status)
     }
 
+    /// A JSON response from JSON text already written (``GoTrueJSON/userText(_:identities:)``,
+    /// ``GoTrueJSON/sessionText(_:)``).
+    static func json(text: [UInt8], status: HTTPResponse.Status = .ok) -> Response {
+        Response(
+            status: status,
+            headers: [.contentType: "application/json", .cacheControl: "no-store"],
+            body: .init(byteBuffer: ByteBuffer(bytes: text))
+        )
+    }
+
     /// A JSON response holding any value (GoTrue answers some lists as a bare array).
     static func json(value: JSONValue, status: HTTPResponse.Status = .ok) throws -> Response {
         Response(

@@ -98,7 +98,7 @@ public struct TokenController: Sendable {
                 "id_token sign-in",
                 metadata: ["gw.provider": "\(label)", "gw.user_id": "\(issued.user.id)", "gw.linked": "\(linkTarget != nil)", "gw.outcome": "ok"]
             )
-            return try RequestSupport.json(GoTrueJSON.session(issued))
+            return RequestSupport.json(text: GoTrueJSON.sessionText(issued))
         } catch let error as AuthGateError {
             GatewayMetrics.signIn(provider: label, outcome: error.code.description)
             context.outcome.reason = error.code.description
@@ -116,7 +116,7 @@ public struct TokenController: Sendable {
         do {
             let issued = try await withSpan("auth.refresh") { _ in try await accounts.refresh(refreshToken, now: Date()) }
             context.outcome.userID = issued.user.id
-            return try RequestSupport.json(GoTrueJSON.session(issued))
+            return RequestSupport.json(text: GoTrueJSON.sessionText(issued))
         } catch let error as AuthGateError {
             context.outcome.reason = error.code.description
             context.logger.notice("refresh refused", metadata: ["gw.outcome": "\(error.code)"])

@@ -74,8 +74,8 @@ public struct UserController: Sendable {
         }
         do {
             try MetadataLimit.check(body.data ?? [:], limit: users.maxUserMetadata, name: "user_metadata")
-            return try RequestSupport.json(
-                GoTrueJSON.session(
+            return RequestSupport.json(
+                text: GoTrueJSON.sessionText(
                     try await accounts.signUpAnonymously(
                         data: body.data ?? [:], device: RequestSupport.device(request, context, trustedProxies: trustedProxies), now: Date())))
         } catch let error as AuthGateError {
@@ -86,7 +86,7 @@ public struct UserController: Sendable {
     private func currentUser(_ context: AuthGateRequestContext) async throws -> Response {
         let caller = try context.requireCaller()
         let (user, identities) = try await accounts.profile(of: caller)
-        return try RequestSupport.json(GoTrueJSON.user(user, identities: identities))
+        return RequestSupport.json(text: GoTrueJSON.userText(user, identities: identities))
     }
 
     private func updateUser(_ request: Request, _ context: AuthGateRequestContext) async throws -> Response {
@@ -103,7 +103,7 @@ public struct UserController: Sendable {
         }
         do {
             let (user, identities) = try await accounts.updateMetadata(of: caller, data: body.data ?? [:], limit: users.maxUserMetadata, now: Date())
-            return try RequestSupport.json(GoTrueJSON.user(user, identities: identities))
+            return RequestSupport.json(text: GoTrueJSON.userText(user, identities: identities))
         } catch let error as AuthGateError {
             throw ErrorMapping.clientError(for: error, in: .authenticated)
         }
