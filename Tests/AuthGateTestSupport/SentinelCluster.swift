@@ -64,14 +64,26 @@ public struct SentinelCluster: Sendable {
         }
     }
 
-    /// Waits until every replica has everything the master acknowledged.
+    /// Waits until every replica has everything the master had when this was called. Writes may
+    /// go on meanwhile: a replica is caught up once its offset reaches the master's offset read at
+    /// the start (waiting for the offsets to be equal never ends while clients keep writing, and
+    /// failed a run under load).
     public func waitForReplication() async throws {
+        let offset = { (text: String, key: String) in
+            text.split(separator: "\r\n").first { $0.hasPrefix(key + ":") }.flatMap { Int($0.dropFirst(key.count + 1)) }
+        }
+        var target: Int?
+        try await waitUntil("the master's replication offset read") {
+            target = offset(try await Self.info(master.port, "replication"), "master_repl_offset")
+            return target != nil
+        }
+        guard let target else { return }
         try await waitUntil("the replicas caught up") {
-            let offset = { (text: String, key: String) in
-                text.split(separator: "\r\n").first { $0.hasPrefix(key + ":") }.flatMap { Int($0.dropFirst(key.count + 1)) }
+            for replica in replicas {
+                guard let reached = offset(try await Self.info(replica.port, "replication"), "slave_repl_offset"), reached >= target else {
+                    return false
+                }
             }
-            guard let master = offset(try await Self.info(master.port, "replication"), "master_repl_offset") else { return false }
-            for replica in replicas where offset(try await Self.info(replica.port, "replication"), "slave_repl_offset") != master { return false }
             return true
         }
     }
