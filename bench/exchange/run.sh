@@ -25,7 +25,7 @@
 # Profile:   PROFILE=1 bench/exchange/run.sh   (perf samples the gateway; top symbols are printed;
 #            PROFILE_ALL=1 as well to profile every phase, not only new users' sign-ins)
 #            PROFILE_PHASE=user bench/exchange/run.sh   (perf samples only that phase: new,
-#            returning, refresh or user; every row is still measured; PROFILE_KEEP=FILE keeps
+#            returning, refresh, user or floor; every row is still measured; PROFILE_KEEP=FILE keeps
 #            the perf data for `perf report -i FILE`)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
