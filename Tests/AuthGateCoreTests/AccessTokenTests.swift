@@ -45,18 +45,21 @@ struct AccessTokenTests {
         #expect(verified == claims(now: Date(timeIntervalSince1970: Double(verified.iat))))
     }
 
-    @Test("the direct claims writer gives the bytes of the claims' JSONValue, with or without a session, escapes and nested metadata")
+    @Test("the direct claims writer gives the bytes of the Codable form with sorted members, with or without a session, escapes and nested metadata")
     func claimsWriterAgrees() throws {
+        func codableForm(_ claims: AccessTokenClaims) throws -> JSONValue {
+            try JSONValue.parse(Array(try JSONEncoder().encode(claims)))
+        }
         var claims = claims()
-        #expect(claims.serialized() == claims.jsonValue.serialized())
+        #expect(claims.serialized() == (try codableForm(claims)).serialized())
         claims.sessionID = nil
         claims.email = "quote\" back\\ slash \u{1} é"
         claims.appMetadata = ["providers": .array(["apple", "google"]), "z": .null, "a": .double(1.5)]
         claims.userMetadata = ["nested": .object(["b": 1, "a": .array([true, false])]), "ü": "x"]
         claims.amr = []
         claims.isAnonymous = true
-        #expect(claims.serialized() == claims.jsonValue.serialized())
-        #expect(try JSONValue.parse(claims.serialized()) == claims.jsonValue)
+        #expect(claims.serialized() == (try codableForm(claims)).serialized())
+        #expect(try JSONValue.parse(claims.serialized()) == (try codableForm(claims)))
     }
 
     @Test("the direct claims reader agrees with the Codable one: same claims, same refusals")

@@ -33,8 +33,9 @@ public struct StoreConfiguration: Sendable {
         public var minReconnectBackoff: Duration
         /// `reconnect.max_backoff`: longest wait between attempts.
         public var maxReconnectBackoff: Duration
-        /// `record_cache_size`: decoded users, identities and sessions kept per replica, each kind
-        /// (keyed by their stored bytes, so never stale); 0 keeps none.
+        /// `record_cache_size`: decoded users, identities and sessions kept per replica, each kind,
+        /// each reused only while the bytes read are the ones it was decoded from (so never
+        /// stale); 0 keeps none.
         public var recordCacheSize: Int
 
         /// `record_cache_size` when the file does not set it.

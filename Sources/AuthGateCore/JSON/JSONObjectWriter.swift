@@ -3,17 +3,27 @@
 /// caller writes members in the order it wants them; to give the bytes ``JSONValue`` would, that is
 /// sorted name order, which each caller's tests hold equal.
 package struct JSONObjectWriter {
-    package private(set) var output: [UInt8]
+    private var output: [UInt8]
+    /// Where this object's members start in `output` (a nested object shares its parent's buffer).
+    private var membersStart: Int
 
     package init(capacity: Int = 384) {
         output = []
         output.reserveCapacity(capacity)
         output.append(UInt8(ascii: "{"))
+        membersStart = output.count
+    }
+
+    /// An object opened at the end of `output`, which it takes over until ``finished()``.
+    private init(continuing output: consuming [UInt8]) {
+        self.output = output
+        self.output.append(UInt8(ascii: "{"))
+        membersStart = self.output.count
     }
 
     /// A member's name; its value follows.
     package mutating func name(_ name: StaticString) {
-        if output.count > 1 { output.append(UInt8(ascii: ",")) }
+        if output.count > membersStart { output.append(UInt8(ascii: ",")) }
         output.append(UInt8(ascii: "\""))
         output.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
         output.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
@@ -42,15 +52,43 @@ package struct JSONObjectWriter {
         value.write(into: &output)
     }
 
-    /// A member whose value is JSON written by `body` (a nested object or array).
-    package mutating func nested(_ key: StaticString, _ body: (inout [UInt8]) -> Void) {
+    /// A member whose value is an object `body` writes, in this object's buffer.
+    package mutating func object(_ key: StaticString, _ body: (inout JSONObjectWriter) -> Void) {
         name(key)
-        body(&output)
+        output = Self.appendingObject(to: take(), body)
+    }
+
+    /// A member whose value is an array of objects, one written by `body` per element.
+    package mutating func objects<Elements: Sequence>(
+        _ key: StaticString, _ elements: Elements, _ body: (Elements.Element, inout JSONObjectWriter) -> Void
+    ) {
+        name(key)
+        var array = take()
+        array.append(UInt8(ascii: "["))
+        for (index, element) in elements.enumerated() {
+            if index > 0 { array.append(UInt8(ascii: ",")) }
+            array = Self.appendingObject(to: consume array) { body(element, &$0) }
+        }
+        array.append(UInt8(ascii: "]"))
+        output = array
     }
 
     /// The object's text, closed.
     package mutating func finished() -> [UInt8] {
         output.append(UInt8(ascii: "}"))
         return output
+    }
+
+    /// The buffer, moved out (so appending to it does not copy it).
+    private mutating func take() -> [UInt8] {
+        var taken: [UInt8] = []
+        swap(&taken, &output)
+        return taken
+    }
+
+    private static func appendingObject(to output: consuming [UInt8], _ body: (inout JSONObjectWriter) -> Void) -> [UInt8] {
+        var nested = JSONObjectWriter(continuing: output)
+        body(&nested)
+        return nested.finished()
     }
 }

@@ -15,15 +15,15 @@ enum StoredRecordCoding {
     // MARK: writing
 
     static func encode(_ user: UserRecord) -> [UInt8] {
-        var writer = Writer()
+        var writer = JSONObjectWriter()
         writer.string("id", user.id)
         writer.string("aud", user.aud)
         writer.string("role", user.role)
         writer.string("email", user.email)
         writer.string("phone", user.phone)
         writer.date("emailConfirmedAt", user.emailConfirmedAt)
-        writer.object("appMetadata", user.appMetadata)
-        writer.object("userMetadata", user.userMetadata)
+        writer.value("appMetadata", .object(user.appMetadata))
+        writer.value("userMetadata", .object(user.userMetadata))
         writer.bool("isAnonymous", user.isAnonymous)
         writer.date("createdAt", user.createdAt)
         writer.date("updatedAt", user.updatedAt)
@@ -34,12 +34,12 @@ enum StoredRecordCoding {
     }
 
     static func encode(_ identity: IdentityRecord) -> [UInt8] {
-        var writer = Writer()
+        var writer = JSONObjectWriter()
         writer.string("identityID", identity.identityID)
         writer.string("userID", identity.userID)
         writer.string("provider", identity.provider)
         writer.string("subject", identity.subject)
-        writer.object("identityData", identity.identityData)
+        writer.value("identityData", .object(identity.identityData))
         writer.string("email", identity.email)
         writer.date("createdAt", identity.createdAt)
         writer.date("updatedAt", identity.updatedAt)
@@ -50,13 +50,13 @@ enum StoredRecordCoding {
     }
 
     static func encode(_ session: SessionRecord) -> [UInt8] {
-        var writer = Writer()
+        var writer = JSONObjectWriter()
         writer.string("id", session.id)
         writer.string("userID", session.userID)
         writer.date("createdAt", session.createdAt)
         writer.date("refreshedAt", session.refreshedAt)
         writer.string("aal", session.aal)
-        writer.value("amr", .array(session.amr.map { .object(["method": .string($0.method), "timestamp": .integer($0.timestamp)]) }))
+        writer.value("amr", .array(session.amr.map(\.jsonValue)))
         writer.string("userAgent", session.userAgent)
         writer.string("ip", session.ip)
         return writer.finished()
@@ -105,27 +105,6 @@ enum StoredRecordCoding {
     }
 
     // MARK: parts
-
-    /// Appends members to a JSON object; nil optionals are left out (as Codable's synthesized
-    /// encoders leave them out).
-    private struct Writer {
-        var object = JSONObjectWriter()
-
-        mutating func string(_ key: StaticString, _ value: String?) { object.string(key, value) }
-
-        mutating func bool(_ key: StaticString, _ value: Bool) { object.bool(key, value) }
-
-        mutating func date(_ key: StaticString, _ value: Date?) {
-            guard let value else { return }
-            object.integer(key, value.unixMilliseconds)
-        }
-
-        mutating func object(_ key: StaticString, _ value: [String: JSONValue]) { object.value(key, .object(value)) }
-
-        mutating func value(_ key: StaticString, _ value: JSONValue) { object.value(key, value) }
-
-        mutating func finished() -> [UInt8] { object.finished() }
-    }
 
     /// The members of a stored object, with typed accessors that fail as ``AuthGateError/Code/storeCorrupt``.
     private struct Fields {
@@ -186,5 +165,14 @@ enum StoredRecordCoding {
             guard (range.lowerBound * 1000...range.upperBound * 1000 + 999).contains(milliseconds) else { throw corrupt(name) }
             return Date(timeIntervalSince1970: milliseconds / 1000)
         }
+    }
+}
+
+extension JSONObjectWriter {
+    /// A stored record's date: milliseconds since 1970; nothing when `value` is nil (nil optionals
+    /// are left out, as Codable's synthesized encoders left them out).
+    fileprivate mutating func date(_ key: StaticString, _ value: Date?) {
+        guard let value else { return }
+        integer(key, value.unixMilliseconds)
     }
 }

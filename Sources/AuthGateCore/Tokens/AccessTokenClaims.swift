@@ -11,6 +11,9 @@ public struct AccessTokenClaims: Sendable, Codable, Hashable {
             self.method = method
             self.timestamp = timestamp
         }
+
+        /// `{"method": …, "timestamp": …}`, as claims, stored sessions and the admin API write it.
+        public var jsonValue: JSONValue { .object(["method": .string(method), "timestamp": .integer(timestamp)]) }
     }
 
     public var iss: String
@@ -78,14 +81,13 @@ public struct AccessTokenClaims: Sendable, Codable, Hashable {
         isAnonymous = try container.decodeIfPresent(Bool.self, forKey: .isAnonymous) ?? false
     }
 
-    /// The claims as a JSON object (written by ``JSONValue/serialized()`` when minting).
-    /// The payload's JSON, written member by member in sorted name order: the bytes
-    /// `jsonValue.serialized()` gives (a test holds them equal), without building the dictionary
-    /// and sorting it on every mint.
+    /// The payload's JSON, written member by member in sorted name order: the bytes of the Codable
+    /// form with its members sorted (a test holds them equal), without a dictionary built and
+    /// sorted on every mint.
     func serialized() -> [UInt8] {
         var object = JSONObjectWriter(capacity: 512)
         object.string("aal", aal)
-        object.value("amr", .array(amr.map { .object(["method": .string($0.method), "timestamp": .integer($0.timestamp)]) }))
+        object.value("amr", .array(amr.map(\.jsonValue)))
         object.value("app_metadata", .object(appMetadata))
         object.string("aud", aud)
         object.string("email", email)
@@ -99,17 +101,5 @@ public struct AccessTokenClaims: Sendable, Codable, Hashable {
         object.string("sub", sub)
         object.value("user_metadata", .object(userMetadata))
         return object.finished()
-    }
-
-    var jsonValue: JSONValue {
-        var object: [String: JSONValue] = [
-            "iss": .string(iss), "sub": .string(sub), "aud": .string(aud), "exp": .integer(exp), "iat": .integer(iat),
-            "email": .string(email), "phone": .string(phone), "app_metadata": .object(appMetadata), "user_metadata": .object(userMetadata),
-            "role": .string(role), "aal": .string(aal),
-            "amr": .array(amr.map { .object(["method": .string($0.method), "timestamp": .integer($0.timestamp)]) }),
-            "is_anonymous": .bool(isAnonymous)
-        ]
-        if let sessionID { object["session_id"] = .string(sessionID) }
-        return .object(object)
     }
 }

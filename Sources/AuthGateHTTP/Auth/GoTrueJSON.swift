@@ -66,7 +66,7 @@ public enum GoTrueJSON {
             "updated_at": timestamp(session.refreshedAt),
             "refreshed_at": timestamp(session.refreshedAt),
             "aal": .string(session.aal),
-            "amr": .array(session.amr.map { .object(["method": .string($0.method), "timestamp": .integer($0.timestamp)]) }),
+            "amr": .array(session.amr.map(\.jsonValue)),
             "user_agent": session.userAgent.map(JSONValue.string) ?? .null,
             "ip": session.ip.map(JSONValue.string) ?? .null
         ]
@@ -91,11 +91,7 @@ public enum GoTrueJSON {
         object.integer("expires_in", issued.expiresIn)
         object.string("refresh_token", issued.refreshToken)
         object.string("token_type", "bearer")
-        object.nested("user") { output in
-            var user = JSONObjectWriter(capacity: 1024)
-            writeUser(issued.user, identities: issued.identities, into: &user)
-            output.append(contentsOf: user.finished())
-        }
+        object.object("user") { writeUser(issued.user, identities: issued.identities, into: &$0) }
         return object.finished()
     }
 
@@ -109,14 +105,7 @@ public enum GoTrueJSON {
         object.string("email", user.email ?? "")
         object.string("email_confirmed_at", user.emailConfirmedAt?.rfc3339WithMilliseconds)
         object.string("id", user.id)
-        object.nested("identities") { output in
-            output.append(UInt8(ascii: "["))
-            for (index, identity) in identities.enumerated() {
-                if index > 0 { output.append(UInt8(ascii: ",")) }
-                output.append(contentsOf: identityText(identity))
-            }
-            output.append(UInt8(ascii: "]"))
-        }
+        object.objects("identities", identities) { identity, object in writeIdentity(identity, into: &object) }
         object.bool("is_anonymous", user.isAnonymous)
         object.string("last_sign_in_at", user.lastSignInAt?.rfc3339WithMilliseconds)
         object.string("phone", user.phone ?? "")
@@ -125,8 +114,7 @@ public enum GoTrueJSON {
         object.value("user_metadata", .object(user.userMetadata))
     }
 
-    private static func identityText(_ identity: IdentityRecord) -> [UInt8] {
-        var object = JSONObjectWriter(capacity: 512)
+    private static func writeIdentity(_ identity: IdentityRecord, into object: inout JSONObjectWriter) {
         object.string("created_at", identity.createdAt.rfc3339WithMilliseconds)
         object.string("email", identity.email)
         object.string("id", identity.subject)
@@ -136,9 +124,9 @@ public enum GoTrueJSON {
         object.string("provider", identity.provider)
         object.string("updated_at", identity.updatedAt.rfc3339WithMilliseconds)
         object.string("user_id", identity.userID)
-        return object.finished()
     }
 
+    /// The token answer's shape; ``sessionText(_:)`` writes these bytes, and a test holds it to them.
     static func session(_ issued: IssuedSession) -> [String: JSONValue] {
         [
             "access_token": .string(issued.accessToken),

@@ -21,14 +21,12 @@ enum RequestSupport {
     /// - Throws: 400 `bad_json` for JSON that does not fit, 413 `request_entity_too_large` over `limit`.
     static func decode<Body: Decodable>(_ type: Body.Type, from request: Request, limit: Int = maximumBodyBytes) async throws -> Body {
         let bytes = try await bodyBytes(request, limit: limit)
+        // The strict reader decides whether the body is JSON at all (duplicate names, control
+        // characters, lone surrogates, numbers out of range are refused); Codable then only maps
+        // a document that has one reading.
+        _ = try parsed(bytes)
         do {
-            // The strict reader decides whether the body is JSON at all (duplicate names, control
-            // characters, lone surrogates, numbers out of range are refused); Codable then only
-            // maps a document that has one reading.
-            _ = try JSONValue.parse(bytes)
             return try JSONDecoder().decode(type, from: Data(bytes))
-        } catch let error as JSONValue.ParseError {
-            throw GoTrueError(.badRequest, code: "bad_json", message: "Could not parse request body as JSON: \(error.reason)")
         } catch {
             throw GoTrueError(.badRequest, code: "bad_json", message: "Could not parse request body as JSON: \(Self.describe(error))")
         }
@@ -38,17 +36,21 @@ enum RequestSupport {
     /// for the hottest endpoints; an empty body is `{}`. Same limits and errors as
     /// ``decode(_:from:limit:)``.
     static func object(from request: Request, limit: Int = maximumBodyBytes) async throws -> JSONBody {
-        let bytes = try await bodyBytes(request, limit: limit)
-        let value: JSONValue
-        do {
-            value = try JSONValue.parse(bytes)
-        } catch let error as JSONValue.ParseError {
-            throw GoTrueError(.badRequest, code: "bad_json", message: "Could not parse request body as JSON: \(error.reason)")
-        }
-        guard let members = value.objectValue else {
+        guard let members = try parsed(try await bodyBytes(request, limit: limit)).objectValue else {
             throw GoTrueError(.badRequest, code: "bad_json", message: "Could not parse request body as JSON: the body is not a JSON object")
         }
         return JSONBody(members: members)
+    }
+
+    /// The body read by the strict JSON reader; 400 `bad_json` saying why it is not JSON.
+    private static func parsed(_ bytes: [UInt8]) throws -> JSONValue {
+        do {
+            return try JSONValue.parse(bytes)
+        } catch let error as JSONValue.ParseError {
+            throw GoTrueError(.badRequest, code: "bad_json", message: "Could not parse request body as JSON: \(error.reason)")
+        } catch {
+            throw GoTrueError(.badRequest, code: "bad_json", message: "Could not parse request body as JSON: \(Self.describe(error))")
+        }
     }
 
     /// The body's bytes, `{}` when empty; 413 over `limit` (1 MiB at most).

@@ -47,7 +47,7 @@ public struct RedisCommand: Sendable, Hashable {
     /// Appends the RESP encoding of this command to `buffer`.
     public func encode(into buffer: inout ByteBuffer) {
         buffer.writeStaticString("*")
-        Self.writeDecimal(Int64(arguments.count), into: &buffer)
+        Self.withDecimal(Int64(arguments.count)) { buffer.writeBytes($0) }
         buffer.writeStaticString("\r\n")
         for argument in arguments {
             switch argument {
@@ -58,8 +58,10 @@ public struct RedisCommand: Sendable, Hashable {
                 Self.writeBulkHeader(length: bytes.readableBytes, into: &buffer)
                 buffer.writeImmutableBuffer(bytes)
             case .integer(let value):
-                Self.writeBulkHeader(length: Self.decimalLength(value), into: &buffer)
-                Self.writeDecimal(value, into: &buffer)
+                Self.withDecimal(value) { digits in
+                    Self.writeBulkHeader(length: digits.count, into: &buffer)
+                    buffer.writeBytes(digits)
+                }
             }
             buffer.writeStaticString("\r\n")
         }
@@ -74,35 +76,27 @@ public struct RedisCommand: Sendable, Hashable {
 
     private static func writeBulkHeader(length: Int, into buffer: inout ByteBuffer) {
         buffer.writeStaticString("$")
-        writeDecimal(Int64(length), into: &buffer)
+        withDecimal(Int64(length)) { buffer.writeBytes($0) }
         buffer.writeStaticString("\r\n")
     }
 
-    /// How many bytes `value` takes in decimal, its sign included.
-    static func decimalLength(_ value: Int64) -> Int {
+    /// Calls `body` with `value` in decimal, its sign included (no `String` in between; every
+    /// command writes several numbers).
+    private static func withDecimal(_ value: Int64, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
         var magnitude = value.magnitude
-        var count = value < 0 ? 2 : 1
-        while magnitude >= 10 {
-            magnitude /= 10
-            count += 1
-        }
-        return count
-    }
-
-    /// Writes `value` in decimal straight into `buffer` (no `String` in between; every command
-    /// writes several numbers).
-    static func writeDecimal(_ value: Int64, into buffer: inout ByteBuffer) {
-        if value < 0 { buffer.writeInteger(UInt8(ascii: "-")) }
-        var magnitude = value.magnitude
-        // 20 digits hold UInt64.max, so Int64.min's magnitude too.
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+        // 20 digits hold UInt64.max, so Int64.min's magnitude too; one more for the sign.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 21) { digits in
             var start = digits.count
             repeat {
                 start -= 1
                 digits[start] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: magnitude % 10)
                 magnitude /= 10
             } while magnitude > 0
-            buffer.writeBytes(UnsafeBufferPointer(rebasing: digits[start...]))
+            if value < 0 {
+                start -= 1
+                digits[start] = UInt8(ascii: "-")
+            }
+            body(UnsafeBufferPointer(rebasing: digits[start...]))
         }
     }
 }
