@@ -150,7 +150,9 @@ struct EdgeSafetyTests {
 
     // MARK: Finding 4: slow clients
 
-    @Test("slowloris: heads that never complete are cut after request_head_timeout, connections over the cap get 503, all counted in /metrics")
+    @Test(
+        "slowloris: heads that never complete are cut after request_head_timeout, connections over the cap get 503 (HTTP/2 clients a GOAWAY), all counted in /metrics"
+    )
     func slowClients() async throws {
         let rig = try await EdgeRig(extraServer: ", request_head_timeout: 1s, keep_alive_timeout: 1s, max_connections: 40")
         let clock = ContinuousClock()
@@ -164,6 +166,19 @@ struct EdgeSafetyTests {
             let connection = try RawConnection(port: rig.server.port)
             connection.send("GET / HT")
             slow.append(connection)
+        }
+        // Over the cap too: HTTP/2 clients with prior knowledge, answered in HTTP/2, not with an
+        // HTTP/1.1 503 they cannot read (one sends its preface a byte at a time).
+        var http2Clients: [RawConnection] = []
+        for index in 0..<3 {
+            let connection = try RawConnection(port: rig.server.port)
+            let opening = HTTP2Frames.preface + HTTP2Frames.settings + HTTP2Frames.get(stream: 1, path: "/health")
+            if index == 0 {
+                for byte in opening { connection.send(bytes: [byte]) }
+            } else {
+                connection.send(bytes: opening)
+            }
+            http2Clients.append(connection)
         }
         // 20 are over the cap: answered 503 and closed at once. The 40 others never finish their
         // head and are cut once it is 1 s late.
@@ -179,6 +194,14 @@ struct EdgeSafetyTests {
             }
         }
         #expect(refused == 20 && cut == 40, "\(refused) refused, \(cut) cut")
+        for connection in http2Clients {
+            let (bytes, closed) = await connection.receiveUntilClosed()
+            let frames = HTTP2Frames.parse(bytes)
+            // The server's preface (SETTINGS), then GOAWAY: no stream processed (last stream 0),
+            // REFUSED_STREAM (0x7), so the client may retry elsewhere.
+            #expect(closed && frames.count == 2 && frames.first?.type == HTTP2Frames.FrameType.settings.rawValue, "\(frames)")
+            #expect(frames.last?.goAwayErrorCode == 0x7 && frames.last?.payload.prefix(4).allSatisfy { $0 == 0 } == true, "\(frames)")
+        }
         #expect(clock.now - start < .seconds(5), "all closed after \(clock.now - start)")
         // A kept-alive connection idle for keep_alive_timeout is closed too.
         let idle = try RawConnection(port: rig.server.port)
@@ -190,7 +213,7 @@ struct EdgeSafetyTests {
         let metrics = String(decoding: data, as: UTF8.self)
         #expect(Self.value(metrics, #"authgate_client_timeouts_total{kind="request_head"}"#) >= 40, "\(metrics)")
         #expect(Self.value(metrics, #"authgate_client_timeouts_total{kind="keep_alive"}"#) >= 1)
-        #expect(Self.value(metrics, "authgate_client_connections_refused_total") >= 20)
+        #expect(Self.value(metrics, "authgate_client_connections_refused_total") >= 23)
         #expect(await rig.stop() == 0)
     }
 

@@ -3,7 +3,8 @@ import Logging
 import NIOCore
 
 /// The first handler of every client connection, below HTTP: refuses connections over
-/// `server.max_connections` (a `503` and a close, counted), and closes connections whose client
+/// `server.max_connections` (counted; HTTP/1.1's `503` or HTTP/2's GOAWAY, whichever the client
+/// speaks, ``ConnectionRefusal``, then a close), and closes connections whose client
 /// is too slow (``ClientConnectionDeadlines``: the request head timeout, the keep-alive timeout,
 /// the client idle timeout). ``GatewayConnectionHandler`` tells it where each request stands.
 final class ClientConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
@@ -23,15 +24,23 @@ final class ClientConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler
     /// it on graceful shutdown. Before that it may not even have them yet (the first bytes tell
     /// HTTP/1 from HTTP/2, ALPN awaits the handshake), and this guard closes it.
     private var served = false
-    /// Refused: the answer is written, the write side closed; what the client still sends is
-    /// read and dropped until it closes (closing with unread bytes would reset the connection
-    /// and lose the answer), for at most ``refusalLinger``.
-    private var refused = false
+    /// Refused: once the client's first bytes tell which protocol it speaks, the answer is
+    /// written and the write side closed; what the client still sends is read and dropped until
+    /// it closes (closing with unread bytes would reset the connection and lose the answer), for
+    /// at most ``refusalLinger`` from the start.
+    private var refusal: ConnectionRefusal?
+    private let http2: Bool
 
     /// How long a refused connection is kept for the client to read its answer.
     static let refusalLinger = TimeAmount.seconds(1)
 
-    init(limiter: ClientConnectionLimiter, ticker: ClientConnectionTicker, timeouts: ClientConnectionDeadlines.Timeouts, logger: Logger) {
+    /// - Parameter http2: whether the listener serves HTTP/2 (`server.http2.enabled`): a refused
+    ///   HTTP/2 client is then answered in HTTP/2.
+    init(
+        limiter: ClientConnectionLimiter, ticker: ClientConnectionTicker, timeouts: ClientConnectionDeadlines.Timeouts, http2: Bool,
+        logger: Logger
+    ) {
+        self.http2 = http2
         self.limiter = limiter
         self.ticker = ticker
         self.timeouts = timeouts
@@ -50,16 +59,16 @@ final class ClientConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler
 
     private func opened(_ context: ChannelHandlerContext) {
         guard deadlines == nil, !counted else { return }
-        guard !refused else { return }
+        guard refusal == nil else { return }
         guard limiter.tryOpen() else {
-            refused = true
+            var refusal = ConnectionRefusal(http2: http2)
             GatewayMetrics.clientConnectionRefused()
             logger.notice("connection refused: server.max_connections reached", metadata: ["gw.limit": "\(limiter.limit)"])
             let channel = context.channel
-            context.writeAndFlush(wrapOutboundOut(channel.allocator.buffer(bytes: Self.refusal))).assumeIsolated().whenComplete { _ in
-                channel.close(mode: .output, promise: nil)
-            }
             context.eventLoop.scheduleTask(in: Self.refusalLinger) { channel.close(promise: nil) }
+            let answer = refusal.opened()
+            self.refusal = refusal
+            if let answer { refuse(context, with: answer) }
             return
         }
         counted = true
@@ -87,8 +96,24 @@ final class ClientConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler
         deadlines = nil
     }
 
+    /// Writes a refused connection's answer, then closes its write side.
+    private func refuse(_ context: ChannelHandlerContext, with answer: ConnectionRefusal.Answer) {
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(channel.allocator.buffer(bytes: answer.bytes))).assumeIsolated().whenComplete { _ in
+            channel.close(mode: .output, promise: nil)
+        }
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard counted else { return }  // a refused connection's bytes are dropped
+        guard counted else {
+            // A refused connection's bytes are dropped, once the first have chosen its answer.
+            if var refusal {
+                let answer = refusal.received(unwrapInboundIn(data).readableBytesView)
+                self.refusal = refusal
+                if let answer { refuse(context, with: answer) }
+            }
+            return
+        }
         deadlines?.bytesRead(now: .now())
         context.fireChannelRead(data)
     }
@@ -99,7 +124,7 @@ final class ClientConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if refused, case ChannelEvent.inputClosed = event {
+        if refusal != nil, case ChannelEvent.inputClosed = event {
             context.close(promise: nil)
             return
         }
@@ -143,15 +168,6 @@ final class ClientConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler
         logger.debug("client connection timed out", metadata: ["gw.timeout": "\(expiry.rawValue)"])
         context.close(promise: nil)
     }
-
-    /// The answer to a connection over the cap: GoTrue's shape, then the connection closes.
-    static let refusal: [UInt8] = {
-        let body = #"{"code":503,"error_code":"too_many_connections","msg":"The gateway has too many connections; try again"}"#
-        let head =
-            "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nx-sb-error-code: too_many_connections\r\n"
-            + "retry-after: 1\r\ncontent-length: \(body.utf8.count)\r\nconnection: close\r\n\r\n"
-        return Array((head + body).utf8)
-    }()
 }
 
 @available(*, unavailable)

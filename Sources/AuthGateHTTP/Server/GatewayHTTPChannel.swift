@@ -78,7 +78,8 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
             let pipeline = channel.pipeline.syncOperations
             if let tls { try pipeline.addHandler(NIOSSLServerHandler(context: tls.context)) }
             let connectionGuard = ClientConnectionGuard(
-                limiter: limiter, ticker: tickers.value(for: channel.eventLoop), timeouts: timeouts, logger: self.logger)
+                limiter: limiter, ticker: tickers.value(for: channel.eventLoop), timeouts: timeouts, http2: self.http2.enabled,
+                logger: self.logger)
             try pipeline.addHandler(connectionGuard)
             let http1: NIOChannelInitializerWithOutput<RequestChannel> = { channel in
                 channel.eventLoop.makeCompletedFuture { try configureHTTP1(channel, connectionGuard: connectionGuard) }
