@@ -386,12 +386,18 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
     }
 
     /// Whether the client's next bytes are wanted now.
+    ///
+    /// While the router answers a gathered request (`answering`) reading goes on: that request is
+    /// whole, so what comes next is the client's next request, kept in `pending` (and reading
+    /// stops there) until the answer is written. Holding the read instead made NIO drop and
+    /// restore the socket's read interest around every answer: two `epoll_ctl` calls, about 5%
+    /// of the cheapest answer's time.
     private var wantsRead: Bool {
         guard pending.isEmpty else { return false }
         switch mode {
-        case .idle, .application, .gathering, .tunnel, .closed: return true
+        case .idle, .application, .gathering, .answering, .tunnel, .closed: return true
         case .exchange: return exchange?.wantsClientBytes ?? true
-        case .deciding, .answering: return false
+        case .deciding: return false
         }
     }
 
