@@ -27,6 +27,34 @@ struct HealthTests {
         let description: String
     }
 
+    @Test(
+        "a served path asked with another method, extension methods included: 405 with Allow (HEAD wherever GET); HEAD answers as GET without a body; unknown paths 404"
+    )
+    func methodNotAllowed() async throws {
+        try await application(dependencies()).test(.router) { client in
+            let cases: [(HTTPRequest.Method, String, String)] = [
+                (.delete, "/auth/v1/settings", "GET, HEAD"), (.post, "/health", "GET, HEAD"), (.get, "/auth/v1/token", "POST"),
+                (.patch, "/auth/v1/user", "DELETE, GET, HEAD, PUT"), (.post, "/auth/v1/admin/users/6d0c1c4e", "DELETE, GET, HEAD, PUT"),
+                (.head, "/auth/v1/logout", "POST"), (.trace, "/health", "GET, HEAD"), (.options, "/auth/v1/token", "POST"),
+                (try #require(HTTPRequest.Method("QUERY")), "/auth/v1/settings", "GET, HEAD")
+            ]
+            for (method, path, allow) in cases {
+                try await client.execute(uri: path, method: method) { response in
+                    #expect(response.status == .methodNotAllowed, "\(method) \(path)")
+                    #expect(response.headers[.allow] == allow, "\(method) \(path)")
+                    #expect(response.headers[.init("x-sb-error-code")!] == "method_not_allowed")
+                }
+            }
+            let settings = try await client.execute(uri: "/auth/v1/settings", method: .get) { $0 }
+            try await client.execute(uri: "/auth/v1/settings", method: .head) { response in
+                #expect(response.status == .ok && response.body.readableBytes == 0)
+                #expect(response.headers[.contentType] == settings.headers[.contentType])
+            }
+            try await client.execute(uri: "/auth/v1/nope", method: .get) { #expect($0.status == .notFound) }
+            try await client.execute(uri: "/auth/v1/nope", method: .delete) { #expect($0.status == .notFound) }
+        }
+    }
+
     @Test("/health and /auth/v1/health answer in GoTrue's shape")
     func health() async throws {
         try await application(dependencies()).test(.router) { client in

@@ -152,7 +152,7 @@ public enum GatewayApplication {
         services.append(AuditFlusher(store: store.store, logger: logger))
         if let serverTLS { services.append(ServerTLSReloader(tls: serverTLS, logger: logger)) }
         if let metrics, configuration.server.metricsPort > 0 {
-            let router = Router()
+            let router = Router(options: .autoGenerateHeadEndpoints)
             MetricsController(registry: metrics).register(on: router)
             services.append(
                 Application(
@@ -172,7 +172,7 @@ public enum GatewayApplication {
 
     /// The router with every route and middleware.
     public static func buildRouter(_ dependencies: Dependencies) -> Router<AuthGateRequestContext> {
-        let router = Router(context: AuthGateRequestContext.self)
+        let router = Router(context: AuthGateRequestContext.self, options: .autoGenerateHeadEndpoints)
         // Outermost, so it adds its headers to every answer, errors included (already GoTrue-shaped).
         if !dependencies.configuration.server.corsAllowedOrigins.isEmpty {
             router.add(middleware: CORSPolicyMiddleware(origins: dependencies.configuration.server.corsAllowedOrigins))
@@ -227,6 +227,8 @@ public enum GatewayApplication {
             AdminAuditController(store: dependencies.store, accounts: accounts, adminRoles: dependencies.configuration.tokens.adminRoles)
                 .register(on: router)
         }
+        // Last: it wraps only the not-found answer, for paths served with other methods.
+        router.add(middleware: MethodNotAllowedMiddleware.make(for: router))
         return router
     }
 

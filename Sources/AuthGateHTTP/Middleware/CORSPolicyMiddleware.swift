@@ -7,7 +7,8 @@ public import Hummingbird
 /// origin, `Vary: Origin`), and its preflight `OPTIONS` is answered 204 with the methods and the
 /// headers the Supabase clients send (`apikey`, `authorization`, `x-client-info`,
 /// `x-supabase-api-version`, `content-type`); any other origin gets no CORS header at all (its
-/// preflight is not answered: 404), and a request without `Origin` is untouched.
+/// preflight is not answered: the router's 405 for `OPTIONS`), and a request without `Origin` is
+/// untouched.
 public struct CORSPolicyMiddleware: RouterMiddleware {
     public typealias Context = AuthGateRequestContext
 
