@@ -1,14 +1,15 @@
 import AuthGateTestSupport
 import Logging
 import NIOCore
-import RedisBridge
 import Testing
+
+@testable import RedisBridge
 
 /// Scripts followed by `WAIT` against a real master and replica.
 @Suite("Replica-acknowledged writes", .serialized, .timeLimit(.minutes(3)))
 struct ReplicaAcknowledgementTests {
     @Test(
-        "a script with WAIT returns once the replica has its write; a paused replica makes it replication_timeout after the timeout, the write done on the master; NOSCRIPT is one EVAL"
+        "an acknowledged script returns once the replica has its write; a paused replica makes it replication_timeout after the timeout, the write done on the master; NOSCRIPT is one EVAL"
     )
     func acknowledged() async throws {
         let master = try await RedisServerProcess.start()
@@ -24,13 +25,14 @@ struct ReplicaAcknowledgementTests {
             let acknowledgement = RedisReplicaAcknowledgement(replicas: 1, timeout: .seconds(10))
             let short = RedisReplicaAcknowledgement(replicas: 1, timeout: .milliseconds(300))
 
-            // The first call finds no script (NOSCRIPT) and sends it whole: two round trips, then one.
+            // The first call finds no script (NOSCRIPT) and sends it whole: two round trips, then
+            // the acknowledgement round; later calls one for the script and one for the round.
             let before = client.roundTrips
             #expect(try await client.evaluate(script, keys: ["ack:k"], arguments: ["v1"], acknowledgement: acknowledgement).string == "v1")
-            #expect(client.roundTrips - before == 2)
+            #expect(client.roundTrips - before == 3)
             #expect(try await SentinelCluster.command(replica.port, RedisCommand("GET", "ack:k")).string == "v1", "acknowledged: on the replica")
             try await client.evaluate(script, keys: ["ack:k"], arguments: ["v2"], acknowledgement: acknowledgement)
-            #expect(client.roundTrips - before == 3, "script and WAIT in one round trip")
+            #expect(client.roundTrips - before == 5, "the script, then one acknowledgement round")
             #expect(try await SentinelCluster.command(replica.port, RedisCommand("GET", "ack:k")).string == "v2")
 
             replica.pause()
@@ -47,6 +49,59 @@ struct ReplicaAcknowledgementTests {
             replica.resume()
             try await client.evaluate(script, keys: ["ack:k"], arguments: ["v4"], acknowledgement: acknowledgement)
             #expect(try await SentinelCluster.command(replica.port, RedisCommand("GET", "ack:k")).string == "v4")
+        } catch {
+            replica.resume()
+            await client.shutdown()
+            await replica.stop()
+            await master.stop()
+            throw error
+        }
+        await client.shutdown()
+        await replica.stop()
+        await master.stop()
+    }
+
+    @Test(
+        "while replicas are slow, pooled commands are not held behind WAIT, and the writes waiting meanwhile share one acknowledgement round"
+    )
+    func groupCommit() async throws {
+        let master = try await RedisServerProcess.start()
+        let replica = try await RedisServerProcess.start(extraArguments: ["--replicaof", "127.0.0.1", String(master.port)])
+        let client = RedisClient(configuration: .init(url: master.url, poolSize: 1), logger: Logger(label: "wait-test"))
+        do {
+            try await waitUntil("the replica is in sync", deadline: .seconds(20)) {
+                try await SentinelCluster.info(replica.port, "replication").contains("master_link_status:up")
+            }
+            let script = RedisScript("return redis.call('INCR', KEYS[1])")
+            let acknowledgement = RedisReplicaAcknowledgement(replicas: 1, timeout: .seconds(20), markerKey: "ack:marker")
+            try await client.evaluate(script, keys: ["ack:warm"], acknowledgement: acknowledgement)
+
+            replica.pause()
+            let before = client.acknowledgementRounds
+            let writers = 50
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<writers {
+                    group.addTask { try await client.evaluate(script, keys: ["ack:\(index)"], acknowledgement: acknowledgement) }
+                }
+                // Every script has run on the master while the first round's WAIT is held by the
+                // paused replica; the one pooled connection still answers at once.
+                try await waitUntil("every script ran on the master", deadline: .seconds(20)) {
+                    try await client.send(RedisCommand("EXISTS", arguments: (0..<writers).map { .string("ack:\($0)") })).int == Int64(writers)
+                }
+                let clock = ContinuousClock()
+                let start = clock.now
+                #expect(try await client.send(RedisCommand("PING")).string == "PONG")
+                #expect(clock.now - start < .seconds(1), "a pooled command waited \(clock.now - start) behind WAIT")
+                replica.resume()
+                try await group.waitForAll()
+            }
+            // At most two rounds for 50 writes: the first writer's, in flight while the others
+            // queued, and one for all of them.
+            let rounds = client.acknowledgementRounds - before
+            #expect((1...2).contains(rounds), "\(rounds) rounds for \(writers) writes")
+            for index in [0, writers - 1] {
+                #expect(try await SentinelCluster.command(replica.port, RedisCommand("GET", .string("ack:\(index)"))).string == "1")
+            }
         } catch {
             replica.resume()
             await client.shutdown()

@@ -97,7 +97,9 @@ public struct StoreConfiguration: Sendable {
                 sentinel: sentinel,
                 tls: tls,
                 replicaAcknowledgement: minReplicasAcked > 0
-                    ? RedisReplicaAcknowledgement(replicas: minReplicasAcked, timeout: .nanoseconds(replicaAckTimeout.nanoseconds)) : nil,
+                    ? RedisReplicaAcknowledgement(
+                        replicas: minReplicasAcked, timeout: .nanoseconds(replicaAckTimeout.nanoseconds), markerKey: keyPrefix + "replica-ack")
+                    : nil,
                 minReconnectBackoff: minBackoff, maxReconnectBackoff: maxBackoff, recordCacheSize: recordCacheSize
             )
         } else {

@@ -21,6 +21,8 @@ public final class RedisClient: Service, Sendable {
     /// The configuration the client was made with.
     public let configuration: RedisClientConfiguration
     private let slots: [RedisConnectionSlot]
+    /// Replica acknowledgements (`WAIT`), on a connection of their own.
+    private let replicaWaiter: RedisReplicaWaiter
     private let nextSlot = Atomic<Int>(0)
     private let isShutDown = Atomic<Bool>(false)
     private let sent = Atomic<Int>(0)
@@ -29,10 +31,11 @@ public final class RedisClient: Service, Sendable {
     private let logger: Logger
 
     /// How many round trips this client has made: each ``send(_:timeout:)``,
-    /// ``sendReturningErrorReplies(_:timeout:)`` and pipelined batch (a script with its `WAIT`, in
-    /// ``evaluate(_:keys:arguments:acknowledgement:)``) counts one, scripts' `NOSCRIPT` reloads
-    /// included. How tests and benchmarks count them.
-    public var roundTrips: Int { sent.load(ordering: .relaxed) }
+    /// ``sendReturningErrorReplies(_:timeout:)``, script call (its `NOSCRIPT` reload included) and
+    /// replica acknowledgement round (one for every write waiting when it starts, in
+    /// ``evaluate(_:keys:arguments:acknowledgement:)``) counts one. How tests and benchmarks count
+    /// them.
+    public var roundTrips: Int { sent.load(ordering: .relaxed) + replicaWaiter.rounds }
 
     /// Creates a client; connections are opened on first use.
     /// - Parameters:
@@ -54,6 +57,10 @@ public final class RedisClient: Service, Sendable {
         self.slots = (0..<size).map { _ in
             RedisConnectionSlot(configuration: configuration, eventLoop: eventLoopGroup.next(), master: master, logThrottle: throttle, logger: logger)
         }
+        self.replicaWaiter = RedisReplicaWaiter(
+            slot: RedisConnectionSlot(
+                configuration: configuration, eventLoop: eventLoopGroup.next(), master: master, logThrottle: throttle, logger: logger),
+            commandTimeout: configuration.commandTimeout)
     }
 
     /// Sends one command on a pooled connection and waits for its reply.
@@ -78,6 +85,9 @@ public final class RedisClient: Service, Sendable {
         sent.wrappingAdd(1, ordering: .relaxed)
         return try await connection.sendPipelined(commands, timeout: timeout)
     }
+
+    /// Replica acknowledgement rounds sent so far (for tests).
+    var acknowledgementRounds: Int { replicaWaiter.rounds }
 
     /// Whether a slot is making a connection now (for tests).
     var isConnecting: Bool { slots.contains(where: \.isConnecting) }
@@ -124,6 +134,13 @@ public final class RedisClient: Service, Sendable {
     func masterSwitched(_ announcement: RedisMasterSwitch) {
         master.update(announcement.current, confirmed: announcement.isConfirmed, masterName: announcement.masterName)
         for slot in slots { slot.masterSwitched(to: announcement.current) }
+        replicaWaiter.masterSwitched(to: announcement.current)
+    }
+
+    /// Returns once `acknowledgement.replicas` replicas have every write made on `node` so far
+    /// (``RedisReplicaWaiter``).
+    func acknowledge(_ acknowledgement: RedisReplicaAcknowledgement, writtenOn node: RedisServerAddress) async throws {
+        try await replicaWaiter.acknowledge(acknowledgement, writtenOn: node)
     }
 
     /// Stops taking commands and closes every connection once its pending replies have arrived.
@@ -131,6 +148,7 @@ public final class RedisClient: Service, Sendable {
         guard !isShutDown.exchange(true, ordering: .relaxed) else { return }
         await withTaskGroup(of: Void.self) { group in
             for slot in slots { group.addTask { await slot.shutdown() } }
+            group.addTask { await self.replicaWaiter.shutdown() }
         }
         logger.debug("redis client shut down")
     }

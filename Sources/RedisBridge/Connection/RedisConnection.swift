@@ -20,8 +20,6 @@ public final class RedisConnection: Sendable {
     private let closeReason: RedisCloseReason
     /// The server this connection reached (for a Sentinel-found master, the master's address).
     public let address: RedisServerAddress
-    /// SHA-1s of the scripts this connection has run (so its server has them cached).
-    private let scriptsRun = Mutex<Set<String>>([])
 
     private init(channel: any Channel, address: RedisServerAddress, commandTimeout: TimeAmount, closeReason: RedisCloseReason) {
         self.channel = channel
@@ -92,16 +90,6 @@ public final class RedisConnection: Sendable {
         }
         if let failure { throw failure }
         return replies
-    }
-
-    /// Whether a script with this SHA-1 ran on this connection (its server had it then).
-    func hasRun(script sha1: String) -> Bool {
-        scriptsRun.withLock { $0.contains(sha1) }
-    }
-
-    /// Notes that a script ran on this connection.
-    func ran(script sha1: String) {
-        _ = scriptsRun.withLock { $0.insert(sha1) }
     }
 
     /// Counts an error reply (not `NOSCRIPT`, which the caller answers with the script itself,

@@ -3,18 +3,23 @@ public import NIOCore
 /// How many replicas must have a write before it counts as done (`WAIT numreplicas timeout`),
 /// and how long to wait for them.
 ///
-/// `WAIT` follows the write on the same connection, in the same round trip. It waits for the
-/// replication offset of that connection's last write, and replication is one ordered stream, so
-/// it also covers every write made before it on any connection.
+/// `WAIT` waits for the replication offset of its own connection's last write, and replication
+/// is one ordered stream, so it covers every write made before that one on any connection. The
+/// client sends it on a connection of its own after writing ``markerKey`` there, once for all
+/// the writes that wait at that moment (``RedisReplicaWaiter``).
 public struct RedisReplicaAcknowledgement: Sendable, Hashable {
     /// Replicas that must acknowledge (1 or more).
     public var replicas: Int
     /// How long to wait for them; past it the write fails with ``RedisError/Code/replicationTimeout``.
     public var timeout: TimeAmount
+    /// The key each acknowledgement round increments (`INCR`) before its `WAIT`, so that the
+    /// round's connection has a write of its own at the end of the replication stream.
+    public var markerKey: String
 
-    public init(replicas: Int, timeout: TimeAmount) {
+    public init(replicas: Int, timeout: TimeAmount, markerKey: String = "replica-ack") {
         self.replicas = replicas
         self.timeout = timeout
+        self.markerKey = markerKey
     }
 
     /// The `WAIT` command.
