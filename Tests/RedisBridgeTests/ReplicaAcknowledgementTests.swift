@@ -8,10 +8,10 @@ import Testing
 /// Scripts followed by `WAIT` against a real master and replica.
 @Suite("Replica-acknowledged writes", .serialized, .timeLimit(.minutes(3)))
 struct ReplicaAcknowledgementTests {
-    @Test(
-        "an acknowledged script returns once the replica has its write; a paused replica makes it replication_timeout after the timeout, the write done on the master; NOSCRIPT is one EVAL"
-    )
-    func acknowledged() async throws {
+    /// Runs `body` with a replica in sync with a new master and a one-connection client of the
+    /// master; stops all three whatever happens (the replica resumed first, should `body` have
+    /// paused it).
+    private func withMasterAndReplica(_ body: (RedisServerProcess, RedisClient) async throws -> Void) async throws {
         let master = try await RedisServerProcess.start()
         let replica = try await RedisServerProcess.start(extraArguments: ["--replicaof", "127.0.0.1", String(master.port)])
         let client = RedisClient(configuration: .init(url: master.url, poolSize: 1), logger: Logger(label: "wait-test"))
@@ -19,6 +19,24 @@ struct ReplicaAcknowledgementTests {
             try await waitUntil("the replica is in sync", deadline: .seconds(20)) {
                 try await SentinelCluster.info(replica.port, "replication").contains("master_link_status:up")
             }
+            try await body(replica, client)
+        } catch {
+            replica.resume()
+            await client.shutdown()
+            await replica.stop()
+            await master.stop()
+            throw error
+        }
+        await client.shutdown()
+        await replica.stop()
+        await master.stop()
+    }
+
+    @Test(
+        "an acknowledged script returns once the replica has its write; a paused replica makes it replication_timeout after the timeout, the write done on the master; NOSCRIPT is one EVAL"
+    )
+    func acknowledged() async throws {
+        try await withMasterAndReplica { replica, client in
             let script = RedisScript("redis.call('SET', KEYS[1], ARGV[1]) return redis.call('GET', KEYS[1])")
             // Generous where the replica is up (a loaded CI machine may take a while to answer),
             // short where it is paused.
@@ -49,29 +67,14 @@ struct ReplicaAcknowledgementTests {
             replica.resume()
             try await client.evaluate(script, keys: ["ack:k"], arguments: ["v4"], acknowledgement: acknowledgement)
             #expect(try await SentinelCluster.command(replica.port, RedisCommand("GET", "ack:k")).string == "v4")
-        } catch {
-            replica.resume()
-            await client.shutdown()
-            await replica.stop()
-            await master.stop()
-            throw error
         }
-        await client.shutdown()
-        await replica.stop()
-        await master.stop()
     }
 
     @Test(
         "while replicas are slow, pooled commands are not held behind WAIT, and the writes waiting meanwhile share one acknowledgement round"
     )
     func groupCommit() async throws {
-        let master = try await RedisServerProcess.start()
-        let replica = try await RedisServerProcess.start(extraArguments: ["--replicaof", "127.0.0.1", String(master.port)])
-        let client = RedisClient(configuration: .init(url: master.url, poolSize: 1), logger: Logger(label: "wait-test"))
-        do {
-            try await waitUntil("the replica is in sync", deadline: .seconds(20)) {
-                try await SentinelCluster.info(replica.port, "replication").contains("master_link_status:up")
-            }
+        try await withMasterAndReplica { replica, client in
             let script = RedisScript("return redis.call('INCR', KEYS[1])")
             let acknowledgement = RedisReplicaAcknowledgement(replicas: 1, timeout: .seconds(20), markerKey: "ack:marker")
             try await client.evaluate(script, keys: ["ack:warm"], acknowledgement: acknowledgement)
@@ -102,15 +105,6 @@ struct ReplicaAcknowledgementTests {
             for index in [0, writers - 1] {
                 #expect(try await SentinelCluster.command(replica.port, RedisCommand("GET", .string("ack:\(index)"))).string == "1")
             }
-        } catch {
-            replica.resume()
-            await client.shutdown()
-            await replica.stop()
-            await master.stop()
-            throw error
         }
-        await client.shutdown()
-        await replica.stop()
-        await master.stop()
     }
 }
