@@ -1,4 +1,6 @@
+import Dispatch
 import NIOCore
+import Synchronization
 import Testing
 
 @testable import RedisBridge
@@ -64,6 +66,26 @@ struct RESPTests {
         let reader = try HiredisReader(maxReplyBytes: 1 << 24)
         try reader.feed(ByteBuffer(string: "*1048576\r\n"))
         #expect(try reader.nextReply() == nil, "the limit itself is allowed (it waits for the elements)")
+    }
+
+    @Test("readers made at once on many threads each keep hiredis's functions and the limit (no state shared between readers)")
+    func concurrentReaders() {
+        let failures = Mutex(0)
+        DispatchQueue.concurrentPerform(iterations: 64) { index in
+            do {
+                let reader = try HiredisReader(maxReplyBytes: 1024)
+                try reader.feed(ByteBuffer(string: "*2\r\n:\(index)\r\n*1\r\n$1\r\nx\r\n"))
+                guard try reader.nextReply() == .array([.integer(Int64(index)), .array([.bulkString(ByteBuffer(string: "x"))])]) else {
+                    failures.withLock { $0 += 1 }
+                    return
+                }
+                try reader.feed(ByteBuffer(string: "*1048577\r\n"))
+                if (try? reader.nextReply()) != nil { failures.withLock { $0 += 1 } }
+            } catch {
+                failures.withLock { $0 += 1 }
+            }
+        }
+        #expect(failures.withLock { $0 } == 0)
     }
 
     @Test("nested arrays keep their shape")
