@@ -30,8 +30,11 @@ struct AuditCommand: AsyncParsableCommand {
 
     /// `--since`: Unix seconds, or a duration ago (`90s`, `15m`, `2h`, `7d`).
     static func parseSince(_ text: String, now: Date) -> Date? {
-        if let seconds = Int64(text), (0...253_402_300_799).contains(seconds) { return Date(timeIntervalSince1970: Double(seconds)) }
-        guard let unit = text.last, let amount = Int(text.dropLast()), (0...100_000).contains(amount) else { return nil }
+        if let date = AuditQuery.since(unixSeconds: text) { return date }
+        let amountText = text.dropLast()
+        guard let unit = text.last, !amountText.isEmpty, amountText.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let amount = Int(amountText),
+            (0...100_000).contains(amount)
+        else { return nil }
         let scale: Int
         switch unit {
         case "s": scale = 1

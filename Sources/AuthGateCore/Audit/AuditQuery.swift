@@ -25,6 +25,15 @@ public struct AuditQuery: Sendable, Hashable {
         self.after = after
     }
 
+    /// `since` as an operator or the admin API gives it: whole Unix seconds, from 0 to the end of
+    /// year 9999 (digits only); nil for anything else.
+    public static func since(unixSeconds text: some StringProtocol) -> Date? {
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let seconds = Int64(text),
+            (0...253_402_300_799).contains(seconds)
+        else { return nil }
+        return Date(timeIntervalSince1970: Double(seconds))
+    }
+
     /// Whether `event` is one the query asks for.
     public func matches(_ event: AuditEvent) -> Bool {
         (userID == nil || event.userID == userID) && (since.map { event.at >= $0 } ?? true)

@@ -29,21 +29,19 @@ public struct AdminAuditController: Sendable {
 
     private func list(_ request: Request) async throws -> Response {
         let parameters = request.uri.queryParameters
-        let page = try AdminController.positive(parameters["page"], name: "page", default: 1)
-        let perPage = min(try AdminController.positive(parameters["per_page"], name: "per_page", default: 50), 1000)
-        let (offset, overflow) = (page - 1).multipliedReportingOverflow(by: perPage)
-        guard !overflow, offset <= AuditQuery.scanLimit else { return try RequestSupport.json(value: .array([])) }
+        let page = try AdminPage(parameters)
+        guard let offset = page.offset, offset <= AuditQuery.scanLimit else { return try RequestSupport.json(value: .array([])) }
         var since: Date?
         if let text = parameters["since"] {
-            guard let seconds = Int64(text), (0...253_402_300_799).contains(seconds) else {
+            guard let date = AuditQuery.since(unixSeconds: text) else {
                 throw GoTrueError(.badRequest, code: "validation_failed", message: "since must be Unix seconds")
             }
-            since = Date(timeIntervalSince1970: Double(seconds))
+            since = date
         }
         let userID = parameters["user_id"].map(String.init).flatMap { $0.isEmpty ? nil : $0 }
         let events: [AuditEvent]
         do {
-            events = try await store.auditEvents(AuditQuery(userID: userID, since: since, offset: offset, limit: perPage))
+            events = try await store.auditEvents(AuditQuery(userID: userID, since: since, offset: offset, limit: page.perPage))
         } catch let error as AuthGateError {
             throw ErrorMapping.clientError(for: error, in: .authenticated)
         }

@@ -45,11 +45,10 @@ public struct AdminController: Sendable {
     static let linkHeader = HTTPField.Name.constant("Link")
 
     private func listUsers(_ request: Request) async throws -> Response {
-        let page = try Self.positive(request.uri.queryParameters["page"], name: "page", default: 1)
-        let perPage = min(try Self.positive(request.uri.queryParameters["per_page"], name: "per_page", default: 50), 1000)
+        let paging = try AdminPage(request.uri.queryParameters)
+        let (page, perPage) = (paging.page, paging.perPage)
         // A page past the end is empty, however far (and never an overflow).
-        let (offset, overflow) = (page - 1).multipliedReportingOverflow(by: perPage)
-        let (users, total) = try await admin.users(offset: overflow ? Int.max : offset, limit: perPage)
+        let (users, total) = try await admin.users(offset: paging.offset ?? Int.max, limit: perPage)
         var objects: [JSONValue] = []
         for user in users { objects.append(.object(GoTrueJSON.user(user, identities: try await admin.identities(of: user.id)))) }
         var response = try RequestSupport.json(["users": .array(objects), "aud": .string(users.first?.aud ?? "authenticated")])
@@ -158,13 +157,5 @@ public struct AdminController: Sendable {
             throw GoTrueError(.notFound, code: "user_not_found", message: "User not found")
         }
         return user
-    }
-
-    static func positive(_ text: Substring?, name: String, default value: Int) throws -> Int {
-        guard let text else { return value }
-        guard let number = Int(text), number > 0 else {
-            throw GoTrueError(.badRequest, code: "validation_failed", message: "\(name) must be a positive number")
-        }
-        return number
     }
 }
