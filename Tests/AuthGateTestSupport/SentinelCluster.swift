@@ -17,10 +17,12 @@ public struct SentinelCluster: Sendable {
     }
 
     /// Starts the processes and waits until the Sentinels could fail over.
-    /// - Parameter replicaCount: replicas of the master (two keep one replica behind the new master
-    ///   after a failover, which writes acknowledged by a replica need).
-    public static func start(replicaCount: Int = 1) async throws -> SentinelCluster {
-        let master = try await RedisServerProcess.start(extraArguments: ["--appendonly", "yes", "--appendfsync", "always"])
+    /// - Parameters:
+    ///   - replicaCount: replicas of the master (two keep one replica behind the new master after
+    ///     a failover, which writes acknowledged by a replica need).
+    ///   - masterArguments: more `redis-server` arguments for the first master.
+    public static func start(replicaCount: Int = 1, masterArguments: [String] = []) async throws -> SentinelCluster {
+        let master = try await RedisServerProcess.start(extraArguments: ["--appendonly", "yes", "--appendfsync", "always"] + masterArguments)
         var replicas: [RedisServerProcess] = []
         for _ in 0..<max(1, replicaCount) {
             replicas.append(

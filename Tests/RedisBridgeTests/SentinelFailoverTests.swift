@@ -3,12 +3,31 @@ import Logging
 import NIOCore
 import RedisBridge
 import ServiceLifecycle
+import Synchronization
 import Testing
 
 /// The client behind Sentinels: one master, one replica (both with the append-only file), three
 /// Sentinels, all real processes on loopback.
 @Suite("Sentinel failover", .serialized, .timeLimit(.minutes(10)))
 struct SentinelFailoverTests {
+    /// Runs `services` in a service group while `body` runs; then shuts them down gracefully and
+    /// calls `stop`, whatever happens.
+    private func running(_ services: [any Service], then stop: () async -> Void, _ body: () async throws -> Void) async throws {
+        let group = ServiceGroup(services: services, logger: Logger(label: "sentinel-test"))
+        let running = Task { try await group.run() }
+        do {
+            try await body()
+        } catch {
+            await group.triggerGracefulShutdown()
+            _ = try? await running.value
+            await stop()
+            throw error
+        }
+        await group.triggerGracefulShutdown()
+        try await running.value
+        await stop()
+    }
+
     @Test("the client finds the master through the Sentinels, follows a failover when the master dies, and loses no acknowledged write")
     func failover() async throws {
         let cluster = try await SentinelCluster.start()
@@ -49,9 +68,7 @@ struct SentinelFailoverTests {
                 minReconnectBackoff: .seconds(20), maxReconnectBackoff: .seconds(20), sentinel: cluster.configuration),
             logger: Logger(label: "sentinel-test")
         )
-        let group = ServiceGroup(services: [client], logger: Logger(label: "sentinel-test"))
-        let running = Task { try await group.run() }
-        do {
+        try await running([client], then: cluster.stop) {
             try await client.send(RedisCommand("SET", "before-failover", "kept"))
             try await cluster.waitForReplication()
             let clock = ContinuousClock()
@@ -67,15 +84,41 @@ struct SentinelFailoverTests {
             #expect(recovered, "the client did not follow the failover within 15 s")
             print("followed the failover after \(window)")
             #expect(try await client.send(RedisCommand("GET", "before-failover")).string == "kept")
-        } catch {
-            await group.triggerGracefulShutdown()
-            _ = try? await running.value
-            await cluster.stop()
-            throw error
         }
-        await group.triggerGracefulShutdown()
-        try await running.value
-        await cluster.stop()
+    }
+
+    @Test(
+        "a stream reader given the client's master moves to the new master after a failover, even from an old master the Sentinels cannot demote, and misses no entry"
+    )
+    func streamReaderFollowsMaster() async throws {
+        // The old master refuses REPLICAOF: it stays a master after the failover and keeps its
+        // clients (the Sentinels' MULTI with CLIENT KILL aborts), as a master cut off from the
+        // Sentinels but not from this gateway would. Its XREAD answers, with no new entries.
+        let cluster = try await SentinelCluster.start(masterArguments: ["--rename-command", "SLAVEOF", "", "--rename-command", "REPLICAOF", ""])
+        let configuration = RedisClientConfiguration(
+            url: RedisURL(host: "127.0.0.1", port: 1), poolSize: 1, connectTimeout: .milliseconds(500), sentinel: cluster.configuration)
+        let client = RedisClient(configuration: configuration, logger: Logger(label: "sentinel-test"))
+        let received = Mutex<[String]>([])
+        let reader = RedisStreamReader(
+            configuration: configuration, stream: "feed", start: .beginning, blockTimeout: .milliseconds(200), logger: Logger(label: "sentinel-test"),
+            master: { client.announcedMaster }
+        ) { entries in received.withLock { $0 += entries.compactMap { $0["n"] } } }
+        try await running([client, reader], then: cluster.stop) {
+            _ = try await client.appendToStream("feed", fields: [("n", "before")])
+            try await cluster.waitUntil("the reader has the first entry from the master") {
+                received.withLock { $0 } == ["before"] && reader.connectedAddress?.port == cluster.master.port
+            }
+            try await cluster.waitForReplication()
+            // A manual failover: the replica is promoted; the old master stays up.
+            _ = try await SentinelCluster.command(
+                cluster.sentinels[0].port, RedisCommand("SENTINEL", "FAILOVER", .string(SentinelCluster.masterName)))
+            try await cluster.waitUntil("the client follows the announced master") { client.announcedMaster?.port == cluster.replica.port }
+            try await cluster.waitUntil("the reader reads from the new master") { reader.connectedAddress?.port == cluster.replica.port }
+            try await cluster.waitUntil("a write reaches the new master") {
+                (try? await client.appendToStream("feed", fields: [("n", "after")])) != nil
+            }
+            try await cluster.waitUntil("the reader has the entry written after the failover") { received.withLock { $0 } == ["before", "after"] }
+        }
     }
 
     @Test("configuration errors: an unknown master name is a clear connection failure")

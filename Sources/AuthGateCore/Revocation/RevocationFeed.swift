@@ -16,7 +16,12 @@ public struct RevocationFeed: Service {
     private let reader: RedisStreamReader
     private let view: RevocationView
 
-    public init(configuration: RedisClientConfiguration, keyPrefix: String, view: RevocationView, logger: Logger) {
+    /// - Parameter master: behind Sentinels, the master the store's client follows
+    ///   (``RedisClient/announcedMaster``): the feed reads from it, and moves with a failover.
+    public init(
+        configuration: RedisClientConfiguration, keyPrefix: String, view: RevocationView, logger: Logger,
+        master: (@Sendable () -> RedisServerAddress?)? = nil
+    ) {
         let start = Int64((Date().timeIntervalSince1970 - view.retention.inSeconds) * 1000)
         self.view = view
         self.reader = RedisStreamReader(
@@ -24,7 +29,8 @@ public struct RevocationFeed: Service {
             stream: RedisKeyspace(prefix: keyPrefix).revocations,
             start: .after("\(max(0, start))-0"),
             blockTimeout: .milliseconds(250),
-            logger: logger
+            logger: logger,
+            master: master
         ) { [view] entries in
             for entry in entries {
                 if let event = Self.event(from: entry) { view.apply(event) }

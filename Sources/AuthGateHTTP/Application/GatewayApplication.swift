@@ -164,7 +164,8 @@ public enum GatewayApplication {
         if let redisStore = store.store as? RedisAuthStore {
             services.append(
                 RevocationFeed(
-                    configuration: redisStore.redis.configuration, keyPrefix: redisStore.keyPrefix, view: dependencies.revocations, logger: logger)
+                    configuration: redisStore.redis.configuration, keyPrefix: redisStore.keyPrefix, view: dependencies.revocations, logger: logger,
+                    master: { [redis = redisStore.redis] in redis.announcedMaster })
             )
         }
         return Assembly(dependencies: dependencies, services: services)

@@ -86,6 +86,11 @@ public final class RedisClient: Service, Sendable {
         return try await connection.sendPipelined(commands, timeout: timeout)
     }
 
+    /// Behind Sentinels, the master this client follows: the last one a Sentinel announced or the
+    /// client reached (nil before either, and without Sentinels). A ``RedisStreamReader`` of the
+    /// same Redis reads from it too.
+    public var announcedMaster: RedisServerAddress? { master.current }
+
     /// Replica acknowledgement rounds sent so far (for tests).
     var acknowledgementRounds: Int { replicaWaiter.rounds }
 

@@ -12,6 +12,11 @@ import Synchronization
 /// resolves the stream's current last id once, on the first successful read, so even entries added
 /// while the first connection was being made are not missed after that point.
 ///
+/// Behind Sentinels, given the master its owner's client follows (``RedisClient/announcedMaster``),
+/// it moves to that master between reads when a failover names another node than the one it reads
+/// from: a demoted master still answers `XREAD`, and one cut off from the Sentinels but not from
+/// this reader would answer it for ever with no new entries, every read looking fresh.
+///
 /// Run it as a `Service`; graceful shutdown closes the connection, which ends a blocking read at once.
 public final class RedisStreamReader: Service, Sendable {
     /// Where reading starts.
@@ -39,6 +44,7 @@ public final class RedisStreamReader: Service, Sendable {
     private let eventLoop: any EventLoop
     private let logger: Logger
     private let handler: @Sendable ([RedisStreamEntry]) async -> Void
+    private let master: (@Sendable () -> RedisServerAddress?)?
     private let state: Mutex<State>
 
     /// Creates a reader.
@@ -48,6 +54,8 @@ public final class RedisStreamReader: Service, Sendable {
     ///   - start: where to start reading.
     ///   - blockTimeout: how long one `XREAD` blocks waiting for entries.
     ///   - batchSize: the most entries one `XREAD` returns.
+    ///   - master: the master to read from when known (the owner's client's
+    ///     ``RedisClient/announcedMaster``); checked before every read.
     ///   - handler: receives each non-empty batch; the next read starts after it returns.
     public init(
         configuration: RedisClientConfiguration,
@@ -57,8 +65,10 @@ public final class RedisStreamReader: Service, Sendable {
         batchSize: Int = 256,
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         logger: Logger,
+        master: (@Sendable () -> RedisServerAddress?)? = nil,
         handler: @escaping @Sendable ([RedisStreamEntry]) async -> Void
     ) {
+        self.master = master
         self.clientConfiguration = configuration
         self.stream = stream
         self.start = start
@@ -82,6 +92,9 @@ public final class RedisStreamReader: Service, Sendable {
     /// When the reader last heard from Redis (a read returned, with or without entries).
     /// Callers use it to tell how fresh their view of the stream is.
     public var lastContact: NIODeadline? { state.withLock { $0.lastContact } }
+
+    /// The node the reader's connection reached, while it has one.
+    public var connectedAddress: RedisServerAddress? { state.withLock { $0.connection?.address } }
 
     /// Reads until graceful shutdown or cancellation.
     public func run() async throws {
@@ -159,8 +172,18 @@ public final class RedisStreamReader: Service, Sendable {
     }
 
     private func openConnection() async throws -> RedisConnection {
-        if let connection = state.withLock({ $0.connection }), connection.isActive { return connection }
-        let connection = try await RedisConnection.connect(configuration: clientConfiguration, eventLoop: eventLoop, logger: logger)
+        let announced = master?()
+        if let connection = state.withLock({ $0.connection }), connection.isActive {
+            guard let announced, announced != connection.address else { return connection }
+            // A failover named another master: read there from now on, after the last entry delivered.
+            logger.info(
+                "redis stream reader follows the master",
+                metadata: ["gw.redis.stream": "\(stream)", "gw.redis.from": "\(connection.address)", "gw.redis.to": "\(announced)"])
+            state.withLock { $0.connection = nil }
+            connection.closeNow()
+        }
+        let connection = try await RedisConnection.connect(
+            configuration: clientConfiguration, eventLoop: eventLoop, logger: logger, preferredMaster: announced)
         let stopped = state.withLock { state -> Bool in
             if state.isStopped { return true }
             state.connection = connection
