@@ -2,39 +2,38 @@ import Testing
 
 @testable import RedisBridge
 
-/// Group commit's bookkeeping, without sockets: who starts rounds, and who each round answers.
+/// Group commit's bookkeeping, without sockets: who starts rounds, and who each round carries.
 @Suite("Replica acknowledgement rounds")
 struct ReplicaAcknowledgementRoundsTests {
     @Test(
-        "the first writer starts the rounds; a round takes everyone queued; the rounds stop when nobody waits, and the next writer starts them again")
+        "the first writer starts the rounds; a round takes everyone queued; the rounds stop when nobody waits, and the next writer starts them again"
+    )
     func rounds() {
         var rounds = ReplicaAcknowledgementRounds<Int>()
-        let starts = rounds.enqueue(1, markerKey: "m")
-        let joined = [rounds.enqueue(2, markerKey: "m"), rounds.enqueue(3, markerKey: "m")]
-        #expect(starts && joined == [false, false])
+        let starts = rounds.enqueue(1)
+        let joined = [rounds.enqueue(2), rounds.enqueue(3)]
+        #expect(starts && joined == [false, false] && rounds.waiting == 3)
         let first = rounds.nextRound()
-        #expect(first?.markerKey == "m" && first?.waiters == [1, 2, 3])
-        let whileRunning = rounds.enqueue(4, markerKey: "m")
-        #expect(!whileRunning, "a round is running: the writer waits for the next one")
+        #expect(first == [1, 2, 3] && rounds.inFlight == 3)
+        let whileRunning = rounds.enqueue(4)
+        #expect(!whileRunning && rounds.waiting == 4, "a round is in flight: the writer waits for the next one")
         let second = rounds.nextRound()
-        #expect(second?.waiters == [4])
+        #expect(second == [4] && rounds.waiting == 1)
         let none = rounds.nextRound()
-        #expect(none == nil && !rounds.isRunning)
-        let restarts = rounds.enqueue(5, markerKey: "m")
+        #expect(none == nil && !rounds.isRunning && rounds.waiting == 0)
+        let restarts = rounds.enqueue(5)
         #expect(restarts)
     }
 
-    @Test("a round writes one marker key: writers with another key wait for a round of their own, in order")
-    func markerKeys() {
+    @Test("writers put back (a script to send whole) go first in the next round, in their order")
+    func requeued() {
         var rounds = ReplicaAcknowledgementRounds<Int>()
-        _ = rounds.enqueue(1, markerKey: "a")
-        _ = rounds.enqueue(2, markerKey: "b")
-        _ = rounds.enqueue(3, markerKey: "a")
-        let first = rounds.nextRound()
-        #expect(first?.markerKey == "a" && first?.waiters == [1, 3])
-        let second = rounds.nextRound()
-        #expect(second?.markerKey == "b" && second?.waiters == [2])
-        let none = rounds.nextRound()
-        #expect(none == nil)
+        _ = rounds.enqueue(1)
+        _ = rounds.enqueue(2)
+        _ = rounds.nextRound()
+        _ = rounds.enqueue(3)
+        rounds.requeue([1, 2])
+        let next = rounds.nextRound()
+        #expect(next == [1, 2, 3])
     }
 }

@@ -43,14 +43,14 @@ struct ReplicaAcknowledgementTests {
             let acknowledgement = RedisReplicaAcknowledgement(replicas: 1, timeout: .seconds(10))
             let short = RedisReplicaAcknowledgement(replicas: 1, timeout: .milliseconds(300))
 
-            // The first call finds no script (NOSCRIPT) and sends it whole: two round trips, then
-            // the acknowledgement round; later calls one for the script and one for the round.
+            // The first call finds no script (NOSCRIPT) and sends it whole in the next round: two
+            // round trips; later calls one, the script and WAIT together.
             let before = client.roundTrips
             #expect(try await client.evaluate(script, keys: ["ack:k"], arguments: ["v1"], acknowledgement: acknowledgement).string == "v1")
-            #expect(client.roundTrips - before == 3)
+            #expect(client.roundTrips - before == 2)
             #expect(try await SentinelCluster.command(replica.port, RedisCommand("GET", "ack:k")).string == "v1", "acknowledged: on the replica")
             try await client.evaluate(script, keys: ["ack:k"], arguments: ["v2"], acknowledgement: acknowledgement)
-            #expect(client.roundTrips - before == 5, "the script, then one acknowledgement round")
+            #expect(client.roundTrips - before == 3, "the script and its WAIT in one round trip")
             #expect(try await SentinelCluster.command(replica.port, RedisCommand("GET", "ack:k")).string == "v2")
 
             replica.pause()
@@ -71,12 +71,12 @@ struct ReplicaAcknowledgementTests {
     }
 
     @Test(
-        "while replicas are slow, pooled commands are not held behind WAIT, and the writes waiting meanwhile share one acknowledgement round"
+        "while replicas are slow, pooled commands are not held behind WAIT, and the writes waiting meanwhile share one round and one WAIT"
     )
     func groupCommit() async throws {
         try await withMasterAndReplica { replica, client in
             let script = RedisScript("return redis.call('INCR', KEYS[1])")
-            let acknowledgement = RedisReplicaAcknowledgement(replicas: 1, timeout: .seconds(20), markerKey: "ack:marker")
+            let acknowledgement = RedisReplicaAcknowledgement(replicas: 1, timeout: .seconds(20))
             try await client.evaluate(script, keys: ["ack:warm"], acknowledgement: acknowledgement)
 
             replica.pause()
@@ -86,11 +86,9 @@ struct ReplicaAcknowledgementTests {
                 for index in 0..<writers {
                     group.addTask { try await client.evaluate(script, keys: ["ack:\(index)"], acknowledgement: acknowledgement) }
                 }
-                // Every script has run on the master while the first round's WAIT is held by the
-                // paused replica; the one pooled connection still answers at once.
-                try await waitUntil("every script ran on the master", deadline: .seconds(20)) {
-                    try await client.send(RedisCommand("EXISTS", arguments: (0..<writers).map { .string("ack:\($0)") })).int == Int64(writers)
-                }
+                // The first round's WAIT is held by the paused replica and every other writer has
+                // queued behind it; the one pooled connection still answers at once.
+                try await waitUntil("every writer is waiting", deadline: .seconds(20)) { client.acknowledgementsWaiting == writers }
                 let clock = ContinuousClock()
                 let start = clock.now
                 #expect(try await client.send(RedisCommand("PING")).string == "PONG")
@@ -98,8 +96,8 @@ struct ReplicaAcknowledgementTests {
                 replica.resume()
                 try await group.waitForAll()
             }
-            // At most two rounds for 50 writes: the first writer's, in flight while the others
-            // queued, and one for all of them.
+            // At most two rounds for 50 writes: the first writers', in flight while the others
+            // queued, and one for all of those.
             let rounds = client.acknowledgementRounds - before
             #expect((1...2).contains(rounds), "\(rounds) rounds for \(writers) writes")
             for index in [0, writers - 1] {

@@ -97,9 +97,7 @@ public struct StoreConfiguration: Sendable {
                 sentinel: sentinel,
                 tls: tls,
                 replicaAcknowledgement: minReplicasAcked > 0
-                    ? RedisReplicaAcknowledgement(
-                        replicas: minReplicasAcked, timeout: .nanoseconds(replicaAckTimeout.nanoseconds), markerKey: keyPrefix + "replica-ack")
-                    : nil,
+                    ? RedisReplicaAcknowledgement(replicas: minReplicasAcked, timeout: .nanoseconds(replicaAckTimeout.nanoseconds)) : nil,
                 minReconnectBackoff: minBackoff, maxReconnectBackoff: maxBackoff, recordCacheSize: recordCacheSize
             )
         } else {

@@ -3,23 +3,18 @@ public import NIOCore
 /// How many replicas must have a write before it counts as done (`WAIT numreplicas timeout`),
 /// and how long to wait for them.
 ///
-/// `WAIT` waits for the replication offset of its own connection's last write, and replication
-/// is one ordered stream, so it covers every write made before that one on any connection. The
-/// client sends it on a connection of its own after writing ``markerKey`` there, once for all
-/// the writes that wait at that moment (``RedisReplicaWaiter``).
+/// `WAIT` waits for the replication offset of its own connection's last write. The client sends
+/// acknowledged scripts on a connection of their own, all those waiting at the moment followed by
+/// one `WAIT` (``RedisReplicaWaiter``).
 public struct RedisReplicaAcknowledgement: Sendable, Hashable {
     /// Replicas that must acknowledge (1 or more).
     public var replicas: Int
     /// How long to wait for them; past it the write fails with ``RedisError/Code/replicationTimeout``.
     public var timeout: TimeAmount
-    /// The key each acknowledgement round increments (`INCR`) before its `WAIT`, so that the
-    /// round's connection has a write of its own at the end of the replication stream.
-    public var markerKey: String
 
-    public init(replicas: Int, timeout: TimeAmount, markerKey: String = "replica-ack") {
+    public init(replicas: Int, timeout: TimeAmount) {
         self.replicas = replicas
         self.timeout = timeout
-        self.markerKey = markerKey
     }
 
     /// The `WAIT` command.

@@ -1,27 +1,35 @@
 import NIOCore
 import Synchronization
 
-/// Waits for replicas to have writes (`store.redis.min_replicas_acked`), for many writers at
-/// once, on a connection of its own.
+/// Runs scripts whose writes must reach replicas (`store.redis.min_replicas_acked`), many writers
+/// at once, on a connection of its own (group commit).
 ///
-/// `WAIT` blocks the connection it is sent on until the replicas answer, so sent on a pooled
-/// connection it held every command queued behind it for a replication round trip. Here a writer
-/// runs its script on any pooled connection as usual and then joins a round
-/// (``ReplicaAcknowledgementRounds``): the round writes a marker key (`INCR`) and sends
-/// `WAIT numreplicas timeout` on this waiter's own connection. The marker is written after every
-/// queued writer's script has answered, and replication is one ordered stream, so a replica that
-/// has the marker has those writes too: one `WAIT` answers everyone queued (group commit), and
-/// no pooled connection is ever blocked.
+/// `WAIT` blocks the connection it is sent on until the replicas answer, so on a pooled
+/// connection it held every command queued behind it for a replication round trip. Here a round
+/// sends every queued writer's script and one `WAIT` behind them, in one write: `WAIT` waits for
+/// the replication offset of the connection's last write, so one `WAIT` covers every script of the
+/// round, and no pooled connection is ever blocked. Writers arriving while a round is in flight
+/// wait for the next one (``ReplicaAcknowledgementRounds``), which starts when it ends: each round
+/// trip acknowledges everyone who was waiting, however many.
 ///
-/// A writer whose script ran on another node than the one the round reached (a failover in
-/// between) is not acknowledged: it fails with ``RedisError/Code/replicationTimeout``, its write
-/// perhaps lost with the old master, and a retry is safe.
+/// A script the server does not have (`NOSCRIPT`: a restart, a failover) goes again whole
+/// (`EVAL`) in the next round.
 final class RedisReplicaWaiter: Sendable {
-    /// One writer waiting: what it needs and where its write was made.
+    /// One writer: its script, what it needs, and who waits for the reply.
     struct Waiter {
+        let script: RedisScript
+        /// `numkeys`, the keys and the arguments, after the script.
+        let tail: [RedisArgument]
+        /// Send the source (`EVAL`), the server having answered `NOSCRIPT`.
+        var sendsSource = false
         let acknowledgement: RedisReplicaAcknowledgement
-        let node: RedisServerAddress
-        let continuation: CheckedContinuation<Void, any Error>
+        let continuation: CheckedContinuation<RESPValue, any Error>
+
+        var command: RedisCommand {
+            sendsSource
+                ? RedisCommand("EVAL", arguments: [.string(script.source)] + tail)
+                : RedisCommand("EVALSHA", arguments: [.string(script.sha1)] + tail)
+        }
     }
 
     private let slot: RedisConnectionSlot
@@ -37,14 +45,18 @@ final class RedisReplicaWaiter: Sendable {
     /// Rounds sent so far (part of the client's round-trip count).
     var rounds: Int { sent.load(ordering: .relaxed) }
 
-    /// Returns once `acknowledgement.replicas` replicas have every write made on `node` before
-    /// this call.
-    /// - Throws: ``RedisError``: ``RedisError/Code/replicationTimeout`` when too few replicas
-    ///   answered in time or the master changed; the acknowledging connection's own failures.
-    func acknowledge(_ acknowledgement: RedisReplicaAcknowledgement, writtenOn node: RedisServerAddress) async throws {
+    /// Writers queued or in the round in flight (for tests).
+    var waiting: Int { queue.withLock { $0.waiting } }
+
+    /// Runs `script` with `tail` (`numkeys`, keys, arguments) in the next round and returns its
+    /// reply once `acknowledgement.replicas` replicas have its writes.
+    /// - Throws: ``RedisError``: ``RedisError/Code/serverError`` when the script raised an error,
+    ///   ``RedisError/Code/replicationTimeout`` when too few replicas answered in time (the write
+    ///   was made on the master), the acknowledging connection's own failures.
+    func evaluate(_ script: RedisScript, tail: [RedisArgument], acknowledgement: RedisReplicaAcknowledgement) async throws -> RESPValue {
         try await withCheckedThrowingContinuation { continuation in
-            let waiter = Waiter(acknowledgement: acknowledgement, node: node, continuation: continuation)
-            let starts = queue.withLock { $0.enqueue(waiter, markerKey: acknowledgement.markerKey) }
+            let waiter = Waiter(script: script, tail: tail, acknowledgement: acknowledgement, continuation: continuation)
+            let starts = queue.withLock { $0.enqueue(waiter) }
             // Short-lived: runs rounds while writers wait, then ends.
             if starts { Task { await self.runRounds() } }
         }
@@ -52,42 +64,51 @@ final class RedisReplicaWaiter: Sendable {
 
     private func runRounds() async {
         while let round = queue.withLock({ $0.nextRound() }) {
-            await run(markerKey: round.markerKey, round.waiters)
+            await run(round)
         }
     }
 
-    /// One marker write and one `WAIT` for `waiters` (the most replicas and the longest timeout
-    /// any of them asks for; each is then held to its own count).
-    private func run(markerKey: String, _ waiters: [Waiter]) async {
+    /// One round: the scripts, then `WAIT` for the most replicas and the longest timeout any
+    /// writer asks for; each writer is then held to its own count.
+    private func run(_ waiters: [Waiter]) async {
         let replicas = waiters.map(\.acknowledgement.replicas).max() ?? 1
         let timeout = waiters.map(\.acknowledgement.timeout).max() ?? .seconds(1)
-        let wait = RedisReplicaAcknowledgement(replicas: replicas, timeout: timeout, markerKey: markerKey)
+        let wait = RedisReplicaAcknowledgement(replicas: replicas, timeout: timeout)
         let replies: [RESPValue]
-        let reached: RedisServerAddress
         do {
             let connection = try await slot.connection()
             sent.wrappingAdd(1, ordering: .relaxed)
-            replies = try await connection.sendPipelined([RedisCommand("INCR", .string(markerKey)), wait.command], timeout: commandTimeout + timeout)
-            reached = connection.address
-            guard replies.count == 2 else { throw RedisError(.protocolError, "a marker and its WAIT got \(replies.count) replies") }
-            if case .error(let message) = replies[0] { throw RedisError(.serverError, message) }
+            replies = try await connection.sendPipelined(waiters.map(\.command) + [wait.command], timeout: commandTimeout + timeout)
+            guard replies.count == waiters.count + 1 else {
+                throw RedisError(.protocolError, "\(waiters.count) scripts and a WAIT got \(replies.count) replies")
+            }
         } catch {
             let failure = error as? RedisError ?? RedisError(.connectionFailed, "the acknowledging connection failed")
             for waiter in waiters { fail(waiter, failure) }
             return
         }
-        for waiter in waiters {
-            guard waiter.node == reached else {
-                fail(waiter, RedisError(.replicationTimeout, "the master changed before the replicas acknowledged the write"))
+        let verdict = replies[waiters.count]
+        var again: [Waiter] = []
+        for (waiter, reply) in zip(waiters, replies) {
+            if reply.isNoScript, !waiter.sendsSource {
+                RedisMetrics.scriptLoaded()
+                var whole = waiter
+                whole.sendsSource = true
+                again.append(whole)
+                continue
+            }
+            if case .error(let message) = reply {
+                fail(waiter, RedisError(.serverError, message))
                 continue
             }
             do {
-                try waiter.acknowledgement.check(replies[1])
-                waiter.continuation.resume()
+                try waiter.acknowledgement.check(verdict)
+                waiter.continuation.resume(returning: reply)
             } catch {
                 fail(waiter, error as? RedisError ?? RedisError(.unexpectedReply, "WAIT"))
             }
         }
+        if !again.isEmpty { queue.withLock { $0.requeue(again) } }
     }
 
     private func fail(_ waiter: Waiter, _ error: RedisError) {

@@ -32,9 +32,9 @@ public final class RedisClient: Service, Sendable {
 
     /// How many round trips this client has made: each ``send(_:timeout:)``,
     /// ``sendReturningErrorReplies(_:timeout:)``, script call (its `NOSCRIPT` reload included) and
-    /// replica acknowledgement round (one for every write waiting when it starts, in
-    /// ``evaluate(_:keys:arguments:acknowledgement:)``) counts one. How tests and benchmarks count
-    /// them.
+    /// replica acknowledgement round (the scripts of every acknowledged write waiting when it
+    /// starts and their `WAIT`, in ``evaluate(_:keys:arguments:acknowledgement:)``) counts one.
+    /// How tests and benchmarks count them.
     public var roundTrips: Int { sent.load(ordering: .relaxed) + replicaWaiter.rounds }
 
     /// Creates a client; connections are opened on first use.
@@ -94,6 +94,9 @@ public final class RedisClient: Service, Sendable {
     /// Replica acknowledgement rounds sent so far (for tests).
     var acknowledgementRounds: Int { replicaWaiter.rounds }
 
+    /// Acknowledged writes queued or in the round in flight (for tests).
+    var acknowledgementsWaiting: Int { replicaWaiter.waiting }
+
     /// Whether a slot is making a connection now (for tests).
     var isConnecting: Bool { slots.contains(where: \.isConnecting) }
 
@@ -142,10 +145,9 @@ public final class RedisClient: Service, Sendable {
         replicaWaiter.masterSwitched(to: announcement.current)
     }
 
-    /// Returns once `acknowledgement.replicas` replicas have every write made on `node` so far
-    /// (``RedisReplicaWaiter``).
-    func acknowledge(_ acknowledgement: RedisReplicaAcknowledgement, writtenOn node: RedisServerAddress) async throws {
-        try await replicaWaiter.acknowledge(acknowledgement, writtenOn: node)
+    /// Runs a script in the next acknowledgement round (``RedisReplicaWaiter``).
+    func evaluateAcknowledged(_ script: RedisScript, tail: [RedisArgument], acknowledgement: RedisReplicaAcknowledgement) async throws -> RESPValue {
+        try await replicaWaiter.evaluate(script, tail: tail, acknowledgement: acknowledgement)
     }
 
     /// Stops taking commands and closes every connection once its pending replies have arrived.

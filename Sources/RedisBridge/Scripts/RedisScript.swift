@@ -30,9 +30,9 @@ extension RedisClient {
     ///   - keys: the keys it touches (`KEYS[1]`...); on Redis Cluster they must share a hash slot.
     ///   - arguments: `ARGV[1]`...
     ///   - acknowledgement: when set, the call returns only once that many replicas have the
-    ///     script's writes: it joins the next acknowledgement round (one `WAIT` for every write
-    ///     waiting then, on a connection of its own, ``RedisReplicaWaiter``), so no pooled
-    ///     connection is held while the replicas answer.
+    ///     script's writes: the script goes in the next acknowledgement round (the scripts of every
+    ///     write waiting then and one `WAIT`, on a connection of its own, ``RedisReplicaWaiter``),
+    ///     so no pooled connection is held while the replicas answer.
     /// - Returns: the script's reply.
     /// - Throws: ``RedisError``; an error raised by the script is a ``RedisError/Code/serverError``;
     ///   too few replicas in time is ``RedisError/Code/replicationTimeout`` (the write was made on
@@ -42,6 +42,7 @@ extension RedisClient {
         _ script: RedisScript, keys: [String], arguments: [RedisArgument] = [], acknowledgement: RedisReplicaAcknowledgement? = nil
     ) async throws -> RESPValue {
         let tail: [RedisArgument] = [.integer(Int64(keys.count))] + keys.map { .string($0) } + arguments
+        if let acknowledgement { return try await evaluateAcknowledged(script, tail: tail, acknowledgement: acknowledgement) }
         let connection = try await connection()
         var reply = try await sendPipelined([RedisCommand("EVALSHA", arguments: [.string(script.sha1)] + tail)], on: connection, timeout: nil)[0]
         if reply.isNoScript {
@@ -49,7 +50,6 @@ extension RedisClient {
             reply = try await sendPipelined([RedisCommand("EVAL", arguments: [.string(script.source)] + tail)], on: connection, timeout: nil)[0]
         }
         if case .error(let message) = reply { throw RedisError(.serverError, message) }
-        if let acknowledgement { try await acknowledge(acknowledgement, writtenOn: connection.address) }
         return reply
     }
 }
