@@ -8,14 +8,35 @@ import Testing
 /// openssl over TLS 1.2 and 1.3, certificate rotation without a restart, and refusals at start.
 @Suite("TLS on the listener", .serialized, .timeLimit(.minutes(3)))
 struct TLSListenerTests {
-    private func config(_ files: GatewayFiles, certificate: String, key: String, extra: String = "") throws {
+    private func config(_ files: GatewayFiles, certificate: String, key: String, extra: String = "", server: String = "") throws {
         try files.writeConfig(
             """
-            server: { host: 127.0.0.1, tls: { certificate_chain_file: "\(certificate)", private_key_file: "\(key)"\(extra) } }
+            server: { host: 127.0.0.1\(server), tls: { certificate_chain_file: "\(certificate)", private_key_file: "\(key)"\(extra) } }
             tokens: { signing_keys: [ { kid: k1, file: k1.pem } ] }
             providers: { anonymous: { enabled: true } }
             logging: { level: warning }
             """)
+    }
+
+    /// Runs `body` against a gateway serving TLS with a certificate for `<name>.test` from a new
+    /// test CA (`tls` added to `server.tls`, `server` to `server`); stops it whatever happens.
+    private func withTLSGateway(
+        _ name: String, tls: String = "", server extra: String = "", _ body: (AuthGateServer, TestCertificates) async throws -> Void
+    ) async throws {
+        let certificates = try await TestCertificates()
+        defer { certificates.remove() }
+        let issued = try await certificates.issue("server", commonName: "\(name).test")
+        let files = try GatewayFiles(name)
+        defer { files.remove() }
+        try config(files, certificate: issued.certificate, key: issued.key, extra: tls, server: extra)
+        let server = try await AuthGateServer.start(arguments: ["--config", files.config.path], plainHTTP: false)
+        do {
+            try await body(server, certificates)
+        } catch {
+            _ = await server.stop()
+            throw error
+        }
+        #expect(await server.stop() == 0)
     }
 
     /// `curl` over TLS trusting the test CA: the status code, or nil when the request failed.
@@ -148,18 +169,45 @@ struct TLSListenerTests {
         #expect(await server.stop() == 0)
     }
 
+    @Test(
+        "over server.max_connections on TLS, the refusal speaks what ALPN chose: h2 gets SETTINGS and GOAWAY with REFUSED_STREAM, HTTP/1.1 the 503"
+    )
+    func refusalFollowsALPN() async throws {
+        try await withTLSGateway("full", server: ", max_connections: 1, keep_alive_timeout: 2s") { server, certificates in
+            // One kept-alive connection takes the only place (once the start-up check's own
+            // connection has been closed by keep_alive_timeout).
+            var held: TLSSession?
+            try await waitUntil("a connection holds the only place") {
+                let session = try TLSSession(certificates, port: server.port)
+                if await session.get("/auth/v1/health").hasPrefix("HTTP/1.1 200") {
+                    held = session
+                    return true
+                }
+                session.close()
+                return false
+            }
+            defer { held?.close() }
+            let preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + "\0\0\0\u{4}\0\0\0\0\0"
+            let http2 = try await TestCertificates.run(
+                "/usr/bin/openssl",
+                ["s_client", "-connect", "127.0.0.1:\(server.port)", "-alpn", "h2", "-quiet", "-ign_eof", "-CAfile", certificates.caFile],
+                input: preface, check: false)
+            // GOAWAY: length 28, type 7, stream 0; last stream 0, REFUSED_STREAM (7), the code.
+            let goAway = "\0\0\u{1C}\u{7}\0\0\0\0\0" + "\0\0\0\0\0\0\0\u{7}too_many_connections"
+            #expect(http2.output.contains(goAway), "\(http2.output.debugDescription)")
+            #expect(try await curl(certificates, port: server.port, path: "/auth/v1/health", tls: ["--http1.1"]) == "503")
+        }
+    }
+
     @Test("minimum_version 1.3 refuses a TLS 1.2 client")
     func minimumVersion() async throws {
-        let certificates = try await TestCertificates()
-        defer { certificates.remove() }
-        let issued = try await certificates.issue("server", commonName: "strict.test")
-        let files = try GatewayFiles("tls13")
-        defer { files.remove() }
-        try config(files, certificate: issued.certificate, key: issued.key, extra: ", minimum_version: \"1.3\"")
-        let server = try await AuthGateServer.start(arguments: ["--config", files.config.path], plainHTTP: false)
-        #expect(try await handshake(certificates, port: server.port, version: "-tls1_2").status != 0)
-        #expect(try await handshake(certificates, port: server.port, version: "-tls1_3").status == 0)
-        #expect(await server.stop() == 0)
+        try await withTLSGateway("strict", tls: ", minimum_version: \"1.3\"") { server, certificates in
+            let (old, current) = (
+                try await handshake(certificates, port: server.port, version: "-tls1_2"),
+                try await handshake(certificates, port: server.port, version: "-tls1_3")
+            )
+            #expect(old.status != 0 && current.status == 0, "\(old.output)\n\(current.output)")
+        }
     }
 
     @Test("a key that does not match its certificate, or an expired certificate, is refused at start naming the file")
