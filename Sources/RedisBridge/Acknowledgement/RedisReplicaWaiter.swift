@@ -25,11 +25,7 @@ final class RedisReplicaWaiter: Sendable {
         let acknowledgement: RedisReplicaAcknowledgement
         let continuation: CheckedContinuation<RESPValue, any Error>
 
-        var command: RedisCommand {
-            sendsSource
-                ? RedisCommand("EVAL", arguments: [.string(script.source)] + tail)
-                : RedisCommand("EVALSHA", arguments: [.string(script.sha1)] + tail)
-        }
+        var command: RedisCommand { script.command(tail, sendingSource: sendsSource) }
     }
 
     private let slot: RedisConnectionSlot

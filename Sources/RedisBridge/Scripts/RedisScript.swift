@@ -19,6 +19,13 @@ public struct RedisScript: Sendable, Hashable {
             return byte < 16 ? "0" + hex : hex
         }.joined()
     }
+
+    /// The command that runs the script with `tail` (`numkeys`, the keys, the arguments):
+    /// `EVALSHA`, or `EVAL` with the source once the server has answered `NOSCRIPT`.
+    func command(_ tail: [RedisArgument], sendingSource: Bool = false) -> RedisCommand {
+        sendingSource
+            ? RedisCommand("EVAL", arguments: [.string(source)] + tail) : RedisCommand("EVALSHA", arguments: [.string(sha1)] + tail)
+    }
 }
 
 extension RedisClient {
@@ -44,10 +51,10 @@ extension RedisClient {
         let tail: [RedisArgument] = [.integer(Int64(keys.count))] + keys.map { .string($0) } + arguments
         if let acknowledgement { return try await evaluateAcknowledged(script, tail: tail, acknowledgement: acknowledgement) }
         let connection = try await connection()
-        var reply = try await sendPipelined([RedisCommand("EVALSHA", arguments: [.string(script.sha1)] + tail)], on: connection, timeout: nil)[0]
+        var reply = try await sendPipelined([script.command(tail)], on: connection, timeout: nil)[0]
         if reply.isNoScript {
             RedisMetrics.scriptLoaded()
-            reply = try await sendPipelined([RedisCommand("EVAL", arguments: [.string(script.source)] + tail)], on: connection, timeout: nil)[0]
+            reply = try await sendPipelined([script.command(tail, sendingSource: true)], on: connection, timeout: nil)[0]
         }
         if case .error(let message) = reply { throw RedisError(.serverError, message) }
         return reply
