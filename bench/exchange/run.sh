@@ -24,6 +24,8 @@
 #            RECORD_CACHE_SIZE=0 bench/exchange/run.sh   (store.redis.record_cache_size; 10000 by default)
 # Profile:   PROFILE=1 bench/exchange/run.sh   (perf samples the gateway; top symbols are printed;
 #            PROFILE_ALL=1 as well to profile every phase, not only new users' sign-ins)
+# A/B:       GATEWAY=/path/to/other/authgate bench/exchange/run.sh   (serves with that binary, e.g. a
+#            build of an earlier commit, instead of this tree's release build)
 #            PROFILE_PHASE=user bench/exchange/run.sh   (perf samples only that phase: new,
 #            returning, refresh, user or floor; every row is still measured; PROFILE_KEEP=FILE keeps
 #            the perf data for `perf report -i FILE`)
@@ -36,6 +38,7 @@ ROUNDS="${ROUNDS:-3}"
 REQUESTS="${REQUESTS:-100000}"
 scripts/install-deps.sh libhiredis-dev redis-server redis-tools util-linux openssl bc wrk >/dev/null
 swift build -c release --product authgate >/dev/null
+GATEWAY="${GATEWAY:-.build/release/authgate}"
 swift build -c release --product ExchangeBench >/dev/null
 
 . scripts/lib.sh
@@ -62,9 +65,9 @@ YAML
 # start_gateway DIR [perf]: authgate serve on core 0 with DIR's configuration; sets gateway_pid.
 start_gateway() {
     if [ "${2:-}" = "perf" ]; then
-        taskset -c 0 perf record -F 999 -g -e cpu-clock -o "$1/perf.data" .build/release/authgate serve --config "$1/authgate.yaml" 2>"$1/authgate.log" &
+        taskset -c 0 perf record -F 999 -g -e cpu-clock -o "$1/perf.data" "$GATEWAY" serve --config "$1/authgate.yaml" 2>"$1/authgate.log" &
     else
-        taskset -c 0 .build/release/authgate serve --config "$1/authgate.yaml" 2>"$1/authgate.log" &
+        taskset -c 0 "$GATEWAY" serve --config "$1/authgate.yaml" 2>"$1/authgate.log" &
     fi
     gateway_pid=$!
     pids+=($gateway_pid)
