@@ -55,7 +55,7 @@ extension GatewayConnectionHandler {
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         let eventLoop = context.eventLoop
         let channel = context.channel
-        Task {
+        Task(executorPreference: taskExecutor) {
             let (head, body) = await application.respond(to: request.request, body: request.body, channel: channel)
             eventLoop.execute {
                 bound.value.answered(head, body, request)

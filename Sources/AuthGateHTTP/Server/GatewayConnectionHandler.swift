@@ -99,13 +99,16 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
     private var skipsClientEnd = false
 
     private var cachedPeerAddress: String?
+    /// Runs the tasks this connection starts (the router's answers, revocation checks) on its loop.
+    let taskExecutor: EventLoopTaskExecutor
 
     init(
         proxy: EdgeProxy?, application: ApplicationPipeline? = nil, connectionGuard: ClientConnectionGuard?, logger: Logger, drainTimeout: TimeAmount,
         tracing: Bool, eventLoop: any EventLoop,
-        headerListLimit: Int? = nil
+        headerListLimit: Int? = nil, taskExecutor: EventLoopTaskExecutor? = nil
     ) {
         self.headerListLimit = headerListLimit
+        self.taskExecutor = taskExecutor ?? EventLoopTaskExecutor(eventLoop: eventLoop)
         self.proxy = proxy
         self.application = application
         self.connections = proxy?.connections.connections(on: eventLoop)
@@ -309,7 +312,7 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
             guard let proxy, let context else { return }
             let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
             let eventLoop = context.eventLoop
-            Task {
+            Task(executorPreference: taskExecutor) {
                 let decision = await proxy.completeAuthorization(pending)
                 eventLoop.execute {
                     let handler = bound.value

@@ -48,6 +48,7 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     private let http2: HTTP2Configuration
     private let limiter: ClientConnectionLimiter
     private let tickers: PerEventLoop<ClientConnectionTicker>
+    private let taskExecutors: PerEventLoop<EventLoopTaskExecutor>
     private let timeouts: ClientConnectionDeadlines.Timeouts
     private let drainTimeout: TimeAmount
     private let tracing: Bool
@@ -64,6 +65,7 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
         self.http2 = server.http2
         self.limiter = ClientConnectionLimiter(limit: server.maxConnections)
         self.tickers = PerEventLoop(group: group) { ClientConnectionTicker(eventLoop: $0) }
+        self.taskExecutors = PerEventLoop(group: group) { EventLoopTaskExecutor(eventLoop: $0) }
         self.timeouts = ClientConnectionDeadlines.Timeouts(
             requestHead: .nanoseconds(server.requestHeadTimeout.nanoseconds), keepAlive: .nanoseconds(server.keepAliveTimeout.nanoseconds),
             clientIdle: .nanoseconds(server.clientIdleTimeout.nanoseconds)
@@ -167,7 +169,7 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
             GatewayConnectionHandler(
                 proxy: proxy, application: application, connectionGuard: connectionGuard, logger: self.logger, drainTimeout: drainTimeout,
                 tracing: tracing,
-                eventLoop: channel.eventLoop, headerListLimit: headerListLimit
+                eventLoop: channel.eventLoop, headerListLimit: headerListLimit, taskExecutor: taskExecutors.value(for: channel.eventLoop)
             )
         )
         try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: tls != nil))
