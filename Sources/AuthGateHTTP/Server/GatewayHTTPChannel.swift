@@ -176,20 +176,25 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
         return try NIOAsyncChannel(wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
     }
 
+    /// Serves the requests Hummingbird's channel reads (HTTP/2 streams; on HTTP/1.1 the requests
+    /// the connection handler does not answer itself), on the connection's loop with no hop per
+    /// resumption (``EventLoopTaskExecutor``; the streams' tasks inherit the preference).
     public func handle(value: Value, logger: Logger) async {
-        do {
-            switch try await value.negotiated.get() {
-            case .http1_1(let connection):
-                await handleHTTP(asyncChannel: connection, logger: logger)
-            case .http2(let streams):
-                try await withThrowingDiscardingTaskGroup { group in
-                    for try await stream in streams.inbound {
-                        group.addTask { await handleHTTP(asyncChannel: stream, logger: logger) }
+        await withTaskExecutorPreference(taskExecutors.value(for: value.channel.eventLoop)) {
+            do {
+                switch try await value.negotiated.get() {
+                case .http1_1(let connection):
+                    await handleHTTP(asyncChannel: connection, logger: logger)
+                case .http2(let streams):
+                    try await withThrowingDiscardingTaskGroup { group in
+                        for try await stream in streams.inbound {
+                            group.addTask { await handleHTTP(asyncChannel: stream, logger: logger) }
+                        }
                     }
                 }
+            } catch {
+                logger.debug("client connection ended", metadata: ["gw.error": "\(type(of: error))"])
             }
-        } catch {
-            logger.debug("client connection ended", metadata: ["gw.error": "\(type(of: error))"])
         }
     }
 }
