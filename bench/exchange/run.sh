@@ -11,7 +11,9 @@
 # Then, on the same gateway: a returning user's sign-in (a second token for each subject), refresh
 # (each session refreshed ROUNDS times in a chain) and GET /auth/v1/user (REQUESTS requests with
 # the sessions' access tokens), and a floor: GET /auth/v1/settings, REQUESTS times, the router's
-# cheapest answer (no token, no store), what the HTTP layer alone costs. Each row prints how busy
+# cheapest answer (no token, no store), what the HTTP layer alone costs; once over HTTP/1.1 (wrk)
+# and once over HTTP/2 (h2load with prior knowledge, 8 connections with CONCURRENCY/8 streams
+# each: as many requests in flight; its latency column is h2load's mean, it reports no percentiles). Each row prints how busy
 # the gateway's core was (its CPU time over the phase's wall time): well under 100% means the load
 # generator, not the gateway, set the pace; how busy core 1 (Redis and the load generator) was;
 # and the gateway's CPU time per answer in microseconds (steadier than the rate on a busy host).
@@ -27,7 +29,7 @@
 # A/B:       GATEWAY=/path/to/other/authgate bench/exchange/run.sh   (serves with that binary, e.g. a
 #            build of an earlier commit, instead of this tree's release build)
 #            PROFILE_PHASE=user bench/exchange/run.sh   (perf samples only that phase: new,
-#            returning, refresh, user or floor; every row is still measured; PROFILE_KEEP=FILE keeps
+#            returning, refresh, user, floor or floor_h2; every row is still measured; PROFILE_KEEP=FILE keeps
 #            the perf data for `perf report -i FILE`)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -36,7 +38,7 @@ COUNT="${1:-20000}"
 CONCURRENCY="${2:-64}"
 ROUNDS="${ROUNDS:-3}"
 REQUESTS="${REQUESTS:-100000}"
-scripts/install-deps.sh libhiredis-dev redis-server redis-tools util-linux openssl bc wrk >/dev/null
+scripts/install-deps.sh libhiredis-dev redis-server redis-tools util-linux openssl bc wrk nghttp2-client >/dev/null
 swift build -c release --product authgate >/dev/null
 GATEWAY="${GATEWAY:-.build/release/authgate}"
 swift build -c release --product ExchangeBench >/dev/null
@@ -85,6 +87,18 @@ core1_ticks() { awk '$1 == "cpu1" {print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + 
 drive() {
     taskset -c 1 wrk -t1 -c"$CONCURRENCY" -d600s -s bench/exchange/driver.lua "$base" -- "$@" | awk '/^RESULT / {print $2}'
 }
+# drive_h2 PATH: h2load on core 1 against $base PATH, REQUESTS requests over HTTP/2 (prior knowledge);
+# prints "rate,mean latency (ms),-,non-2xx or failed requests".
+drive_h2() {
+    local streams=$((CONCURRENCY / 8))
+    if [ "$streams" -lt 1 ]; then streams=1; fi
+    taskset -c 1 h2load -c 8 -m "$streams" -t 1 -n "$REQUESTS" "$base$1" 2>&1 | awk '
+        /^finished in/ {rate = $4}
+        /^time for request:/ {mean = $6; if (mean ~ /us$/) {sub(/us$/, "", mean); mean /= 1000} else if (mean ~ /ms$/) {sub(/ms$/, "", mean)} else {sub(/s$/, "", mean); mean *= 1000}}
+        /^status codes:/ {gsub(",", ""); bad += $5 + $7 + $9}
+        /^requests:/ {gsub(",", ""); bad += $10 + $12}
+        END {printf "%s,%.2f,-,%d\n", rate, mean, bad}'
+}
 # phase NAME COMMAND...: runs the load generator; sets NAME_rate, _p50, _p99, _errors, _busy, _core1.
 phase() {
     local name="$1"; shift
@@ -117,6 +131,7 @@ if [ "${PROFILE:-0}" != "1" ] || [ -n "${PROFILE_ALL:-}" ]; then
     phase refresh drive refresh "$work/sessions.txt" "$ROUNDS"
     phase user drive user "$work/sessions.txt" "$REQUESTS"
     phase floor drive settings "$work/sessions.txt" "$REQUESTS"
+    phase floor_h2 drive_h2 /auth/v1/settings
 fi
 # The gateway's resident memory once every phase has run (its caches as full as this run fills them).
 rss_mb="$(awk '/^VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$gateway_pid/status")"
@@ -167,11 +182,11 @@ printf '%-44s %12s\n' "gateway memory after every phase (RSS, MB)" "$rss_mb"
 if [ "${PROFILE:-0}" != "1" ]; then
     echo
     printf '%-26s %10s %18s %8s %6s %7s %9s\n' "operation (same gateway)" "per second" "p50 / p99 (ms)" "non-200" "busy" "core 1" "µs/answer"
-    names="new returning refresh user floor"
+    names="new returning refresh user floor floor_h2"
     if [ "$acked" = "1" ]; then names="$names acked_new acked_refresh"; fi
     for name in $names; do
         label="$(case $name in new) echo "sign-in, new user";; returning) echo "sign-in, returning user";; refresh) echo "refresh";; user) echo "GET /user";;
-            floor) echo "floor: GET /settings";;
+            floor) echo "floor: GET /settings";; floor_h2) echo "floor over HTTP/2";;
             acked_new) echo "sign-in, new, 1 replica ack";; acked_refresh) echo "refresh, 1 replica ack";; esac)"
         r="${name}_rate"; a="${name}_p50"; b="${name}_p99"; e="${name}_errors"; u="${name}_busy"; c="${name}_core1"
         printf '%-26s %10.0f %18s %8s %5s%% %6s%% %9.0f\n' "$label" "${!r}" "${!a} / ${!b}" "${!e}" "${!u}" "${!c}" \
