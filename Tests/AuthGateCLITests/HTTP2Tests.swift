@@ -140,6 +140,47 @@ struct HTTP2Tests {
         }
     }
 
+    @Test("HEAD and bodies of unknown length, which go through Hummingbird's channel, are answered on HTTP/2 beside the rest")
+    func streamsThroughHummingbird() async throws {
+        try await withGateway("http2-router-channel") { server, _, files in
+            let base = "http://127.0.0.1:\(server.port)"
+            let head = try await curl(["--http2-prior-knowledge", "-I"], base + "/auth/v1/settings")
+            #expect(head.version == "2" && head.status == "200", "\(head)")
+            #expect(head.body.lowercased().contains("content-length:"), "\(head)")
+            // curl sends no Content-Length with `Transfer-Encoding: chunked` over HTTP/2: the length is unknown.
+            let chunked = ["--http2-prior-knowledge", "-H", "Transfer-Encoding: chunked", "-H", "Content-Type: application/json"]
+            let signUp = try await curl(chunked + ["--data-binary", "{}"], base + "/auth/v1/signup")
+            #expect(signUp.version == "2" && signUp.status == "200" && signUp.body.contains("\"access_token\""), "\(signUp)")
+            let large = files.directory.appendingPathComponent("large.json")
+            try Data(repeating: UInt8(ascii: "a"), count: 70_000).write(to: large)
+            let tooLarge = try await curl(chunked + ["--data-binary", "@\(large.path)"], base + "/auth/v1/token?grant_type=id_token")
+            #expect(tooLarge.status == "413" && tooLarge.body.contains("request_entity_too_large"), "\(tooLarge)")
+
+            // Twenty streams on one connection, HEAD (Hummingbird's channel) and GET (answered by
+            // the connection handler) alternating: every one ends with :status 200.
+            let streams: [UInt32] = (0..<20).map { 2 * $0 + 1 }
+            var bytes = HTTP2Frames.preface + HTTP2Frames.settings
+            for stream in streams {
+                if stream % 4 == 1 {
+                    let block =
+                        HTTP2Frames.literal(name: ":method", value: "HEAD") + [0x86] + HTTP2Frames.literal(name: ":path", value: "/auth/v1/settings")
+                        + HTTP2Frames.literal(name: ":authority", value: "localhost")
+                    bytes += HTTP2Frames.frame(.headers, flags: 0x1 | 0x4, stream: stream, payload: block)
+                } else {
+                    bytes += HTTP2Frames.get(stream: stream, path: "/auth/v1/settings")
+                }
+            }
+            let answered = try await HTTP2Frames.exchange(port: server.port, sending: bytes) { frames in
+                Set(frames.filter { $0.flags & 0x1 != 0 && $0.stream != 0 }.map(\.stream)).count == streams.count
+            }
+            #expect(answered.done, "not every stream ended: \(Set(answered.frames.map(\.stream)))")
+            let headers = answered.frames.filter { $0.type == HTTP2Frames.FrameType.headers.rawValue }
+            #expect(
+                Set(headers.filter { $0.payload.first == 0x88 }.map(\.stream)) == Set(streams),
+                "\(headers.map { ($0.stream, $0.payload.first ?? 0) })")
+        }
+    }
+
     @Test("the configured stream and header list limits: streams past max_concurrent_streams are refused, a header list past its size too")
     func limits() async throws {
         try await withGateway("http2-limits", settings: ", http2: { max_concurrent_streams: 10, max_header_list_size: 2KiB }") { server, _, _ in

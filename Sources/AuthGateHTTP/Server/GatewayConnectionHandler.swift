@@ -101,6 +101,11 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
     private var cachedPeerAddress: String?
     /// Runs the tasks this connection starts (the router's answers, revocation checks) on its loop.
     let taskExecutor: EventLoopTaskExecutor
+    /// On an HTTP/2 stream: adds the handlers Hummingbird reads the stream through, and starts
+    /// Hummingbird on it, the first time a request must go to Hummingbird's channel (a streamed
+    /// body, `HEAD`, `Expect: 100-continue`). Most streams never need them: their request is
+    /// answered here or proxied.
+    var attachRouterChannel: ((any Channel) throws -> Void)?
 
     init(
         proxy: EdgeProxy?, application: ApplicationPipeline? = nil, connectionGuard: ClientConnectionGuard?, logger: Logger, drainTimeout: TimeAmount,
@@ -302,7 +307,20 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
         switch decision {
         case .application(let head):
             mode = .application(requestEnded: false, responseEnded: false)
-            if let context { pass(.head(head), context) }
+            guard let context else { return }
+            if let attach = attachRouterChannel {
+                attachRouterChannel = nil
+                do {
+                    try attach(context.channel)
+                } catch {
+                    // Adding handlers to an open stream does not fail; if it did, the stream is reset.
+                    logger.error("could not hand a stream to the router", metadata: ["gw.error": "\(type(of: error))"])
+                    mode = .closed
+                    context.close(promise: nil)
+                    return
+                }
+            }
+            pass(.head(head), context)
         case .refuse(let refusal):
             refuse(refusal)
         case .forward(let plan):

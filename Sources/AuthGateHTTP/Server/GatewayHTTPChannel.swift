@@ -28,12 +28,19 @@ import NIOTLS
 /// Hummingbird                  the GoTrue API, health, metrics for streamed requests
 /// ```
 ///
+/// An HTTP/1.1 connection has the last two from the start. An HTTP/2 stream gets them only when
+/// its request must go through Hummingbird's channel; most never do (their request is answered
+/// by the connection handler or proxied), and a `NIOAsyncChannel` per stream cost a quarter of
+/// HTTP/2's floor.
+///
 /// An HTTP/2 stream is a request of its own, decided and served by the same handlers as an
 /// HTTP/1.1 request; proxied requests go to upstreams over HTTP/1.1.
 public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     /// One request stream as Hummingbird reads it: a whole HTTP/1.1 connection, or one HTTP/2 stream.
     public typealias RequestChannel = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
-    typealias Negotiated = NIONegotiatedHTTPVersion<RequestChannel, NIOHTTP2Handler.AsyncStreamMultiplexer<RequestChannel>>
+    /// HTTP/1.1: the connection as Hummingbird reads it. HTTP/2: nothing; each stream is served by
+    /// its own pipeline, and handed to Hummingbird only when a request needs it.
+    typealias Negotiated = NIONegotiatedHTTPVersion<RequestChannel, Void>
 
     /// A connection, once it is known which HTTP version it speaks.
     public struct Value: ServerChildChannelValue {
@@ -86,7 +93,7 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
             let http1: NIOChannelInitializerWithOutput<RequestChannel> = { channel in
                 channel.eventLoop.makeCompletedFuture { try configureHTTP1(channel, connectionGuard: connectionGuard) }
             }
-            let http2: NIOChannelInitializerWithOutput<NIOHTTP2Handler.AsyncStreamMultiplexer<RequestChannel>> = { channel in
+            let http2: NIOChannelInitializerWithOutput<Void> = { channel in
                 channel.eventLoop.makeCompletedFuture { try configureHTTP2(channel, connectionGuard: connectionGuard) }
             }
             guard self.http2.enabled else {
@@ -129,9 +136,7 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     /// limits, and connection management (idle close after `keep_alive_timeout` with no stream
     /// open, GOAWAY on graceful shutdown). The connection guard's per-request deadlines stop: a
     /// connection carries many requests at once.
-    private func configureHTTP2(
-        _ channel: any Channel, connectionGuard: ClientConnectionGuard
-    ) throws -> NIOHTTP2Handler.AsyncStreamMultiplexer<RequestChannel> {
+    private func configureHTTP2(_ channel: any Channel, connectionGuard: ClientConnectionGuard) throws {
         connectionGuard.becameMultiplexed()
         let management = NIOHTTP2ServerConnectionManagementHandler(
             eventLoop: channel.eventLoop,
@@ -143,36 +148,49 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
             HTTP2Setting(parameter: .maxConcurrentStreams, value: http2.maxConcurrentStreams),
             HTTP2Setting(parameter: .maxHeaderListSize, value: http2.maxHeaderListSize)
         ]
-        let multiplexer = try channel.pipeline.syncOperations.configureAsyncHTTP2Pipeline(
-            mode: .server, streamDelegate: management.http2StreamDelegate, configuration: configuration
+        _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
+            mode: .server, connectionConfiguration: configuration.connection, streamConfiguration: configuration.stream,
+            streamDelegate: management.http2StreamDelegate
         ) { [limit = NIOLoopBound(streams, eventLoop: channel.eventLoop)] stream in
             stream.eventLoop.makeCompletedFuture {
-                // A refused stream still yields its channel, closed at once: the loop over the
-                // connection's streams must not end on it.
-                _ = try limit.value.admit(stream)
-                try stream.pipeline.syncOperations.addHandler(HTTP2StreamDeadlines(clientIdle: timeouts.clientIdle))
-                try stream.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTP1ServerCodec())
-                return try addRequestHandlers(stream, connectionGuard: nil, headerListLimit: http2.maxHeaderListSize)
+                guard try limit.value.admit(stream) else { return }
+                let pipeline = stream.pipeline.syncOperations
+                try pipeline.addHandler(HTTP2StreamDeadlines(clientIdle: timeouts.clientIdle))
+                try pipeline.addHandler(HTTP2FramePayloadToHTTP1ServerCodec())
+                let handler = makeConnectionHandler(stream, connectionGuard: nil, headerListLimit: http2.maxHeaderListSize)
+                handler.attachRouterChannel = { stream in
+                    let requests = try addRouterChannel(stream)
+                    Task(executorPreference: taskExecutors.value(for: stream.eventLoop)) {
+                        await handleHTTP(asyncChannel: requests, logger: logger)
+                    }
+                }
+                try pipeline.addHandler(handler)
             }
         }
         try channel.pipeline.syncOperations.addHandler(management)
         try channel.pipeline.syncOperations.addHandler(HTTP2ConnectionCloser(streams: streams, logger: self.logger))
-        return multiplexer
     }
 
-    /// What every request stream ends with: the gateway's decision, Hummingbird's types.
-    private func addRequestHandlers(_ channel: any Channel, connectionGuard: ClientConnectionGuard?, headerListLimit: Int? = nil) throws
-        -> RequestChannel
+    /// What an HTTP/1.1 connection ends with: the gateway's decision, then Hummingbird's channel.
+    private func addRequestHandlers(_ channel: any Channel, connectionGuard: ClientConnectionGuard?) throws -> RequestChannel {
+        try channel.pipeline.syncOperations.addHandler(makeConnectionHandler(channel, connectionGuard: connectionGuard, headerListLimit: nil))
+        return try addRouterChannel(channel)
+    }
+
+    /// The gateway's decision for the requests of `channel` (a connection or an HTTP/2 stream).
+    private func makeConnectionHandler(_ channel: any Channel, connectionGuard: ClientConnectionGuard?, headerListLimit: Int?)
+        -> GatewayConnectionHandler
     {
-        let pipeline = channel.pipeline.syncOperations
-        try pipeline.addHandler(
-            GatewayConnectionHandler(
-                proxy: proxy, application: application, connectionGuard: connectionGuard, logger: self.logger, drainTimeout: drainTimeout,
-                tracing: tracing,
-                eventLoop: channel.eventLoop, headerListLimit: headerListLimit, taskExecutor: taskExecutors.value(for: channel.eventLoop)
-            )
+        GatewayConnectionHandler(
+            proxy: proxy, application: application, connectionGuard: connectionGuard, logger: self.logger, drainTimeout: drainTimeout,
+            tracing: tracing, eventLoop: channel.eventLoop, headerListLimit: headerListLimit,
+            taskExecutor: taskExecutors.value(for: channel.eventLoop)
         )
-        try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: tls != nil))
+    }
+
+    /// Hummingbird's types at the end of `channel`'s pipeline, and the channel Hummingbird reads.
+    private func addRouterChannel(_ channel: any Channel) throws -> RequestChannel {
+        try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: tls != nil))
         return try NIOAsyncChannel(wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
     }
 
@@ -185,12 +203,9 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
                 switch try await value.negotiated.get() {
                 case .http1_1(let connection):
                     await handleHTTP(asyncChannel: connection, logger: logger)
-                case .http2(let streams):
-                    try await withThrowingDiscardingTaskGroup { group in
-                        for try await stream in streams.inbound {
-                            group.addTask { await handleHTTP(asyncChannel: stream, logger: logger) }
-                        }
-                    }
+                case .http2:
+                    // The streams serve themselves; the connection is done when it closes.
+                    try await value.channel.closeFuture.get()
                 }
             } catch {
                 logger.debug("client connection ended", metadata: ["gw.error": "\(type(of: error))"])
