@@ -120,18 +120,9 @@ struct HTTP2Tests {
             let http11 = try await curl([], base + "/auth/v1/health")
             #expect(http11.version == "1.1" && http11.status == "200", "\(http11)")
 
-            let streams: [UInt32] = (0..<20).map { 2 * $0 + 1 }
-            var bytes = HTTP2Frames.preface + HTTP2Frames.settings
-            for stream in streams { bytes += HTTP2Frames.get(stream: stream, path: stream % 4 == 1 ? "/auth/v1/health" : "/echo/s\(stream)") }
-            let answered = try await HTTP2Frames.exchange(port: server.port, sending: bytes) { frames in
-                Set(frames.filter { $0.flags & 0x1 != 0 && $0.stream != 0 }.map(\.stream)).count == streams.count
+            try await expectStreamsAnswered200(port: server.port) { stream in
+                HTTP2Frames.get(stream: stream, path: stream % 4 == 1 ? "/auth/v1/health" : "/echo/s\(stream)")
             }
-            #expect(answered.done, "not every stream ended: \(Set(answered.frames.map(\.stream)))")
-            let headers = answered.frames.filter { $0.type == HTTP2Frames.FrameType.headers.rawValue }
-            // :status 200 is entry 8 of HPACK's static table: an indexed field, 0x88.
-            #expect(
-                Set(headers.filter { $0.payload.first == 0x88 }.map(\.stream)) == Set(streams),
-                "\(headers.map { ($0.stream, $0.payload.first ?? 0) })")
         }
         try await withGateway("http2-off", settings: ", http2: { enabled: false }") { off, _, _ in
             let refused = try await curl(["--http2-prior-knowledge"], "http://127.0.0.1:\(off.port)/auth/v1/health")
@@ -158,27 +149,31 @@ struct HTTP2Tests {
 
             // Twenty streams on one connection, HEAD (Hummingbird's channel) and GET (answered by
             // the connection handler) alternating: every one ends with :status 200.
-            let streams: [UInt32] = (0..<20).map { 2 * $0 + 1 }
-            var bytes = HTTP2Frames.preface + HTTP2Frames.settings
-            for stream in streams {
-                if stream % 4 == 1 {
-                    let block =
-                        HTTP2Frames.literal(name: ":method", value: "HEAD") + [0x86] + HTTP2Frames.literal(name: ":path", value: "/auth/v1/settings")
-                        + HTTP2Frames.literal(name: ":authority", value: "localhost")
-                    bytes += HTTP2Frames.frame(.headers, flags: 0x1 | 0x4, stream: stream, payload: block)
-                } else {
-                    bytes += HTTP2Frames.get(stream: stream, path: "/auth/v1/settings")
-                }
+            try await expectStreamsAnswered200(port: server.port) { stream in
+                guard stream % 4 == 1 else { return HTTP2Frames.get(stream: stream, path: "/auth/v1/settings") }
+                let block =
+                    HTTP2Frames.literal(name: ":method", value: "HEAD") + [0x86] + HTTP2Frames.literal(name: ":path", value: "/auth/v1/settings")
+                    + HTTP2Frames.literal(name: ":authority", value: "localhost")
+                return HTTP2Frames.frame(.headers, flags: 0x1 | 0x4, stream: stream, payload: block)
             }
-            let answered = try await HTTP2Frames.exchange(port: server.port, sending: bytes) { frames in
-                Set(frames.filter { $0.flags & 0x1 != 0 && $0.stream != 0 }.map(\.stream)).count == streams.count
-            }
-            #expect(answered.done, "not every stream ended: \(Set(answered.frames.map(\.stream)))")
-            let headers = answered.frames.filter { $0.type == HTTP2Frames.FrameType.headers.rawValue }
-            #expect(
-                Set(headers.filter { $0.payload.first == 0x88 }.map(\.stream)) == Set(streams),
-                "\(headers.map { ($0.stream, $0.payload.first ?? 0) })")
         }
+    }
+
+    /// Opens twenty streams at once on one connection to `port`, each with the frames `request`
+    /// gives for it, and expects every one to end with `:status 200`.
+    private func expectStreamsAnswered200(port: Int, request: (UInt32) -> [UInt8]) async throws {
+        let streams: [UInt32] = (0..<20).map { 2 * $0 + 1 }
+        var bytes = HTTP2Frames.preface + HTTP2Frames.settings
+        for stream in streams { bytes += request(stream) }
+        let answered = try await HTTP2Frames.exchange(port: port, sending: bytes) { frames in
+            Set(frames.filter { $0.flags & 0x1 != 0 && $0.stream != 0 }.map(\.stream)).count == streams.count
+        }
+        #expect(answered.done, "not every stream ended: \(Set(answered.frames.map(\.stream)))")
+        let headers = answered.frames.filter { $0.type == HTTP2Frames.FrameType.headers.rawValue }
+        // :status 200 is entry 8 of HPACK's static table: an indexed field, 0x88.
+        #expect(
+            Set(headers.filter { $0.payload.first == 0x88 }.map(\.stream)) == Set(streams),
+            "\(headers.map { ($0.stream, $0.payload.first ?? 0) })")
     }
 
     @Test("the configured stream and header list limits: streams past max_concurrent_streams are refused, a header list past its size too")
