@@ -20,7 +20,8 @@ import NIOTLS
 /// ALPN or preface detection    h2 (ALPN `h2`, or the HTTP/2 preface on a plain listener) or HTTP/1.1
 ///
 /// HTTP/1.1:                              HTTP/2:
-/// HTTP/1.1 codec (NIO)                   NIOHTTP2Handler (flood guards) + connection management
+/// HTTP/1.1 codec (NIO)                   HTTP2FlushBatcher (one socket write per pass of the loop),
+///                                        NIOHTTP2Handler (flood guards) + connection management
 ///                                        per stream: HTTP2StreamDeadlines, HTTP2FramePayloadToHTTP1ServerCodec
 /// GatewayConnectionHandler     the one decision per request; proxy exchanges and refusals; the
 ///                              router called directly for requests with a small body
@@ -148,6 +149,7 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
             HTTP2Setting(parameter: .maxConcurrentStreams, value: http2.maxConcurrentStreams),
             HTTP2Setting(parameter: .maxHeaderListSize, value: http2.maxHeaderListSize)
         ]
+        try channel.pipeline.syncOperations.addHandler(HTTP2FlushBatcher())
         _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
             mode: .server, connectionConfiguration: configuration.connection, streamConfiguration: configuration.stream,
             streamDelegate: management.http2StreamDelegate
