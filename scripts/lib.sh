@@ -14,6 +14,23 @@ stop_work() {
     rm -rf "$work"
 }
 
+# h2load_summary: reads h2load's report on stdin and prints "rate mean-ms bad": requests per second,
+# the mean time per request in milliseconds (h2load reports no percentiles), and how many requests
+# were answered other than 2xx, failed or errored. Prints nothing and fails when the report lacks
+# any of those lines (h2load could not run).
+h2load_summary() {
+    awk '
+        /^finished in/ {rate = $4}
+        /^time for request:/ {mean = $6; if (mean ~ /us$/) {sub(/us$/, "", mean); mean /= 1000} else if (mean ~ /ms$/) {sub(/ms$/, "", mean)} else {sub(/s$/, "", mean); mean *= 1000}; timed = 1}
+        /^status codes:/ {gsub(",", ""); non2xx = $5 + $7 + $9; coded = 1}
+        /^requests:/ {gsub(",", ""); failed = $10 + $12; counted = 1}
+        END {
+            # h2load counts a non-2xx answer as failed too: the larger count, not the sum.
+            if (rate == "" || !timed || !coded || !counted) exit 1
+            printf "%s %.2f %d\n", rate, mean, (non2xx > failed ? non2xx : failed)
+        }'
+}
+
 # free_port: a loopback port nothing listens on.
 free_port() {
     while :; do

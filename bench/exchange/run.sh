@@ -92,12 +92,7 @@ drive() {
 drive_h2() {
     local streams=$((CONCURRENCY / 8))
     if [ "$streams" -lt 1 ]; then streams=1; fi
-    taskset -c 1 h2load -c 8 -m "$streams" -t 1 -n "$REQUESTS" "$base$1" 2>&1 | awk '
-        /^finished in/ {rate = $4}
-        /^time for request:/ {mean = $6; if (mean ~ /us$/) {sub(/us$/, "", mean); mean /= 1000} else if (mean ~ /ms$/) {sub(/ms$/, "", mean)} else {sub(/s$/, "", mean); mean *= 1000}}
-        /^status codes:/ {gsub(",", ""); bad += $5 + $7 + $9}
-        /^requests:/ {gsub(",", ""); bad += $10 + $12}
-        END {printf "%s,%.2f,-,%d\n", rate, mean, bad}'
+    taskset -c 1 h2load -c 8 -m "$streams" -t 1 -n "$REQUESTS" "$base$1" 2>&1 | h2load_summary | awk '{printf "%s,%s,-,%s\n", $1, $2, $3}'
 }
 # phase NAME COMMAND...: runs the load generator; sets NAME_rate, _p50, _p99, _errors, _busy, _core1.
 phase() {

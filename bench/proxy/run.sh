@@ -137,11 +137,8 @@ measure() { # name port [scheme] -> appends "rps p99ms" to $work/<name>; HTTP/1.
 }
 measure_h2() { # name port -> appends "rps mean-ms"; HTTP/2 over TLS, 8 connections x 8 streams
     out="$(taskset -c 1 h2load -c 8 -m 8 -t 1 -D "$SECONDS_PER_RUN" -H "authorization: Bearer $token" "https://127.0.0.1:$2/api/x" 2>&1)"
-    rps="$(echo "$out" | awk '/^finished in/ {print $4}')"
-    mean="$(echo "$out" | awk '/^time for request:/ {v=$6; if (v ~ /us$/) {sub(/us$/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms$/,"",v)} else if (v ~ /s$/) {sub(/s$/,"",v); v=v*1000}; print v}')"
-    failed="$(echo "$out" | awk '/^status codes:/ {gsub(",",""); print $5 + $7 + $9}')"
-    errored="$(echo "$out" | awk '/^requests:/ {gsub(",",""); print $10 + $12}')"
-    [ -n "$rps" ] && [ "${failed:-1}" = 0 ] && [ "${errored:-1}" = 0 ] || { echo "error: $1 over HTTP/2:"; echo "$out"; exit 1; }
+    read -r rps mean bad <<<"$(echo "$out" | h2load_summary)" || true
+    [ -n "$rps" ] && [ "${bad:-1}" = 0 ] || { echo "error: $1 over HTTP/2:"; echo "$out"; exit 1; }
     echo "$rps $mean" >>"$work/$1"
     printf '  %-14s %10.0f req/s  mean %5.2f ms\n' "$1" "$rps" "$mean"
 }
