@@ -129,7 +129,8 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
             withEncoderConfiguration: .init(),
             withDecoderLimitConfiguration: NIOHTTPDecoderLimitConfiguration()
         )
-        return try addRequestHandlers(channel, connectionGuard: connectionGuard)
+        try pipeline.addHandler(makeConnectionHandler(channel, connectionGuard: connectionGuard, headerListLimit: nil))
+        return try addRouterChannel(channel)
     }
 
     /// An HTTP/2 connection: NIO's handler with its flood guards (rapid reset, CONTINUATION and
@@ -171,12 +172,6 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
         }
         try channel.pipeline.syncOperations.addHandler(management)
         try channel.pipeline.syncOperations.addHandler(HTTP2ConnectionCloser(streams: streams, logger: self.logger))
-    }
-
-    /// What an HTTP/1.1 connection ends with: the gateway's decision, then Hummingbird's channel.
-    private func addRequestHandlers(_ channel: any Channel, connectionGuard: ClientConnectionGuard?) throws -> RequestChannel {
-        try channel.pipeline.syncOperations.addHandler(makeConnectionHandler(channel, connectionGuard: connectionGuard, headerListLimit: nil))
-        return try addRouterChannel(channel)
     }
 
     /// The gateway's decision for the requests of `channel` (a connection or an HTTP/2 stream).

@@ -14,7 +14,7 @@ final class HTTP2FlushBatcher: ChannelOutboundHandler {
     typealias OutboundOut = Any
 
     /// A flush is scheduled and has not gone down yet.
-    private(set) var flushPending = false
+    private var flushPending = false
 
     func flush(context: ChannelHandlerContext) {
         guard !flushPending else { return }
