@@ -135,6 +135,28 @@ struct AccountAPIAuditTests {
         }
     }
 
+    // MARK: A cached token's look-alike
+
+    @Test("a bearer token spelled with a Unicode equivalent of its ASCII is refused, before and after the real one is cached")
+    func cachedTokenLookAlike() async throws {
+        let gateway = try gateway("rate_limits: { signup: off }")
+        try await gateway.app.test(.live) { client in
+            // A token with a K in it (nearly every token has one), that K as U+212A KELVIN SIGN,
+            // which Swift's string equality and hashing treat as the same character.
+            var access = ""
+            for _ in 0..<20 where !access.contains("K") { access = try await signUp(client).access }
+            let kelvin = try #require(access.lastIndex(of: "K"))
+            let lookAlike = String(access[..<kelvin]) + "\u{212A}" + String(access[access.index(after: kelvin)...])
+            func status(_ token: String) async throws -> HTTPResponse.Status {
+                try await client.execute(uri: "/auth/v1/user", method: .get, headers: [.authorization: "Bearer \(token)"]) { $0.status }
+            }
+            let refused = try await status(lookAlike)
+            #expect(refused == .unauthorized || refused == .forbidden)
+            #expect(try await status(access) == .ok)
+            #expect(try await status(lookAlike) == refused, "the look-alike passed once the real token was cached")
+        }
+    }
+
     // MARK: Findings 5 and 10: the admin API
 
     @Test("ban_duration past a century, or not a duration, is a 400 that changes nothing; a sane one bans")

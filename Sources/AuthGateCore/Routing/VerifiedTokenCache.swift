@@ -1,5 +1,13 @@
 import Synchronization
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 #if canImport(FoundationEssentials)
     import FoundationEssentials
 #else
@@ -9,8 +17,11 @@ import Synchronization
 /// Access tokens already verified, until their `exp`, bounded in size. A hit skips signature
 /// verification; it never skips the revocation check, which runs on every request.
 ///
-/// Entries are keyed by the token's signature segment and hold the whole token, compared on every
-/// hit, so a known signature glued to another header or payload is not a hit.
+/// Entries are keyed by the token's signature segment and hold the whole token, compared byte for
+/// byte on every hit, so a known signature glued to another header or payload is not a hit, and
+/// neither is another spelling of a cached token: Swift's `==` on strings is Unicode canonical
+/// equivalence (U+212A KELVIN SIGN equals `K`), which would let a token that cannot verify pass
+/// on the replicas that happen to cache its look-alike.
 final class VerifiedTokenCache: Sendable {
     private struct Entry {
         let token: String
@@ -27,7 +38,7 @@ final class VerifiedTokenCache: Sendable {
     func claims(for token: String, now: Int64) -> AccessTokenClaims? {
         guard let key = Self.key(token) else { return nil }
         return entries.withLock { entries in
-            guard let entry = entries[key], entry.token == token else { return nil }
+            guard let entry = entries[key], Self.sameBytes(entry.token, token) else { return nil }
             guard entry.claims.exp > now else {
                 entries.removeValue(forKey: key)
                 return nil
@@ -61,8 +72,24 @@ final class VerifiedTokenCache: Sendable {
         entries.withLock { $0.removeAll() }
     }
 
+    /// True when both strings are the same UTF-8 bytes (`memcmp`; the generic `elementsEqual` over
+    /// the UTF-8 views cost more than the rest of a hit).
+    private static func sameBytes(_ left: String, _ right: String) -> Bool {
+        var left = left
+        var right = right
+        return left.withUTF8 { left in
+            right.withUTF8 { right in
+                guard left.count == right.count else { return false }
+                guard let leftBase = left.baseAddress, let rightBase = right.baseAddress else { return true }
+                return memcmp(leftBase, rightBase, left.count) == 0
+            }
+        }
+    }
+
+    /// The signature segment: found in the UTF-8 bytes (a search by `Character` would run
+    /// grapheme breaking over the whole token on every request).
     private static func key(_ token: String) -> Substring? {
-        guard let dot = token.lastIndex(of: ".") else { return nil }
-        return token[token.index(after: dot)...]
+        guard let dot = token.utf8.lastIndex(of: UInt8(ascii: ".")) else { return nil }
+        return token[token.utf8.index(after: dot)...]
     }
 }
