@@ -20,7 +20,7 @@ public enum Base64URL {
         table[Int(UInt8(ascii: "/"))] = 63
         return table
     }()
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+    static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
     /// Encodes without `=` padding.
     public static func encode(_ bytes: some Collection<UInt8>) -> String {

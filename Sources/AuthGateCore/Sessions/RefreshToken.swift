@@ -61,37 +61,58 @@ public struct RefreshToken: Sendable, Hashable {
     }
 }
 
-/// UUID text <-> 16 bytes, without Foundation's UUID parsing rules leaking upper case.
+/// UUID text <-> 16 bytes, without Foundation's UUID parsing rules leaking upper case. Text is
+/// read strictly: 36 bytes, dashes at 8, 13, 18 and 23, hex digits (either case) elsewhere.
 enum UUIDBytes {
+    /// The 16 bytes `text` spells; nil when it is not a UUID in the form above.
     static func bytes(of text: String) -> [UInt8]? {
-        let hex = text.filter { $0 != "-" }
-        guard hex.count == 32 else { return nil }
-        var bytes: [UInt8] = []
-        var index = hex.startIndex
-        while index < hex.endIndex {
-            let next = hex.index(index, offsetBy: 2)
-            guard let byte = UInt8(hex[index..<next], radix: 16) else { return nil }
-            bytes.append(byte)
-            index = next
+        var text = text
+        return text.withUTF8 { utf8 -> [UInt8]? in
+            guard utf8.count == 36 else { return nil }
+            var bytes = [UInt8](repeating: 0, count: 16)
+            var index = 0
+            for byteIndex in 0..<16 {
+                if index == 8 || index == 13 || index == 18 || index == 23 {
+                    guard utf8[index] == UInt8(ascii: "-") else { return nil }
+                    index += 1
+                }
+                guard let high = hexValue(utf8[index]), let low = hexValue(utf8[index + 1]) else { return nil }
+                bytes[byteIndex] = high << 4 | low
+                index += 2
+            }
+            return bytes
         }
-        return bytes
     }
 
+    /// The lower-case text of `bytes` (16 of them), dashed as a UUID.
     static func string(of bytes: [UInt8]) -> String {
-        let hex = Array(Base64URL.hex(bytes).utf8)
-        var output = [UInt8]()
-        output.reserveCapacity(36)
-        for (index, byte) in hex.enumerated() {
-            if index == 8 || index == 12 || index == 16 || index == 20 { output.append(UInt8(ascii: "-")) }
-            output.append(byte)
+        String(unsafeUninitializedCapacity: bytes.count * 2 + 4) { output in
+            var written = 0
+            for (index, byte) in bytes.enumerated() {
+                if index == 4 || index == 6 || index == 8 || index == 10 {
+                    output[written] = UInt8(ascii: "-")
+                    written += 1
+                }
+                output[written] = Base64URL.hexDigits[Int(byte >> 4)]
+                output[written + 1] = Base64URL.hexDigits[Int(byte & 15)]
+                written += 2
+            }
+            return written
         }
-        return String(decoding: output, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
     }
 
     /// The lower-case form of a UUID, or nil when `text` is not one.
     static func canonical(_ text: String) -> String? {
-        guard text.utf8.count == 36 else { return nil }
-        return bytes(of: text).map(string(of:))
+        bytes(of: text).map(string(of:))
     }
 
     /// A new random (version 4) UUID in lower case.
