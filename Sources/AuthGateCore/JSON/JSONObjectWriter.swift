@@ -52,6 +52,12 @@ package struct JSONObjectWriter {
         value.write(into: &output)
     }
 
+    /// A member whose value is JSON text already written (one value, as ``finished()`` gives it).
+    package mutating func text(_ key: StaticString, _ json: [UInt8]) {
+        name(key)
+        output.append(contentsOf: json)
+    }
+
     /// A member whose value is an object `body` writes, in this object's buffer.
     package mutating func object(_ key: StaticString, _ body: (inout JSONObjectWriter) -> Void) {
         name(key)

@@ -208,11 +208,14 @@ public enum GatewayApplication {
             JWKSController(keys: keys, issuer: dependencies.configuration.tokens.issuer).register(on: router)
         }
         if let accounts = dependencies.accounts {
-            TokenController(accounts: accounts, trustedProxies: dependencies.configuration.server.trustedProxies)
+            // Users' JSON text, kept for as many users as the store keeps decoded records.
+            let userTexts = UserTextCache(
+                capacity: dependencies.configuration.store.redis?.recordCacheSize ?? StoreConfiguration.Redis.defaultRecordCacheSize)
+            TokenController(accounts: accounts, trustedProxies: dependencies.configuration.server.trustedProxies, users: userTexts)
                 .register(on: limited("token", limits.token))
             AppleAuthorizationCodeController(accounts: accounts).register(on: limited("token", limits.token))
             UserAccountController(accounts: accounts, configuration: dependencies.configuration).register(on: router)
-            UserController(accounts: accounts, configuration: dependencies.configuration, store: dependencies.store)
+            UserController(accounts: accounts, configuration: dependencies.configuration, store: dependencies.store, userTexts: userTexts)
                 .register(on: router, signup: limited("signup", limits.signup))
             if let apple = (try? dependencies.verifiers.verifier(for: "apple")) as? AppleVerifier {
                 AppleNotificationController(

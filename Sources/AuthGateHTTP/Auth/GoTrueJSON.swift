@@ -83,15 +83,15 @@ public enum GoTrueJSON {
         return object.finished()
     }
 
-    /// The token answer's JSON text (``session(_:)``'s bytes).
-    static func sessionText(_ issued: IssuedSession) -> [UInt8] {
+    /// The token answer's JSON text (``session(_:)``'s bytes), its user's text from `users`.
+    static func sessionText(_ issued: IssuedSession, users: UserTextCache) -> [UInt8] {
         var object = JSONObjectWriter(capacity: 2048)
         object.string("access_token", issued.accessToken)
         object.integer("expires_at", issued.expiresAt)
         object.integer("expires_in", issued.expiresIn)
         object.string("refresh_token", issued.refreshToken)
         object.string("token_type", "bearer")
-        object.object("user") { writeUser(issued.user, identities: issued.identities, into: &$0) }
+        object.text("user", users.text(issued.user, identities: issued.identities))
         return object.finished()
     }
 

@@ -15,10 +15,13 @@ public struct TokenController: Sendable {
     let accounts: AccountService
     /// Who may name the client's address in `X-Forwarded-For` (for the session's device).
     let trustedProxies: [IPNetwork]
+    /// The answers' users, as JSON text already written.
+    let users: UserTextCache
 
-    public init(accounts: AccountService, trustedProxies: [IPNetwork] = []) {
+    public init(accounts: AccountService, trustedProxies: [IPNetwork] = [], users: UserTextCache) {
         self.accounts = accounts
         self.trustedProxies = trustedProxies
+        self.users = users
     }
 
     public func register(on router: some RouterMethods<AuthGateRequestContext>) {
@@ -98,7 +101,7 @@ public struct TokenController: Sendable {
                 "id_token sign-in",
                 metadata: ["gw.provider": "\(label)", "gw.user_id": "\(issued.user.id)", "gw.linked": "\(linkTarget != nil)", "gw.outcome": "ok"]
             )
-            return RequestSupport.json(text: GoTrueJSON.sessionText(issued))
+            return RequestSupport.json(text: GoTrueJSON.sessionText(issued, users: users))
         } catch let error as AuthGateError {
             GatewayMetrics.signIn(provider: label, outcome: error.code.description)
             context.outcome.reason = error.code.description
@@ -116,7 +119,7 @@ public struct TokenController: Sendable {
         do {
             let issued = try await withSpan("auth.refresh") { _ in try await accounts.refresh(refreshToken, now: Date()) }
             context.outcome.userID = issued.user.id
-            return RequestSupport.json(text: GoTrueJSON.sessionText(issued))
+            return RequestSupport.json(text: GoTrueJSON.sessionText(issued, users: users))
         } catch let error as AuthGateError {
             context.outcome.reason = error.code.description
             context.logger.notice("refresh refused", metadata: ["gw.outcome": "\(error.code)"])

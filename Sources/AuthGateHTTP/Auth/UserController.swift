@@ -19,9 +19,12 @@ public struct UserController: Sendable {
     let userUpdateLimit: RateLimit?
     let limiter: RateLimiter
     let trustedProxies: [IPNetwork]
+    /// The answers' users, as JSON text already written.
+    let userTexts: UserTextCache
 
-    public init(accounts: AccountService, configuration: AuthGateConfiguration, store: any AuthStore) {
+    public init(accounts: AccountService, configuration: AuthGateConfiguration, store: any AuthStore, userTexts: UserTextCache) {
         self.trustedProxies = configuration.server.trustedProxies
+        self.userTexts = userTexts
         self.accounts = accounts
         self.providers = configuration.providers
         self.users = configuration.users
@@ -77,7 +80,8 @@ public struct UserController: Sendable {
             return RequestSupport.json(
                 text: GoTrueJSON.sessionText(
                     try await accounts.signUpAnonymously(
-                        data: body.data ?? [:], device: RequestSupport.device(request, context, trustedProxies: trustedProxies), now: Date())))
+                        data: body.data ?? [:], device: RequestSupport.device(request, context, trustedProxies: trustedProxies), now: Date()),
+                    users: userTexts))
         } catch let error as AuthGateError {
             throw ErrorMapping.clientError(for: error, in: .signup)
         }
@@ -86,7 +90,7 @@ public struct UserController: Sendable {
     private func currentUser(_ context: AuthGateRequestContext) async throws -> Response {
         let caller = try context.requireCaller()
         let (user, identities) = try await accounts.profile(of: caller)
-        return RequestSupport.json(text: GoTrueJSON.userText(user, identities: identities))
+        return RequestSupport.json(text: userTexts.text(user, identities: identities))
     }
 
     private func updateUser(_ request: Request, _ context: AuthGateRequestContext) async throws -> Response {
@@ -103,7 +107,7 @@ public struct UserController: Sendable {
         }
         do {
             let (user, identities) = try await accounts.updateMetadata(of: caller, data: body.data ?? [:], limit: users.maxUserMetadata, now: Date())
-            return RequestSupport.json(text: GoTrueJSON.userText(user, identities: identities))
+            return RequestSupport.json(text: userTexts.text(user, identities: identities))
         } catch let error as AuthGateError {
             throw ErrorMapping.clientError(for: error, in: .authenticated)
         }

@@ -1,0 +1,51 @@
+public import AuthGateCore
+import Synchronization
+
+/// Users' GoTrue JSON text (``GoTrueJSON/userText(_:identities:)``) already written, each kept
+/// with the user and identities it was written from. `GET /user` and every token answer carry
+/// the user; a user calling again with nothing changed gets the kept text instead of a second
+/// rendering of its metadata.
+///
+/// The text is a pure function of the user and its identities, and a kept text is reused only
+/// when both are equal to the ones it was written from, so nothing stale is served: a ban, a
+/// sign-in or a metadata change makes a record that differs. Comparing is cheap in the common
+/// case: records read again from the store's record cache (or the memory store) share their
+/// strings', dictionaries' and arrays' storage with the kept ones, and Swift's equality returns
+/// at once for shared storage.
+///
+/// Bounded by `capacity` users (``FIFOCache``: the oldest insertion goes first); texts over
+/// ``largestCached`` bytes are written and not kept.
+public final class UserTextCache: Sendable {
+    /// Texts longer than this are not kept (a user's metadata can be large; a typical user with
+    /// one identity is about 1 KiB).
+    static var largestCached: Int { 8192 }
+
+    private struct Entry {
+        let user: UserRecord
+        let identities: [IdentityRecord]
+        let text: [UInt8]
+    }
+
+    private let entries: Mutex<FIFOCache<String, Entry>>
+
+    /// `capacity` users' texts; 0 keeps none.
+    public init(capacity: Int) {
+        entries = Mutex(FIFOCache(capacity: capacity))
+    }
+
+    /// `user`'s JSON text with `identities`: the kept one when both are unchanged, else written
+    /// now (and kept).
+    func text(_ user: UserRecord, identities: [IdentityRecord]) -> [UInt8] {
+        if let kept = entries.withLock({ $0[user.id] }), kept.user == user, kept.identities == identities {
+            return kept.text
+        }
+        let text = GoTrueJSON.userText(user, identities: identities)
+        if text.count <= Self.largestCached {
+            entries.withLock { $0.insert(Entry(user: user, identities: identities, text: text), for: user.id) }
+        }
+        return text
+    }
+
+    /// How many users' texts are kept.
+    var count: Int { entries.withLock { $0.count } }
+}
