@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Two gateway builds measured alternately in one run, for changes smaller than this host's drift
+# (its speed moves by ±10% within the hour, so two runs of run.sh minutes apart cannot tell a 5%
+# change from noise).
+#
+# Each round starts a fresh gateway of each build in turn (A B, then B A, ...), each on its own key
+# prefix of the same Redis with tokens of its own, and runs run.sh's rows on it: new users'
+# sign-ins, returning sign-ins, refresh chains, GET /auth/v1/user and the GET /auth/v1/settings
+# floor (HTTP/1.1, wrk with driver.lua on core 1; the gateway on core 0). For each row it prints
+# the gateway's CPU time per answer in microseconds, each round's and the mean for A and B, and
+# B's mean over A's: below 1 means B costs less.
+#
+# Reproduce: bench/exchange/ab.sh A_BINARY B_BINARY [tokens] [concurrency]
+#            (AB_ROUNDS=3 rounds, REQUESTS=50000 GET requests per row, refresh chains of ROUNDS=3)
+#   e.g.     git stash; swift build -c release --product authgate; cp .build/release/authgate /tmp/authgate-old
+#            git stash pop; swift build -c release --product authgate
+#            bench/exchange/ab.sh /tmp/authgate-old .build/release/authgate
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+if [ "$#" -lt 2 ] || [ ! -x "$1" ] || [ ! -x "$2" ]; then
+    echo "usage: bench/exchange/ab.sh A_BINARY B_BINARY [tokens] [concurrency]  (both executable)" >&2
+    exit 2
+fi
+binary_a="$1"
+binary_b="$2"
+COUNT="${3:-4000}"
+CONCURRENCY="${4:-64}"
+AB_ROUNDS="${AB_ROUNDS:-3}"
+ROUNDS="${ROUNDS:-3}"
+REQUESTS="${REQUESTS:-50000}"
+scripts/install-deps.sh libhiredis-dev redis-server redis-tools util-linux openssl bc wrk >/dev/null
+swift build -c release --product ExchangeBench >/dev/null
+
+. scripts/lib.sh
+. bench/exchange/common.sh
+start_work exchange-ab
+start_redis 1
+"$binary_b" keys generate --out "$work/key.pem" --kid bench >/dev/null
+
+rows="new returning refresh user floor"
+# measure SIDE ROUND: a fresh gateway of SIDE's build, every row on it; appends each row's µs per
+# answer to $work/SIDE-ROW.
+measure() {
+    local side="$1" round="$2" dir="$work/$1$2"
+    mkdir -p "$dir"
+    .build/release/ExchangeBench prepare "$dir" "$COUNT" >/dev/null
+    if [ "$side" = a ]; then GATEWAY="$binary_a"; else GATEWAY="$binary_b"; fi
+    write_config "$dir" ", key_prefix: \"$side$round:\""
+    start_gateway "$dir"
+    base="http://127.0.0.1:$gateway_port"
+    phase new drive signin "$dir/tokens.txt" "$dir/sessions.txt"
+    phase returning drive signin "$dir/returning.txt"
+    phase refresh drive refresh "$dir/sessions.txt" "$ROUNDS"
+    phase user drive user "$dir/sessions.txt" "$REQUESTS"
+    phase floor drive settings "$dir/sessions.txt" "$REQUESTS"
+    kill "$gateway_pid"; wait "$gateway_pid" 2>/dev/null || true
+    for row in $rows; do
+        local rate="${row}_rate" busy="${row}_busy" errors="${row}_errors"
+        if [ "${!errors}" != "0" ]; then
+            echo "error: $side ($GATEWAY) round $round, row $row: ${!errors} answers were not 200" >&2
+            exit 1
+        fi
+        # CPU seconds over wall seconds, per answer: the same measure as run.sh's µs/answer column.
+        echo "10000 * ${!busy} / ${!rate}" | bc -l >>"$work/$side-$row"
+    done
+    echo "round $round, $side done" >&2
+}
+
+for round in $(seq 1 "$AB_ROUNDS"); do
+    if [ $((round % 2)) = 1 ]; then measure a "$round"; measure b "$round"; else measure b "$round"; measure a "$round"; fi
+done
+
+echo
+echo "machine: $(nproc) cores, $(uname -m), $(date -u +%Y-%m-%d); $COUNT tokens, $CONCURRENCY connections, $AB_ROUNDS rounds"
+echo "A: $binary_a"
+echo "B: $binary_b"
+printf '%-26s %-30s %-30s %8s\n' "µs of gateway CPU/answer" "A: mean (rounds)" "B: mean (rounds)" "B / A"
+for row in $rows; do
+    label="$(case $row in new) echo "sign-in, new user";; returning) echo "sign-in, returning user";; refresh) echo "refresh";;
+        user) echo "GET /user";; floor) echo "floor: GET /settings";; esac)"
+    mean_a="$(awk '{s += $1} END {printf "%.1f", s / NR}' "$work/a-$row")"
+    mean_b="$(awk '{s += $1} END {printf "%.1f", s / NR}' "$work/b-$row")"
+    list_a="$(awk '{printf "%s%.0f", (NR > 1 ? " " : ""), $1}' "$work/a-$row")"
+    list_b="$(awk '{printf "%s%.0f", (NR > 1 ? " " : ""), $1}' "$work/b-$row")"
+    printf '%-26s %-30s %-30s %8.3f\n' "$label" "$mean_a ($list_a)" "$mean_b ($list_b)" "$(echo "$mean_b / $mean_a" | bc -l)"
+done
+echo "reproduce: bench/exchange/ab.sh $binary_a $binary_b $COUNT $CONCURRENCY"

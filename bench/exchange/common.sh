@@ -1,0 +1,68 @@
+# What bench/exchange/run.sh and ab.sh share: a gateway's configuration and start, the load
+# generators, and one measured phase. Source it after scripts/lib.sh, with $work, $redis_port,
+# $GATEWAY, $CONCURRENCY and $REQUESTS set.
+
+# write_config DIR EXTRA_REDIS_SETTINGS: the gateway's configuration in DIR (tokens from DIR's key set).
+write_config() {
+    gateway_port="$(free_port)"
+    cat >"$1/authgate.yaml" <<YAML
+server: { host: 127.0.0.1, port: $gateway_port }
+store: { kind: redis, redis: { url: "redis://127.0.0.1:$redis_port/0", pool_size: 2, record_cache_size: ${RECORD_CACHE_SIZE:-10000} $2 } }
+tokens: { signing_keys: [ { kid: bench, file: $work/key.pem } ] }
+providers:
+  apple: { enabled: true, audiences: [com.example.authgate.bench], jwks_file: apple-jwks.json }
+rate_limits: { token: off, signup: off, nonce: off }
+logging: { level: warning }
+YAML
+}
+# start_gateway DIR [perf]: authgate serve on core 0 with DIR's configuration; sets gateway_pid.
+start_gateway() {
+    if [ "${2:-}" = "perf" ]; then
+        taskset -c 0 perf record -F 999 -g -e cpu-clock -o "$1/perf.data" "$GATEWAY" serve --config "$1/authgate.yaml" 2>"$1/authgate.log" &
+    else
+        taskset -c 0 "$GATEWAY" serve --config "$1/authgate.yaml" 2>"$1/authgate.log" &
+    fi
+    gateway_pid=$!
+    pids+=($gateway_pid)
+    until curl -fs "http://127.0.0.1:$gateway_port/readyz" >/dev/null 2>&1; do sleep 0.05; done
+}
+ticks_per_second="$(getconf CLK_TCK)"
+# The gateway's CPU time so far, in clock ticks (utime + stime of /proc/<pid>/stat).
+gateway_ticks() { awk '{print $14 + $15}' "/proc/$gateway_pid/stat"; }
+# Core 1's busy and total clock ticks so far (/proc/stat: everything but idle and iowait).
+core1_ticks() { awk '$1 == "cpu1" {print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9}' /proc/stat; }
+# drive MODE FILE [ARG]: wrk on core 1 against $base with driver.lua; prints "rate,p50,p99,errors".
+drive() {
+    taskset -c 1 wrk -t1 -c"$CONCURRENCY" -d600s -s bench/exchange/driver.lua "$base" -- "$@" | awk '/^RESULT / {print $2}'
+}
+# drive_h2 PATH: h2load on core 1 against $base PATH, REQUESTS requests over HTTP/2 (prior knowledge);
+# prints "rate,mean latency (ms),-,non-2xx or failed requests".
+drive_h2() {
+    local streams=$((CONCURRENCY / 8))
+    if [ "$streams" -lt 1 ]; then streams=1; fi
+    taskset -c 1 h2load -c 8 -m "$streams" -t 1 -n "$REQUESTS" "$base$1" 2>&1 | h2load_summary | awk '{printf "%s,%s,-,%s\n", $1, $2, $3}'
+}
+# phase NAME COMMAND...: runs the load generator; sets NAME_rate, _p50, _p99, _errors, _busy, _core1.
+phase() {
+    local name="$1"; shift
+    local before started result rate p50 p99 errors ended after core1_before core1_after
+    local perf_pid=""
+    if [ "${PROFILE_PHASE:-}" = "$name" ]; then
+        perf record -F 999 -g -e cpu-clock -p "$gateway_pid" -o "$work/perf-$name.data" 2>/dev/null &
+        perf_pid=$!
+    fi
+    before="$(gateway_ticks)"; started="$(date +%s.%N)"; core1_before="$(core1_ticks)"
+    result="$("$@")"
+    ended="$(date +%s.%N)"; after="$(gateway_ticks)"; core1_after="$(core1_ticks)"
+    if [ -n "$perf_pid" ]; then
+        kill -INT "$perf_pid" 2>/dev/null || true; wait "$perf_pid" 2>/dev/null || true
+        (perf report -i "$work/perf-$name.data" --stdio --no-children --sort dso,symbol -g none 2>/dev/null | grep -v "^#" | grep "%" | head -60) >"$work/profile-$name.txt" || true
+        if [ -n "${PROFILE_KEEP:-}" ]; then cp "$work/perf-$name.data" "$PROFILE_KEEP"; fi
+    fi
+    IFS=, read -r rate p50 p99 errors <<<"$result"
+    printf -v "${name}_rate" '%s' "$rate"; printf -v "${name}_p50" '%s' "$p50"; printf -v "${name}_p99" '%s' "$p99"
+    printf -v "${name}_errors" '%s' "$errors"
+    printf -v "${name}_busy" '%.0f' "$(echo "100 * ($after - $before) / $ticks_per_second / ($ended - $started)" | bc -l)"
+    read -r b0 t0 <<<"$core1_before"; read -r b1 t1 <<<"$core1_after"
+    printf -v "${name}_core1" '%.0f' "$(echo "100 * ($b1 - $b0) / ($t1 - $t0)" | bc -l)"
+}
