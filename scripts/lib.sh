@@ -31,10 +31,15 @@ h2load_summary() {
         }'
 }
 
-# free_port: a loopback port nothing listens on.
+# free_port: a loopback port nothing listens on, below the kernel's ephemeral range (a port in that
+# range can be the local end of an outgoing connection, which a connect test does not see and
+# which makes the server's bind fail with "Address already in use").
 free_port() {
+    local low
+    low="$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)"
+    if [ "$low" -le 21000 ]; then low=61000; fi
     while :; do
-        p=$((20000 + RANDOM % 40000))
+        p=$((20000 + RANDOM % (low - 20000)))
         ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && { echo "$p"; return; }
     done
 }

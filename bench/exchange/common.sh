@@ -24,7 +24,14 @@ start_gateway() {
     fi
     gateway_pid=$!
     pids+=($gateway_pid)
-    until curl -fs "http://127.0.0.1:$gateway_port/readyz" >/dev/null 2>&1; do sleep 0.05; done
+    until curl -fs "http://127.0.0.1:$gateway_port/readyz" >/dev/null 2>&1; do
+        if ! kill -0 "$gateway_pid" 2>/dev/null; then
+            echo "error: the gateway ($GATEWAY) exited before it was ready; its log:" >&2
+            tail -5 "$1/authgate.log" >&2
+            exit 1
+        fi
+        sleep 0.05
+    done
 }
 ticks_per_second="$(getconf CLK_TCK)"
 # The gateway's CPU time so far, in clock ticks (utime + stime of /proc/<pid>/stat).
