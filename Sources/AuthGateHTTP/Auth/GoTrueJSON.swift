@@ -83,15 +83,20 @@ public enum GoTrueJSON {
         return object.finished()
     }
 
-    /// The token answer's JSON text (``session(_:)``'s bytes), its user's text from `users`.
-    static func sessionText(_ issued: IssuedSession, users: UserTextCache) -> [UInt8] {
+    /// The token answer's JSON text (``session(_:)``'s bytes); its user's text from `users` when
+    /// given, for a user read from the store (see ``UserTextCache``), else written now.
+    static func sessionText(_ issued: IssuedSession, users: UserTextCache?) -> [UInt8] {
         var object = JSONObjectWriter(capacity: 2048)
         object.string("access_token", issued.accessToken)
         object.integer("expires_at", issued.expiresAt)
         object.integer("expires_in", issued.expiresIn)
         object.string("refresh_token", issued.refreshToken)
         object.string("token_type", "bearer")
-        object.text("user", users.text(issued.user, identities: issued.identities))
+        if let users {
+            object.text("user", users.text(issued.user, identities: issued.identities))
+        } else {
+            object.object("user") { writeUser(issued.user, identities: issued.identities, into: &$0) }
+        }
         return object.finished()
     }
 

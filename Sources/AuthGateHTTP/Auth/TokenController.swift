@@ -15,7 +15,7 @@ public struct TokenController: Sendable {
     let accounts: AccountService
     /// Who may name the client's address in `X-Forwarded-For` (for the session's device).
     let trustedProxies: [IPNetwork]
-    /// The answers' users, as JSON text already written.
+    /// Refreshed sessions' users (read from the store), as JSON text already written.
     let users: UserTextCache
 
     public init(accounts: AccountService, trustedProxies: [IPNetwork] = [], users: UserTextCache) {
@@ -101,7 +101,9 @@ public struct TokenController: Sendable {
                 "id_token sign-in",
                 metadata: ["gw.provider": "\(label)", "gw.user_id": "\(issued.user.id)", "gw.linked": "\(linkTarget != nil)", "gw.outcome": "ok"]
             )
-            return RequestSupport.json(text: GoTrueJSON.sessionText(issued, users: users))
+            // The user was just written from memory: its dates are finer than the stored ones, so
+            // a text kept from it would never be found again (UserTextCache).
+            return RequestSupport.json(text: GoTrueJSON.sessionText(issued, users: nil))
         } catch let error as AuthGateError {
             GatewayMetrics.signIn(provider: label, outcome: error.code.description)
             context.outcome.reason = error.code.description

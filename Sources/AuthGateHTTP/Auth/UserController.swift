@@ -19,7 +19,7 @@ public struct UserController: Sendable {
     let userUpdateLimit: RateLimit?
     let limiter: RateLimiter
     let trustedProxies: [IPNetwork]
-    /// The answers' users, as JSON text already written.
+    /// `GET /user`'s users (read from the store), as JSON text already written.
     let userTexts: UserTextCache
 
     public init(accounts: AccountService, configuration: AuthGateConfiguration, store: any AuthStore, userTexts: UserTextCache) {
@@ -81,7 +81,7 @@ public struct UserController: Sendable {
                 text: GoTrueJSON.sessionText(
                     try await accounts.signUpAnonymously(
                         data: body.data ?? [:], device: RequestSupport.device(request, context, trustedProxies: trustedProxies), now: Date()),
-                    users: userTexts))
+                    users: nil))
         } catch let error as AuthGateError {
             throw ErrorMapping.clientError(for: error, in: .signup)
         }
@@ -107,7 +107,8 @@ public struct UserController: Sendable {
         }
         do {
             let (user, identities) = try await accounts.updateMetadata(of: caller, data: body.data ?? [:], limit: users.maxUserMetadata, now: Date())
-            return RequestSupport.json(text: userTexts.text(user, identities: identities))
+            // Written from memory, not read: not kept (see UserTextCache).
+            return RequestSupport.json(text: GoTrueJSON.userText(user, identities: identities))
         } catch let error as AuthGateError {
             throw ErrorMapping.clientError(for: error, in: .authenticated)
         }

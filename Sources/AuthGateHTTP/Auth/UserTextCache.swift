@@ -13,6 +13,10 @@ import Synchronization
 /// strings', dictionaries' and arrays' storage with the kept ones, and Swift's equality returns
 /// at once for shared storage.
 ///
+/// Only users read from the store belong here (`GET /user`, a refresh): a user just created or
+/// changed in memory carries dates finer than the milliseconds the store keeps, so it never equals
+/// the record read back later, and keeping its text would only cost memory and a comparison.
+///
 /// Bounded by `capacity` users (``FIFOCache``: the oldest insertion goes first); texts over
 /// ``largestCached`` bytes are written and not kept.
 public final class UserTextCache: Sendable {
