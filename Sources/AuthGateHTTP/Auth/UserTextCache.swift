@@ -43,8 +43,10 @@ public final class UserTextCache: Sendable {
         if let kept = entries.withLock({ $0[user.id] }), kept.user == user, kept.identities == identities {
             return kept.text
         }
-        let text = GoTrueJSON.userText(user, identities: identities)
+        var text = GoTrueJSON.userText(user, identities: identities)
         if text.count <= Self.largestCached {
+            // The writer's buffer grows by doubling: kept for minutes, a copy of the exact size.
+            if text.capacity > text.count + 64 { text = text.withUnsafeBufferPointer { Array($0) } }
             entries.withLock { $0.insert(Entry(user: user, identities: identities, text: text), for: user.id) }
         }
         return text
