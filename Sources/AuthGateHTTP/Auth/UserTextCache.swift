@@ -13,6 +13,14 @@ import Synchronization
 /// strings', dictionaries' and arrays' storage with the kept ones, and Swift's equality returns
 /// at once for shared storage.
 ///
+/// Equality here is Swift's, under which two strings that are canonically equivalent Unicode are
+/// equal though their bytes differ. A kept text could thus outlive a respelling of a metadata
+/// value into an equivalent form, were that the only change; every write the gateway makes to a
+/// user or an identity also moves a date the comparison sees (`updated_at`, `last_sign_in_at`,
+/// `banned_until`, `deleted_at`, kept to the millisecond) or the identities themselves, so only
+/// a respelling written within the same millisecond as the text's own change could go unseen, and
+/// then the kept text is the same user's text of a moment before, equivalent to the new one.
+///
 /// Only users read from the store belong here (`GET /user`, a refresh): a user just created or
 /// changed in memory carries dates finer than the milliseconds the store keeps, so it never equals
 /// the record read back later, and keeping its text would only cost memory and a comparison.
