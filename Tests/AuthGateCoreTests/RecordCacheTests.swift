@@ -70,6 +70,15 @@ struct RecordCacheTests {
         let off = StoredRecordCache<String, String>(capacity: 0)
         _ = try off.record("u1", stored("{a}"), decode: decode)
         #expect(off.count == 0)
+        #expect(try off.recordAndBytes("u1", stored("{a}"), decode: decode).bytes == Array("{a}".utf8))
+
+        // With the bytes (a compare-and-set stamp): the stored ones, and on a hit the kept array itself.
+        let (first, firstBytes) = try cache.recordAndBytes("u5", stored("{c}"), decode: decode)
+        let (again, againBytes) = try cache.recordAndBytes("u5", stored("{c}"), decode: decode)
+        #expect(first == "{c}" && again == "{c}")
+        #expect(firstBytes == Array("{c}".utf8) && againBytes == firstBytes)
+        #expect(firstBytes.withUnsafeBytes { $0.baseAddress } == againBytes.withUnsafeBytes { $0.baseAddress }, "a hit copies nothing")
+        #expect(try cache.recordAndBytes("u5", stored("{d}"), decode: decode).bytes == Array("{d}".utf8))
     }
 
     @Test("Redis: an account read through the record cache follows every change to the stored user and identities")

@@ -150,9 +150,9 @@ extension RedisAuthStore {
         guard let fields = reply.array, fields.count == 4, case .bulkString(let userBytes) = fields[0] else {
             throw AuthGateError(.storeCorrupt, "an account reply has the wrong shape")
         }
+        let (user, stored) = try decodedUsers.recordAndBytes(userID, userBytes, decode: { try StoredRecordCoding.decodeUser($0) })
         return AccountSnapshot(
-            user: try decodedUsers.record(userID, userBytes, decode: { try StoredRecordCoding.decodeUser($0) }),
-            stamp: RecordStamp(Array(userBytes.readableBytesView)), identities: try identities(from: fields[1], userID: userID),
+            user: user, stamp: RecordStamp(stored), identities: try identities(from: fields[1], userID: userID),
             session: try session(record: fields[2], refreshed: fields[3], sessionID: sessionID ?? "")
         )
     }

@@ -40,12 +40,21 @@ final class StoredRecordCache<Key: Hashable & Sendable, Record: Sendable>: Senda
     /// The record `stored` decodes to: kept under `key` from the same bytes, or from `decode`
     /// (and then kept). Nothing is kept when `decode` throws.
     func record(_ key: Key, _ stored: ByteBuffer, decode: ([UInt8]) throws -> Record) rethrows -> Record {
-        guard capacity > 0, stored.readableBytes <= Self.largestCached else { return try decode(Array(stored.readableBytesView)) }
-        if let kept = entries.withLock({ $0[key] }), Self.same(kept.bytes, stored) { return kept.record }
+        try recordAndBytes(key, stored, decode: decode).record
+    }
+
+    /// ``record(_:_:decode:)`` with `stored`'s bytes as an array: the kept one on a hit, so a
+    /// caller that needs both (a compare-and-set stamp) copies nothing.
+    func recordAndBytes(_ key: Key, _ stored: ByteBuffer, decode: ([UInt8]) throws -> Record) rethrows -> (record: Record, bytes: [UInt8]) {
+        guard capacity > 0, stored.readableBytes <= Self.largestCached else {
+            let bytes = Array(stored.readableBytesView)
+            return (try decode(bytes), bytes)
+        }
+        if let kept = entries.withLock({ $0[key] }), Self.same(kept.bytes, stored) { return (kept.record, kept.bytes) }
         let bytes = Array(stored.readableBytesView)
         let record = try decode(bytes)
         entries.withLock { $0.insert(Entry(bytes: bytes, record: record), for: key) }
-        return record
+        return (record, bytes)
     }
 
     /// How many records are kept.
