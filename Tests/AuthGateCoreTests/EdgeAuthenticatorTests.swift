@@ -9,7 +9,8 @@ import Testing
 
 /// The edge's revocation decision when its view of the revocation feed is too stale to trust:
 /// the store is asked, so a revocation the feed never delivered still refuses the token, and a
-/// store that cannot answer refuses with 503 (fail closed).
+/// store that cannot answer refuses with 503 (fail closed). And the proxy's cache of verified
+/// tokens: a hit is the very token verified, never a Unicode look-alike.
 @Suite("Edge authenticator with a stale revocation feed", .timeLimit(.minutes(2)))
 struct EdgeAuthenticatorTests: AccountsTesting {
     /// A route that requires a token and lets anonymous users in.
@@ -56,6 +57,28 @@ struct EdgeAuthenticatorTests: AccountsTesting {
                 Issue.record("a current view did not decide from memory")
                 return
             }
+        }
+    }
+
+    @Test("a look-alike of a cached token (U+212A KELVIN SIGN for a K) is refused, before and after the real one passes")
+    func cachedTokenLookAlike() async throws {
+        try await withService(.memory) { accounts, store in
+            let route = try apiRoute()
+            let now = Date()
+            var access = ""
+            for _ in 0..<20 where !access.contains("K") { access = try await accounts.signUpAnonymously(data: [:], now: now).accessToken }
+            let kelvin = try #require(access.lastIndex(of: "K"))
+            let lookAlike = String(access[..<kelvin]) + "\u{212A}" + String(access[access.index(after: kelvin)...])
+            let view = RevocationView(retention: .seconds(3600))
+            view.markCurrent(at: now)
+            let authenticator = EdgeAuthenticator(verifier: accounts.accessTokens, view: view, store: store, maximumStaleness: 60, cacheCapacity: 16)
+            func refused(_ token: String) async -> Bool {
+                if case .unauthorized = await authenticator.authorize(bearer: token, route: route, now: now) { return true }
+                return false
+            }
+            #expect(await refused(lookAlike))
+            #expect(!(await refused(access)), "the real token passes (and is cached)")
+            #expect(await refused(lookAlike), "the look-alike passed once the real token was cached")
         }
     }
 
