@@ -91,6 +91,16 @@ public enum Base64URL {
         return output
     }
 
+    /// The value of one hexadecimal digit, either case; nil for any other byte.
+    static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
     /// Lower-case hexadecimal.
     public static func hex(_ bytes: some Sequence<UInt8>) -> String {
         var output = [UInt8]()

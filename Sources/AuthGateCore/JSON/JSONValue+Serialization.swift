@@ -249,14 +249,8 @@ extension JSONValue {
             guard index + 4 <= bytes.count else { throw error("short \\u escape") }
             var value: UInt32 = 0
             for byte in bytes[index..<index + 4] {
-                let digit: UInt32
-                switch byte {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(byte - UInt8(ascii: "0"))
-                case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(byte - UInt8(ascii: "a") + 10)
-                case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(byte - UInt8(ascii: "A") + 10)
-                default: throw error("invalid \\u escape")
-                }
-                value = value << 4 | digit
+                guard let digit = Base64URL.hexValue(byte) else { throw error("invalid \\u escape") }
+                value = value << 4 | UInt32(digit)
             }
             index += 4
             return value

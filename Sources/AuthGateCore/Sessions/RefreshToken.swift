@@ -76,7 +76,7 @@ enum UUIDBytes {
                     guard utf8[index] == UInt8(ascii: "-") else { return nil }
                     index += 1
                 }
-                guard let high = hexValue(utf8[index]), let low = hexValue(utf8[index + 1]) else { return nil }
+                guard let high = Base64URL.hexValue(utf8[index]), let low = Base64URL.hexValue(utf8[index + 1]) else { return nil }
                 bytes[byteIndex] = high << 4 | low
                 index += 2
             }
@@ -98,15 +98,6 @@ enum UUIDBytes {
                 written += 2
             }
             return written
-        }
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
         }
     }
 

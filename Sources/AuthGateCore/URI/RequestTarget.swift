@@ -170,7 +170,7 @@ public struct RequestTarget: Sendable, Hashable, CustomStringConvertible {
             index += 1
             switch byte {
             case UInt8(ascii: "%"):
-                guard index + 1 < raw.endIndex, let high = hexValue(raw[index]), let low = hexValue(raw[index + 1]) else {
+                guard index + 1 < raw.endIndex, let high = Base64URL.hexValue(raw[index]), let low = Base64URL.hexValue(raw[index + 1]) else {
                     throw .invalidPercentEncoding
                 }
                 index += 2
@@ -223,15 +223,6 @@ public struct RequestTarget: Sendable, Hashable, CustomStringConvertible {
         bytes.append(UInt8(ascii: "%"))
         bytes.append(digits[Int(byte >> 4)])
         bytes.append(digits[Int(byte & 0x0F)])
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
-        default: return nil
-        }
     }
 
     /// RFC 3986 unreserved: ALPHA / DIGIT / "-" / "." / "_" / "~".
