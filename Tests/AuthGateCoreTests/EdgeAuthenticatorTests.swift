@@ -67,8 +67,7 @@ struct EdgeAuthenticatorTests: AccountsTesting {
             let now = Date()
             var access = ""
             for _ in 0..<20 where !access.contains("K") { access = try await accounts.signUpAnonymously(data: [:], now: now).accessToken }
-            let kelvin = try #require(access.lastIndex(of: "K"))
-            let lookAlike = String(access[..<kelvin]) + "\u{212A}" + String(access[access.index(after: kelvin)...])
+            let lookAlike = try #require(TamperedToken.unicodeLookAlike(access))
             let view = RevocationView(retention: .seconds(3600))
             view.markCurrent(at: now)
             let authenticator = EdgeAuthenticator(verifier: accounts.accessTokens, view: view, store: store, maximumStaleness: 60, cacheCapacity: 16)

@@ -15,4 +15,12 @@ public enum TamperedToken {
         let replacement: Character = token[first] == "A" ? "B" : "A"
         return String(token[..<first]) + String(replacement) + String(token[token.index(after: first)...])
     }
+
+    /// The token with its last `K` spelled U+212A KELVIN SIGN, which Swift's string equality and
+    /// hashing treat as the same character (canonical equivalence) though its bytes differ; nil
+    /// when the token has no `K`.
+    public static func unicodeLookAlike(_ token: String) -> String? {
+        guard let kelvin = token.lastIndex(of: "K") else { return nil }
+        return String(token[..<kelvin]) + "\u{212A}" + String(token[token.index(after: kelvin)...])
+    }
 }
