@@ -56,13 +56,12 @@ measure() {
     phase floor drive settings "$dir/sessions.txt" "$REQUESTS"
     kill "$gateway_pid"; wait "$gateway_pid" 2>/dev/null || true
     for row in $rows; do
-        local rate="${row}_rate" busy="${row}_busy" errors="${row}_errors"
+        local errors="${row}_errors"
         if [ "${!errors}" != "0" ]; then
             echo "error: $side ($GATEWAY) round $round, row $row: ${!errors} answers were not 200" >&2
             exit 1
         fi
-        # CPU seconds over wall seconds, per answer: the same measure as run.sh's µs/answer column.
-        echo "10000 * ${!busy} / ${!rate}" | bc -l >>"$work/$side-$row"
+        us_per_answer "$row" >>"$work/$side-$row"
     done
     echo "round $round, $side done" >&2
 }
@@ -77,12 +76,10 @@ echo "A: $binary_a"
 echo "B: $binary_b"
 printf '%-26s %-30s %-30s %8s\n' "µs of gateway CPU/answer" "A: mean (rounds)" "B: mean (rounds)" "B / A"
 for row in $rows; do
-    label="$(case $row in new) echo "sign-in, new user";; returning) echo "sign-in, returning user";; refresh) echo "refresh";;
-        user) echo "GET /user";; floor) echo "floor: GET /settings";; esac)"
     mean_a="$(awk '{s += $1} END {printf "%.1f", s / NR}' "$work/a-$row")"
     mean_b="$(awk '{s += $1} END {printf "%.1f", s / NR}' "$work/b-$row")"
     list_a="$(awk '{printf "%s%.0f", (NR > 1 ? " " : ""), $1}' "$work/a-$row")"
     list_b="$(awk '{printf "%s%.0f", (NR > 1 ? " " : ""), $1}' "$work/b-$row")"
-    printf '%-26s %-30s %-30s %8.3f\n' "$label" "$mean_a ($list_a)" "$mean_b ($list_b)" "$(echo "$mean_b / $mean_a" | bc -l)"
+    printf '%-26s %-30s %-30s %8.3f\n' "$(row_label "$row")" "$mean_a ($list_a)" "$mean_b ($list_b)" "$(echo "$mean_b / $mean_a" | bc -l)"
 done
 echo "reproduce: bench/exchange/ab.sh $binary_a $binary_b $COUNT $CONCURRENCY"

@@ -73,3 +73,17 @@ phase() {
     read -r b0 t0 <<<"$core1_before"; read -r b1 t1 <<<"$core1_after"
     printf -v "${name}_core1" '%.0f' "$(echo "100 * ($b1 - $b0) / ($t1 - $t0)" | bc -l)"
 }
+# row_label NAME: the label a phase's row is printed under.
+row_label() {
+    case $1 in
+        new) echo "sign-in, new user";; returning) echo "sign-in, returning user";; refresh) echo "refresh";; user) echo "GET /user";;
+        floor) echo "floor: GET /settings";; floor_h2) echo "floor over HTTP/2";;
+        acked_new) echo "sign-in, new, 1 replica ack";; acked_refresh) echo "refresh, 1 replica ack";;
+    esac
+}
+# us_per_answer NAME: the gateway's CPU time per answer in phase NAME, in microseconds (its busy
+# share of the phase's wall time over the rate).
+us_per_answer() {
+    local rate="${1}_rate" busy="${1}_busy"
+    echo "10000 * ${!busy} / ${!rate}" | bc -l
+}

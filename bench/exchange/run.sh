@@ -117,12 +117,9 @@ if [ "${PROFILE:-0}" != "1" ]; then
     names="new returning refresh user floor floor_h2"
     if [ "$acked" = "1" ]; then names="$names acked_new acked_refresh"; fi
     for name in $names; do
-        label="$(case $name in new) echo "sign-in, new user";; returning) echo "sign-in, returning user";; refresh) echo "refresh";; user) echo "GET /user";;
-            floor) echo "floor: GET /settings";; floor_h2) echo "floor over HTTP/2";;
-            acked_new) echo "sign-in, new, 1 replica ack";; acked_refresh) echo "refresh, 1 replica ack";; esac)"
         r="${name}_rate"; a="${name}_p50"; b="${name}_p99"; e="${name}_errors"; u="${name}_busy"; c="${name}_core1"
-        printf '%-26s %10.0f %18s %8s %5s%% %6s%% %9.0f\n' "$label" "${!r}" "${!a} / ${!b}" "${!e}" "${!u}" "${!c}" \
-            "$(echo "10000 * ${!u} / ${!r}" | bc -l)"
+        printf '%-26s %10.0f %18s %8s %5s%% %6s%% %9.0f\n' "$(row_label "$name")" "${!r}" "${!a} / ${!b}" "${!e}" "${!u}" "${!c}" \
+            "$(us_per_answer "$name")"
     done
 fi
 if [ "$acked" = "1" ]; then
