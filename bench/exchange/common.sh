@@ -55,7 +55,13 @@ phase() {
     local before started result rate p50 p99 errors ended after core1_before core1_after
     local perf_pid=""
     if [ "${PROFILE_PHASE:-}" = "$name" ]; then
-        perf record -F 999 -g -e cpu-clock -p "$gateway_pid" -o "$work/perf-$name.data" 2>/dev/null &
+        if [ "${PROFILE_EVENT:-}" = "malloc" ]; then
+            # Every call of libc's malloc with its stack (where a phase allocates), not CPU samples.
+            perf probe -q -x "$(ldd "$GATEWAY" | awk '/libc\.so/ {print $3}')" malloc 2>/dev/null || true
+            perf record -c 1 -g -e probe_libc:malloc -p "$gateway_pid" -o "$work/perf-$name.data" 2>/dev/null &
+        else
+            perf record -F 999 -g -e cpu-clock -p "$gateway_pid" -o "$work/perf-$name.data" 2>/dev/null &
+        fi
         perf_pid=$!
     fi
     before="$(gateway_ticks)"; started="$(date +%s.%N)"; core1_before="$(core1_ticks)"

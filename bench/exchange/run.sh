@@ -30,7 +30,8 @@
 #            build of an earlier commit, instead of this tree's release build)
 #            PROFILE_PHASE=user bench/exchange/run.sh   (perf samples only that phase: new,
 #            returning, refresh, user, floor or floor_h2; every row is still measured; PROFILE_KEEP=FILE keeps
-#            the perf data for `perf report -i FILE`)
+#            the perf data for `perf report -i FILE`); PROFILE_EVENT=malloc records every malloc of
+#            that phase with its stack instead of sampling CPU time (where the phase allocates)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
