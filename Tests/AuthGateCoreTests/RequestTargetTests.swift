@@ -149,4 +149,35 @@ struct RequestTargetTests {
     func invalidHost(raw: String) {
         #expect(HostName.canonical(raw) == nil)
     }
+
+    /// The byte-level canonicalization against the rules written out with strings: validity, the
+    /// host before the port, one root dot dropped, no empty label, lower case.
+    @Test("random hosts get the canonical form the rules give, spelled with strings")
+    func randomHosts() {
+        func expected(_ raw: String) -> String? {
+            guard HostName.isValidAuthority(Array(raw.utf8)[...]) else { return nil }
+            if raw.hasPrefix("[") { return raw.firstIndex(of: "]").map { String(raw[...$0]).lowercased() } }
+            var host = String(raw.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)[0])
+            if host.hasSuffix(".") { host.removeLast() }
+            guard !host.isEmpty, !host.split(separator: ".", omittingEmptySubsequences: false).contains("") else { return nil }
+            return host.lowercased()
+        }
+        var generator = SeededGenerator(seed: 0x4057)
+        let pieces = [
+            "a", "Z", "0", "9", ".", "..", "-", "_", "~", ":", ":80", ":123456", "[", "]", "[::1]", "[AB:cd]", "@", ",", " ", "é", "%41", "EXAMPLE",
+            "com"
+        ]
+        var accepted = 0
+        for _ in 0..<20_000 {
+            var raw = ""
+            for _ in 0..<Int.random(in: 0...8, using: &generator) { raw += pieces.randomElement(using: &generator)! }
+            let host = HostName.canonical(raw)
+            #expect(host == expected(raw), "\(raw.debugDescription)")
+            if let host {
+                accepted += 1
+                #expect(HostName.canonical(host) == host, "\(raw.debugDescription) gave \(host.debugDescription), not a fixed point")
+            }
+        }
+        #expect(accepted > 1_000)
+    }
 }

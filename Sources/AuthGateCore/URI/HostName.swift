@@ -3,46 +3,54 @@
 public enum HostName {
     /// The canonical host of a `Host` value or an absolute-form authority, or nil when it is not a
     /// valid `host[:port]` (RFC 9110 §7.2: reg-name, IPv4 or a bracketed IPv6 literal).
-    public static func canonical(_ value: some StringProtocol) -> String? {
-        // The common case, already canonical: lower-case letters, digits, "-" and "." only, not
-        // ending with ".".
-        if !value.isEmpty, value.utf8.count <= 255, !value.hasSuffix("."),
-            value.utf8.allSatisfy({ ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == 45 || $0 == 46 })
-        {
-            return hasEmptyLabel(value.utf8[...]) ? nil : String(value)
-        }
-        let bytes = Array(value.utf8)
-        guard isValidAuthority(bytes[...]) else { return nil }
-        var host: ArraySlice<UInt8>
-        if bytes.first == UInt8(ascii: "[") {
+    ///
+    /// Every request's host goes through here, so it reads the value's bytes in place: no copy
+    /// unless upper-case letters must be lowered (a host of up to 15 bytes, `127.0.0.1`, is made
+    /// without allocating at all).
+    public static func canonical(_ value: String) -> String? {
+        var value = value
+        return value.withUTF8 { canonical(bytes: $0) }
+    }
+
+    /// ``canonical(_:)`` of a value's UTF-8 bytes.
+    static func canonical(bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        guard isValidAuthority(bytes) else { return nil }
+        // The host ends at the port's colon, or after the `]` of an IPv6 literal.
+        var end = bytes.count
+        if bytes[0] == UInt8(ascii: "[") {
             guard let close = bytes.firstIndex(of: UInt8(ascii: "]")) else { return nil }
-            host = bytes[...close]
-        } else if let colon = bytes.firstIndex(of: UInt8(ascii: ":")) {
-            host = bytes[..<colon]
+            end = close + 1
         } else {
-            host = bytes[...]
-        }
-        if host.first != UInt8(ascii: "[") {
+            if let colon = bytes.firstIndex(of: UInt8(ascii: ":")) { end = colon }
             // One trailing dot is the root label (`example.com.` is `example.com`); any other
             // empty label (`.`, `..`, `.a`, `a..b`, `a..`) is no name at all: refused, so that
             // every host has exactly one spelling.
-            if host.last == UInt8(ascii: ".") { host = host.dropLast() }
-            guard !hasEmptyLabel(host) else { return nil }
+            if bytes[end - 1] == UInt8(ascii: ".") { end -= 1 }
+            guard !hasEmptyLabel(UnsafeBufferPointer(rebasing: bytes[..<end])) else { return nil }
         }
-        return String(decoding: host.map { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") ? $0 | 0x20 : $0 }, as: UTF8.self)
+        let host = UnsafeBufferPointer(rebasing: bytes[..<end])
+        guard host.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) else {
+            return String(decoding: host, as: UTF8.self)
+        }
+        return String(unsafeUninitializedCapacity: host.count) { lowered in
+            for (index, byte) in host.enumerated() {
+                lowered[index] = byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
+            }
+            return host.count
+        }
     }
 
     /// `host[:port]` with a reg-name of letters, digits, `-._~` and sub-delimiters other than
     /// `,`, or a bracketed IPv6 literal; the port is 1 to 5 digits. Nothing else (no `@`, `/`,
     /// spaces or controls).
-    public static func isValidAuthority(_ bytes: ArraySlice<UInt8>) -> Bool {
+    public static func isValidAuthority<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> Bool {
         guard !bytes.isEmpty, bytes.count <= 255 + 6 else { return false }
-        var rest = bytes
+        var rest = bytes[...]
         if rest.first == UInt8(ascii: "[") {
-            guard let close = rest.firstIndex(of: UInt8(ascii: "]")), close > rest.startIndex + 1 else { return false }
-            let literal = rest[(rest.startIndex + 1)..<close]
-            guard literal.allSatisfy({ isHexDigit($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") }) else { return false }
-            rest = rest[(close + 1)...]
+            guard let close = rest.firstIndex(of: UInt8(ascii: "]")) else { return false }
+            let literal = rest[rest.index(after: rest.startIndex)..<close]
+            guard !literal.isEmpty, literal.allSatisfy({ isHexDigit($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") }) else { return false }
+            rest = rest[rest.index(after: close)...]
         } else {
             let end = rest.firstIndex(of: UInt8(ascii: ":")) ?? rest.endIndex
             let name = rest[..<end]
