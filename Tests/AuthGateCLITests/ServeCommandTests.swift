@@ -15,17 +15,26 @@ struct ServeCommandTests {
         let (data, response) = try await HTTP.get(server.baseURL.appendingPathComponent("auth/v1/health"), headers: ["X-Request-Id": "probe-1"])
         #expect(response.statusCode == 200)
         #expect(String(decoding: data, as: UTF8.self).contains("\"name\":\"GoTrue\""))
+        // A HEAD request is served through Hummingbird's own channel, which names requests itself.
+        let (_, head) = try await HTTP.send(
+            server.baseURL.appendingPathComponent("auth/v1/health"), method: "HEAD", headers: ["X-Request-Id": "probe-2"])
+        #expect(head.statusCode == 200)
         let (_, ready) = try await HTTP.get(server.baseURL.appendingPathComponent("readyz"))
         #expect(ready.statusCode == 200)
         let status = await server.stop(signal: SIGTERM)
         #expect(status == 0)
         let log = server.log
         #expect(log.contains("DEVELOPMENT MODE"))
-        let requestLine = log.split(separator: "\n").first { $0.contains("\"gw.request_id\":\"probe-1\"") }
-        let line = try #require(requestLine)
-        let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String]
-        #expect(object?["gw.path"] == "/auth/v1/health")
-        #expect(object?["gw.status"] == "200")
+        for (id, method) in [("probe-1", "GET"), ("probe-2", "HEAD")] {
+            let requestLine = log.split(separator: "\n").first { $0.contains("\"gw.request_id\":\"\(id)\"") }
+            let line = try #require(requestLine, "no access line for \(method)")
+            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String]
+            #expect(object?["gw.method"] == method)
+            #expect(object?["gw.path"] == "/auth/v1/health")
+            #expect(object?["gw.status"] == "200")
+            // One request id per line: Hummingbird's own is replaced by the gateway's.
+            #expect(object?["hb.request.id"] == nil, "\(line)")
+        }
         #expect(log.contains("\"msg\":\"authgate stopped\""))
     }
 

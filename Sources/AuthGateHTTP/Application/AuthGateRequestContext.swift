@@ -18,9 +18,18 @@ public struct AuthGateRequestContext: RequestContext, RemoteAddressRequestContex
     /// The client connection's event loop (new upstream connections are made on it).
     public let eventLoop: any EventLoop
     /// The caller of a bearer-protected endpoint, set by ``BearerAuthenticator`` (`.user`).
-    public var caller: AuthenticatedUser?
+    public var caller: AuthenticatedUser? {
+        get { authentication?.caller }
+        set { authentication = Authentication(caller: newValue, adminClaims: adminClaims) }
+    }
     /// The admin's claims, set by ``BearerAuthenticator`` (`.admin`).
-    public var adminClaims: AccessTokenClaims?
+    public var adminClaims: AccessTokenClaims? {
+        get { authentication?.adminClaims }
+        set { authentication = Authentication(caller: caller, adminClaims: newValue) }
+    }
+    /// The caller and the admin's claims behind one reference: the context is copied at every
+    /// middleware hop, and the account and claims inline made each copy retain some thirty fields.
+    private var authentication: Authentication?
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
@@ -59,5 +68,16 @@ public final class RequestOutcome: Sendable {
     public var reason: String? {
         get { facts.withLock { $0.reason } }
         set { facts.withLock { $0.reason = newValue } }
+    }
+}
+
+/// What ``BearerAuthenticator`` proved about a request's caller, never changed once made.
+private final class Authentication: Sendable {
+    let caller: AuthenticatedUser?
+    let adminClaims: AccessTokenClaims?
+
+    init(caller: AuthenticatedUser?, adminClaims: AccessTokenClaims?) {
+        self.caller = caller
+        self.adminClaims = adminClaims
     }
 }

@@ -26,7 +26,9 @@ public struct RequestLogMiddleware: RouterMiddleware {
         var context = context
         let requestID = Self.acceptableRequestID(request.headers[Self.requestIDHeader]) ?? Self.newRequestID()
         context.requestID = requestID
-        context.logger[metadataKey: "hb.request.id"] = nil
+        // Each change to the logger's metadata copies its handler: one, unless Hummingbird's
+        // channel named the request (its id is replaced by ours).
+        if context.logger[metadataKey: "hb.request.id"] != nil { context.logger[metadataKey: "hb.request.id"] = nil }
         context.logger[metadataKey: "gw.request_id"] = .string(requestID)
         let start = ContinuousClock.now
         var response: Response
@@ -52,10 +54,11 @@ public struct RequestLogMiddleware: RouterMiddleware {
             .response(from: request, context: context)
         }
         response.headers[Self.requestIDHeader] = requestID
-        let route = context.outcome.routeName ?? Self.endpointLabel(request.uri.path)
+        let path = request.uri.path
+        let route = context.outcome.routeName ?? Self.endpointLabel(path)
         GatewayMetrics.request(route: route, status: response.status.code, duration: ContinuousClock.now - start)
         Self.logAccess(
-            context.logger, method: request.method.rawValue, path: request.uri.path, route: route, status: response.status.code, since: start,
+            context.logger, method: request.method.rawValue, path: path, route: route, status: response.status.code, since: start,
             userID: context.outcome.userID, reason: context.outcome.reason
         )
         return response

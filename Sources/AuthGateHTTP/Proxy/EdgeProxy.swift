@@ -56,37 +56,43 @@ public final class EdgeProxy: Sendable {
     static func decide(
         _ head: HTTPRequestHead, facts: RequestHeadFacts, peerAddress: String?, proxy: EdgeProxy?, now: Date, headerListLimit: Int? = nil
     ) -> ProxyDecision {
-        var context = ProxyRequestContext(
-            method: head.method, path: "", version: head.version,
-            requestID: RequestLogMiddleware.acceptableRequestID(facts.requestID) ?? RequestLogMiddleware.newRequestID(),
-            routeName: nil, routeIndex: nil, userID: nil, apiVersion: facts.apiVersion, keepAlive: facts.keepsAlive(head),
-            hasBody: facts.hasBody
-        )
+        // The proxy's context of the request, made only for a refusal or a route: the router
+        // gives AuthGate's own endpoints their request id.
+        var path = ""
+        func context() -> ProxyRequestContext {
+            ProxyRequestContext(
+                method: head.method, path: path, version: head.version,
+                requestID: RequestLogMiddleware.acceptableRequestID(facts.requestID) ?? RequestLogMiddleware.newRequestID(),
+                routeName: nil, routeIndex: nil, userID: nil, apiVersion: facts.apiVersion, keepAlive: facts.keepsAlive(head),
+                hasBody: facts.hasBody
+            )
+        }
         func badRequest(_ reason: String, _ message: String) -> ProxyDecision {
-            .refuse(ProxyRefusal(.badRequest, code: "validation_failed", message: message, reason: reason, closesConnection: true, context: context))
+            .refuse(
+                ProxyRefusal(.badRequest, code: "validation_failed", message: message, reason: reason, closesConnection: true, context: context()))
         }
         if let headerListLimit, facts.listSize > headerListLimit {
             return .refuse(
                 ProxyRefusal(
                     .requestHeaderFieldsTooLarge, code: "request_header_fields_too_large", message: "Request header fields too large",
-                    reason: "header_list_too_large", closesConnection: true, context: context)
+                    reason: "header_list_too_large", closesConnection: true, context: context())
             )
         }
         let target: RequestTarget
         do {
             target = try RequestTarget.normalize(head.uri)
         } catch {
-            context.path = Self.loggedPath(head.uri)
+            path = Self.loggedPath(head.uri)
             if error == .tooLong {
                 return .refuse(
                     ProxyRefusal(
                         .uriTooLong, code: "validation_failed", message: "Request target too long", reason: "target_too_long", closesConnection: true,
-                        context: context)
+                        context: context())
                 )
             }
             return badRequest(error.rawValue, "Invalid request target")
         }
-        context.path = target.path
+        path = target.path
         if let problem = facts.framingProblem { return badRequest(problem, "Ambiguous request framing") }
         if facts.hostCount > 1 { return badRequest("several_hosts", "More than one Host header") }
         if facts.hostCount == 0, target.authority == nil, head.version.isAtLeastHTTP11 { return badRequest("missing_host", "Missing Host header") }
@@ -109,7 +115,7 @@ public final class EdgeProxy: Sendable {
             return .refuse(
                 ProxyRefusal(
                     .methodNotAllowed, code: "method_not_allowed", message: "CONNECT is not supported", reason: "connect_method",
-                    closesConnection: true, context: context)
+                    closesConnection: true, context: context())
             )
         }
         guard let proxy, let route = proxy.route(host: host, path: target.path, method: head.method.rawValue) ?? preflightRoute() else {
@@ -118,7 +124,7 @@ public final class EdgeProxy: Sendable {
             if let authority = target.authority { application.headers.replaceOrAdd(name: "Host", value: authority) }
             return .application(application)
         }
-        return proxy.decide(head, facts: facts, target: target, route: route, context: context, peerAddress: peerAddress, now: now)
+        return proxy.decide(head, facts: facts, target: target, route: route, context: context(), peerAddress: peerAddress, now: now)
     }
 
     /// The CORS headers of every answer to an allowed origin (`allowedOrigin`: the value of
