@@ -95,6 +95,35 @@ struct RESPTests {
         #expect(try reader.nextReply() == .array([.array([.array([.integer(1)]), .array([])]), .null]))
     }
 
+    @Test("a reply's bulk strings are slices of one buffer, in order, and each is its own value")
+    func bulkStringsShareOneBuffer() throws {
+        let reader = try HiredisReader(maxReplyBytes: 1024)
+        try reader.feed(ByteBuffer(string: "*5\r\n$3\r\nabc\r\n$0\r\n\r\n*3\r\n$2\r\nde\r\n+OK\r\n$-1\r\n:5\r\n$4\r\nfghi\r\n"))
+        let reply = try #require(try reader.nextReply())
+        #expect(
+            reply
+                == .array([
+                    .bulkString(ByteBuffer(string: "abc")), .bulkString(ByteBuffer()),
+                    .array([.bulkString(ByteBuffer(string: "de")), .simpleString("OK"), .null]), .integer(5),
+                    .bulkString(ByteBuffer(string: "fghi"))
+                ]))
+        guard case .array(let top) = reply, case .bulkString(let abc) = top[0], case .array(let inner) = top[2],
+            case .bulkString(var de) = inner[0], case .bulkString(let fghi) = top[4]
+        else {
+            Issue.record("unexpected shape: \(reply)")
+            return
+        }
+        // One allocation for the reply's strings: each starts where the one before it ended.
+        func start(_ buffer: ByteBuffer) -> UInt? { buffer.withUnsafeReadableBytes { $0.baseAddress.map { UInt(bitPattern: $0) } } }
+        #expect(start(de) == start(abc).map { $0 + 3 })
+        #expect(start(fghi) == start(abc).map { $0 + 5 })
+        // Changing one value leaves the others (and the shared bytes) as they were.
+        de.setString("XY", at: de.readerIndex)
+        #expect(String(buffer: de) == "XY")
+        #expect(String(buffer: abc) == "abc")
+        #expect(String(buffer: fghi) == "fghi")
+    }
+
     @Test("bytes that are not RESP are a protocol error")
     func protocolError() throws {
         let reader = try HiredisReader(maxReplyBytes: 1024)

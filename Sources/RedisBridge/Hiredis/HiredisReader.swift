@@ -71,15 +71,65 @@ final class HiredisReader {
         return value(of: replyPointer.assumingMemoryBound(to: redisReply.self))
     }
 
+    /// The reply as a ``RESPValue``. Its bulk strings are copied into one buffer and handed out
+    /// as slices of it: one allocation per reply rather than two per string (an account read
+    /// answers five). A slice kept keeps that buffer (the size of the reply's strings) alive;
+    /// whatever keeps bytes for long copies them (the record caches do).
     private func value(of reply: UnsafeMutablePointer<redisReply>) -> RESPValue {
+        // The sum is only a capacity hint (the buffer grows if it is short), capped by the
+        // reply-size limit every reply was held to.
+        var strings = allocator.buffer(capacity: min(Self.bulkStringBytes(reply, upTo: maxReplyBytes), maxReplyBytes))
+        Self.copyBulkStrings(reply, into: &strings)
+        // Written whole before any slice is taken: a write after a slice would copy the buffer.
+        return Self.value(of: reply, slicing: &strings)
+    }
+
+    /// The bytes of a reply's bulk strings, depth first; not past `limit`.
+    private static func bulkStringBytes(_ reply: UnsafeMutablePointer<redisReply>, upTo limit: Int) -> Int {
         let node = reply.pointee
         switch node.type {
         case REDIS_REPLY_STRING:
-            return .bulkString(bytes(node.str, node.len))
+            return node.str == nil ? 0 : min(node.len, limit)
+        case REDIS_REPLY_ARRAY:
+            guard let elements = node.element else { return 0 }
+            var total = 0
+            for index in 0..<node.elements where total < limit {
+                if let element = elements[index] { total += min(bulkStringBytes(element, upTo: limit), limit - total) }
+            }
+            return total
+        default:
+            return 0
+        }
+    }
+
+    /// Writes a reply's bulk strings into `buffer`, depth first (the order ``value(of:slicing:)`` reads them).
+    private static func copyBulkStrings(_ reply: UnsafeMutablePointer<redisReply>, into buffer: inout ByteBuffer) {
+        let node = reply.pointee
+        switch node.type {
+        case REDIS_REPLY_STRING:
+            guard let pointer = node.str, node.len > 0 else { return }
+            buffer.writeBytes(UnsafeRawBufferPointer(start: pointer, count: node.len))
+        case REDIS_REPLY_ARRAY:
+            guard let elements = node.element else { return }
+            for index in 0..<node.elements {
+                if let element = elements[index] { copyBulkStrings(element, into: &buffer) }
+            }
+        default:
+            return
+        }
+    }
+
+    /// The value of a reply whose bulk strings are in `strings`, in order: each is a slice of it.
+    private static func value(of reply: UnsafeMutablePointer<redisReply>, slicing strings: inout ByteBuffer) -> RESPValue {
+        let node = reply.pointee
+        switch node.type {
+        case REDIS_REPLY_STRING:
+            let length = node.str == nil ? 0 : node.len
+            return .bulkString(strings.readSlice(length: length) ?? ByteBuffer())
         case REDIS_REPLY_STATUS:
-            return .simpleString(String(buffer: bytes(node.str, node.len)))
+            return .simpleString(text(node.str, node.len))
         case REDIS_REPLY_ERROR:
-            return .error(String(buffer: bytes(node.str, node.len)))
+            return .error(text(node.str, node.len))
         case REDIS_REPLY_INTEGER:
             return .integer(Int64(node.integer))
         case REDIS_REPLY_ARRAY:
@@ -88,7 +138,7 @@ final class HiredisReader {
             values.reserveCapacity(node.elements)
             for index in 0..<node.elements {
                 if let element = elements[index] {
-                    values.append(value(of: element))
+                    values.append(value(of: element, slicing: &strings))
                 } else {
                     values.append(.null)
                 }
@@ -99,9 +149,10 @@ final class HiredisReader {
         }
     }
 
-    private func bytes(_ pointer: UnsafeMutablePointer<CChar>?, _ length: Int) -> ByteBuffer {
-        guard let pointer, length > 0 else { return allocator.buffer(capacity: 0) }
-        return allocator.buffer(bytes: UnsafeRawBufferPointer(start: pointer, count: length))
+    /// A status or error line as text (invalid UTF-8 repaired).
+    private static func text(_ pointer: UnsafeMutablePointer<CChar>?, _ length: Int) -> String {
+        guard let pointer, length > 0 else { return "" }
+        return String(decoding: UnsafeRawBufferPointer(start: pointer, count: length), as: UTF8.self)
     }
 
     private func protocolError() -> RedisError {
