@@ -80,10 +80,11 @@ public final class RedisClient: Service, Sendable {
         return try await connection().sendReturningErrorReplies(command, timeout: timeout)
     }
 
-    /// One round trip on a connection the caller holds (``connection()``), counted in ``roundTrips``.
-    func sendPipelined(_ commands: [RedisCommand], on connection: RedisConnection, timeout: TimeAmount?) async throws -> [RESPValue] {
+    /// One command on a connection the caller holds (``connection()``), counted in ``roundTrips``;
+    /// error replies come back as values.
+    func send(_ command: RedisCommand, on connection: RedisConnection) async throws -> RESPValue {
         sent.wrappingAdd(1, ordering: .relaxed)
-        return try await connection.sendPipelined(commands, timeout: timeout)
+        return try await connection.sendReturningErrorReplies(command)
     }
 
     /// Behind Sentinels, the master this client follows: the last one a Sentinel announced or the

@@ -54,7 +54,12 @@ public final class RedisConnection: Sendable {
 
     /// Like ``send(_:timeout:)``, but hands error replies back as ``RESPValue/error(_:)`` values.
     public func sendReturningErrorReplies(_ command: RedisCommand, timeout: TimeAmount? = nil) async throws -> RESPValue {
-        try await sendPipelined([command], timeout: timeout)[0]
+        // One command: no arrays of commands, requests or replies (the path of nearly every call).
+        let request = self.request(command, deadline: channel.eventLoop.now + (timeout ?? commandTimeout))
+        let start = ContinuousClock.now
+        RedisMetrics.started()
+        enqueue(CollectionOfOne(request))
+        return try await reply(to: request, since: start, measured: timeout == nil)
     }
 
     /// Writes several commands at once, in order, with nothing of another caller's between them
@@ -63,11 +68,7 @@ public final class RedisConnection: Sendable {
     /// - Throws: ``RedisError`` only: the connection failed before every reply arrived.
     public func sendPipelined(_ commands: [RedisCommand], timeout: TimeAmount? = nil) async throws -> [RESPValue] {
         let deadline = channel.eventLoop.now + (timeout ?? commandTimeout)
-        let requests = commands.map { command in
-            RedisRequest(
-                encodedCommand: command.encoded(allocator: channel.allocator), promise: channel.eventLoop.makePromise(of: RESPValue.self),
-                deadline: deadline)
-        }
+        let requests = commands.map { request($0, deadline: deadline) }
         let start = ContinuousClock.now
         for _ in requests { RedisMetrics.started() }
         enqueue(requests)
@@ -76,20 +77,37 @@ public final class RedisConnection: Sendable {
         var failure: RedisError?
         for request in requests {
             do {
-                let reply = try await request.promise.futureResult.get()
-                RedisMetrics.finished(after: start, measured: timeout == nil)
-                if case .error(let message) = reply, !reply.isNoScript { serverErrorReplied(message) }
-                replies.append(reply)
+                replies.append(try await reply(to: request, since: start, measured: timeout == nil))
             } catch {
                 // Later promises fail too (the connection is gone); wait for each so none is left.
-                let redisError = error as? RedisError ?? RedisError(.connectionClosed, "\(error)")
-                RedisMetrics.finished(after: start, measured: false)
-                RedisMetrics.failed(redisError.code)
-                failure = failure ?? redisError
+                failure = failure ?? (error as? RedisError ?? RedisError(.connectionClosed, "\(error)"))
             }
         }
         if let failure { throw failure }
         return replies
+    }
+
+    /// A command encoded, with the promise for its reply.
+    private func request(_ command: RedisCommand, deadline: NIODeadline) -> RedisRequest {
+        RedisRequest(
+            encodedCommand: command.encoded(allocator: channel.allocator), promise: channel.eventLoop.makePromise(of: RESPValue.self),
+            deadline: deadline)
+    }
+
+    /// Waits for the reply to `request` and counts it (error replies are returned as values).
+    /// - Throws: ``RedisError`` only.
+    private func reply(to request: RedisRequest, since start: ContinuousClock.Instant, measured: Bool) async throws -> RESPValue {
+        do {
+            let reply = try await request.promise.futureResult.get()
+            RedisMetrics.finished(after: start, measured: measured)
+            if case .error(let message) = reply, !reply.isNoScript { serverErrorReplied(message) }
+            return reply
+        } catch {
+            let redisError = error as? RedisError ?? RedisError(.connectionClosed, "\(error)")
+            RedisMetrics.finished(after: start, measured: false)
+            RedisMetrics.failed(redisError.code)
+            throw redisError
+        }
     }
 
     /// Counts an error reply (not `NOSCRIPT`, which the caller answers with the script itself,
@@ -116,7 +134,7 @@ public final class RedisConnection: Sendable {
         return messages
     }
 
-    private func enqueue(_ requests: [RedisRequest]) {
+    private func enqueue(_ requests: some Collection<RedisRequest>) {
         let isFirst = outbox.withLock { pending -> Bool in
             let wasEmpty = pending.isEmpty
             pending.append(contentsOf: requests)

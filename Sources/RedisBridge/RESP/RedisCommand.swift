@@ -38,6 +38,11 @@ public struct RedisCommand: Sendable, Hashable {
         self.arguments = [.string(name)] + arguments
     }
 
+    /// Creates a command from all of its arguments, the command name first (no copy).
+    init(nameAndArguments: [RedisArgument]) {
+        self.arguments = nameAndArguments
+    }
+
     /// The command name as given (`GET`, `EVALSHA`, ...).
     public var name: String {
         if case .string(let name) = arguments.first { return name }

@@ -23,8 +23,22 @@ public struct RedisScript: Sendable, Hashable {
     /// The command that runs the script with `tail` (`numkeys`, the keys, the arguments):
     /// `EVALSHA`, or `EVAL` with the source once the server has answered `NOSCRIPT`.
     func command(_ tail: [RedisArgument], sendingSource: Bool = false) -> RedisCommand {
-        sendingSource
-            ? RedisCommand("EVAL", arguments: [.string(source)] + tail) : RedisCommand("EVALSHA", arguments: [.string(sha1)] + tail)
+        var all: [RedisArgument] = []
+        all.reserveCapacity(2 + tail.count)
+        all.append(sendingSource ? "EVAL" : "EVALSHA")
+        all.append(.string(sendingSource ? source : sha1))
+        all.append(contentsOf: tail)
+        return RedisCommand(nameAndArguments: all)
+    }
+
+    /// `numkeys`, the keys and the arguments of a call, in one array.
+    static func tail(keys: [String], arguments: [RedisArgument]) -> [RedisArgument] {
+        var tail: [RedisArgument] = []
+        tail.reserveCapacity(1 + keys.count + arguments.count)
+        tail.append(.integer(Int64(keys.count)))
+        for key in keys { tail.append(.string(key)) }
+        tail.append(contentsOf: arguments)
+        return tail
     }
 }
 
@@ -48,13 +62,13 @@ extension RedisClient {
     public func evaluate(
         _ script: RedisScript, keys: [String], arguments: [RedisArgument] = [], acknowledgement: RedisReplicaAcknowledgement? = nil
     ) async throws -> RESPValue {
-        let tail: [RedisArgument] = [.integer(Int64(keys.count))] + keys.map { .string($0) } + arguments
+        let tail = RedisScript.tail(keys: keys, arguments: arguments)
         if let acknowledgement { return try await evaluateAcknowledged(script, tail: tail, acknowledgement: acknowledgement) }
         let connection = try await connection()
-        var reply = try await sendPipelined([script.command(tail)], on: connection, timeout: nil)[0]
+        var reply = try await send(script.command(tail), on: connection)
         if reply.isNoScript {
             RedisMetrics.scriptLoaded()
-            reply = try await sendPipelined([script.command(tail, sendingSource: true)], on: connection, timeout: nil)[0]
+            reply = try await send(script.command(tail, sendingSource: true), on: connection)
         }
         if case .error(let message) = reply { throw RedisError(.serverError, message) }
         return reply
