@@ -109,6 +109,10 @@ struct JSONValueTests {
         }
         for date in dates {
             #expect(date.rfc3339WithMilliseconds == style.format(date), "\(date.timeIntervalSince1970)")
+            // The JSON writer copies the same bytes, unescaped.
+            var object = JSONObjectWriter()
+            object.rfc3339("at", date)
+            #expect(String(decoding: object.finished(), as: UTF8.self) == "{\"at\":\"\(style.format(date))\"}")
         }
         #expect(Date(timeIntervalSince1970: 1e15).rfc3339WithMilliseconds == style.format(Date(timeIntervalSince1970: 1e15)))
     }

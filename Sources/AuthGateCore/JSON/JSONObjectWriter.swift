@@ -1,3 +1,9 @@
+#if canImport(FoundationEssentials)
+    package import FoundationEssentials
+#else
+    package import Foundation
+#endif
+
 /// Writes one JSON object member by member, for shapes known in advance (stored records, access
 /// token claims, GoTrue's answers): no dictionary is built and nothing is sorted per write. The
 /// caller writes members in the order it wants them; to give the bytes ``JSONValue`` would, that is
@@ -34,6 +40,16 @@ package struct JSONObjectWriter {
         guard let value else { return }
         name(key)
         JSONValue.writeString(value, into: &output)
+    }
+
+    /// A date member in RFC 3339 with milliseconds (``Date/rfc3339WithMilliseconds``); nothing
+    /// when `value` is nil. Its text needs no escaping, so its bytes are copied as they are.
+    package mutating func rfc3339(_ key: StaticString, _ value: Date?) {
+        guard let value else { return }
+        name(key)
+        output.append(UInt8(ascii: "\""))
+        value.withRFC3339WithMilliseconds { output.append(contentsOf: $0) }
+        output.append(UInt8(ascii: "\""))
     }
 
     package mutating func integer(_ key: StaticString, _ value: Int64) {

@@ -10,45 +10,57 @@ extension Date {
     /// the seconds since 1970 (civil-from-days, no calendar object): every user and token response
     /// carries several. Dates outside years 1600 through 9999 go through Foundation's formatter.
     public var rfc3339WithMilliseconds: String {
+        withRFC3339WithMilliseconds { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// Calls `body` with the bytes of ``rfc3339WithMilliseconds`` (ASCII: digits and `-:T.Z`),
+    /// written on the stack: a JSON writer copies them without a `String` in between.
+    package func withRFC3339WithMilliseconds<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
         // Foundation splits the interval since 2001 into whole seconds and a fraction it truncates
         // to the millisecond; dates before 1600 it counts in the Julian calendar.
         let interval = timeIntervalSinceReferenceDate
         guard interval.isFinite, Self.gregorianReferenceRange.contains(interval) else {
-            return Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(self)
+            var text = Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(self)
+            return text.withUTF8(body)
         }
         let whole = interval.rounded(.down)
         let millisecond = min(999, Int64(((interval - whole) * 1000).rounded(.down)))
         let seconds = Int64(whole) + 978_307_200
         let (days, secondOfDay) = Self.floorDivision(seconds, 86_400)
         let (year, month, day) = Self.civilDate(days: days)
-
-        var text: [UInt8] = []
-        text.reserveCapacity(24)
-        func digits(_ value: Int64, _ count: Int) {
-            var divisor: Int64 = 1
-            for _ in 1..<count { divisor *= 10 }
-            var rest = value
-            while divisor > 0 {
-                text.append(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: rest / divisor))
-                rest %= divisor
-                divisor /= 10
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { text in
+            var end = 0
+            func digits(_ value: Int64, _ count: Int) {
+                var divisor: Int64 = 1
+                for _ in 1..<count { divisor *= 10 }
+                var rest = value
+                while divisor > 0 {
+                    text[end] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: rest / divisor)
+                    end += 1
+                    rest %= divisor
+                    divisor /= 10
+                }
             }
+            func character(_ byte: UInt8) {
+                text[end] = byte
+                end += 1
+            }
+            digits(year, 4)
+            character(UInt8(ascii: "-"))
+            digits(month, 2)
+            character(UInt8(ascii: "-"))
+            digits(day, 2)
+            character(UInt8(ascii: "T"))
+            digits(secondOfDay / 3600, 2)
+            character(UInt8(ascii: ":"))
+            digits(secondOfDay / 60 % 60, 2)
+            character(UInt8(ascii: ":"))
+            digits(secondOfDay % 60, 2)
+            character(UInt8(ascii: "."))
+            digits(millisecond, 3)
+            character(UInt8(ascii: "Z"))
+            return body(UnsafeBufferPointer(rebasing: text[..<end]))
         }
-        digits(year, 4)
-        text.append(UInt8(ascii: "-"))
-        digits(month, 2)
-        text.append(UInt8(ascii: "-"))
-        digits(day, 2)
-        text.append(UInt8(ascii: "T"))
-        digits(secondOfDay / 3600, 2)
-        text.append(UInt8(ascii: ":"))
-        digits(secondOfDay / 60 % 60, 2)
-        text.append(UInt8(ascii: ":"))
-        digits(secondOfDay % 60, 2)
-        text.append(UInt8(ascii: "."))
-        digits(millisecond, 3)
-        text.append(UInt8(ascii: "Z"))
-        return String(decoding: text, as: UTF8.self)
     }
 
     /// Howard Hinnant's civil_from_days: days since 1970-01-01 to a proleptic Gregorian date.

@@ -103,31 +103,31 @@ public enum GoTrueJSON {
     private static func writeUser(_ user: UserRecord, identities: [IdentityRecord], into object: inout JSONObjectWriter) {
         object.value("app_metadata", .object(user.appMetadata))
         object.string("aud", user.aud)
-        object.string("banned_until", user.bannedUntil?.rfc3339WithMilliseconds)
-        object.string("confirmed_at", user.emailConfirmedAt?.rfc3339WithMilliseconds)
-        object.string("created_at", user.createdAt.rfc3339WithMilliseconds)
-        object.string("deleted_at", user.deletedAt?.rfc3339WithMilliseconds)
+        object.rfc3339("banned_until", user.bannedUntil)
+        object.rfc3339("confirmed_at", user.emailConfirmedAt)
+        object.rfc3339("created_at", user.createdAt)
+        object.rfc3339("deleted_at", user.deletedAt)
         object.string("email", user.email ?? "")
-        object.string("email_confirmed_at", user.emailConfirmedAt?.rfc3339WithMilliseconds)
+        object.rfc3339("email_confirmed_at", user.emailConfirmedAt)
         object.string("id", user.id)
         object.objects("identities", identities) { identity, object in writeIdentity(identity, into: &object) }
         object.bool("is_anonymous", user.isAnonymous)
-        object.string("last_sign_in_at", user.lastSignInAt?.rfc3339WithMilliseconds)
+        object.rfc3339("last_sign_in_at", user.lastSignInAt)
         object.string("phone", user.phone ?? "")
         object.string("role", user.role)
-        object.string("updated_at", user.updatedAt.rfc3339WithMilliseconds)
+        object.rfc3339("updated_at", user.updatedAt)
         object.value("user_metadata", .object(user.userMetadata))
     }
 
     private static func writeIdentity(_ identity: IdentityRecord, into object: inout JSONObjectWriter) {
-        object.string("created_at", identity.createdAt.rfc3339WithMilliseconds)
+        object.rfc3339("created_at", identity.createdAt)
         object.string("email", identity.email)
         object.string("id", identity.subject)
         object.value("identity_data", .object(identity.identityData))
         object.string("identity_id", identity.identityID)
-        object.string("last_sign_in_at", identity.lastSignInAt?.rfc3339WithMilliseconds)
+        object.rfc3339("last_sign_in_at", identity.lastSignInAt)
         object.string("provider", identity.provider)
-        object.string("updated_at", identity.updatedAt.rfc3339WithMilliseconds)
+        object.rfc3339("updated_at", identity.updatedAt)
         object.string("user_id", identity.userID)
     }
 
