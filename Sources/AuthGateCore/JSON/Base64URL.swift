@@ -1,5 +1,11 @@
 import CSystemRandom
 
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
+
 /// Base64url (RFC 4648 §5) without padding, as JWS and JWK use it, plus lower-case hex. Byte-level
 /// code: these run several times per request.
 ///
@@ -101,14 +107,18 @@ public enum Base64URL {
         }
     }
 
-    /// Lower-case hexadecimal.
-    public static func hex(_ bytes: some Sequence<UInt8>) -> String {
-        var output = [UInt8]()
-        for byte in bytes {
-            output.append(hexDigits[Int(byte >> 4)])
-            output.append(hexDigits[Int(byte & 15)])
+    /// Lower-case hexadecimal, written straight into the string's storage (a digest's hex was
+    /// an array grown six times, then copied).
+    public static func hex(_ bytes: some ContiguousBytes) -> String {
+        bytes.withUnsafeBytes { raw in
+            String(unsafeUninitializedCapacity: raw.count * 2) { output in
+                for (index, byte) in raw.enumerated() {
+                    output[2 * index] = hexDigits[Int(byte >> 4)]
+                    output[2 * index + 1] = hexDigits[Int(byte & 15)]
+                }
+                return raw.count * 2
+            }
         }
-        return String(decoding: output, as: UTF8.self)
     }
 
     /// `count` random bytes from the kernel's CSPRNG in one `getrandom` call (the standard
