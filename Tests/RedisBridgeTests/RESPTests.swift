@@ -11,6 +11,8 @@ struct RESPTests {
     func encoding() {
         let command = RedisCommand("SET", "key", .bytes(ByteBuffer(string: "välue")), "PX", 1500)
         #expect(String(buffer: command.encoded()) == "*5\r\n$3\r\nSET\r\n$3\r\nkey\r\n$6\r\nvälue\r\n$2\r\nPX\r\n$4\r\n1500\r\n")
+        let binary = RedisCommand("SET", "k", .byteArray([0, 13, 10, 255]))
+        #expect(Array(buffer: binary.encoded()) == Array("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$4\r\n".utf8) + [0, 13, 10, 255, 13, 10])
         for value: Int64 in [0, 7, 9, 10, 99, 100, -1, -10, 1_790_000_000_123, .max, .min] {
             let text = String(value)
             #expect(String(buffer: RedisCommand("X", .integer(value)).encoded()) == "*2\r\n$1\r\nX\r\n$\(text.utf8.count)\r\n\(text)\r\n")

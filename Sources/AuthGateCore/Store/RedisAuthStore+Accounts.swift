@@ -54,31 +54,50 @@ extension RedisAuthStore {
 
     public func commit(_ change: AccountChange) async throws -> AccountChangeOutcome {
         let user = change.user
-        var arguments: [RedisArgument] = [.string(keyPrefix), .string(user.id)]
+        // Appended one by one into room reserved once: `+= [...]` made an array per group.
+        var arguments: [RedisArgument] = []
+        arguments.reserveCapacity(
+            17 + 2 * change.claimedIdentities.count + 3 * change.savedIdentities.count + 2 * change.removedIdentities.count)
+        arguments.append(.string(keyPrefix))
+        arguments.append(.string(user.id))
         if let base = change.base {
-            arguments += ["1", .bytes(ByteBuffer(bytes: base.bytes))]
+            arguments.append("1")
+            arguments.append(.byteArray(base.bytes))
         } else {
-            arguments += ["0", ""]
+            arguments.append("0")
+            arguments.append("")
         }
-        arguments += [
-            .bytes(ByteBuffer(bytes: StoredRecordCoding.encode(user))), .integer(Self.milliseconds(user.createdAt)), .string(change.fence ?? "")
-        ]
-        for key in change.claimedIdentities { arguments += ["claim", .string(key.field)] }
-        if let email = change.claimedEmail { arguments += ["email", .string(email)] }
+        arguments.append(.byteArray(StoredRecordCoding.encode(user)))
+        arguments.append(.integer(Self.milliseconds(user.createdAt)))
+        arguments.append(.string(change.fence ?? ""))
+        for key in change.claimedIdentities {
+            arguments.append("claim")
+            arguments.append(.string(key.field))
+        }
+        if let email = change.claimedEmail {
+            arguments.append("email")
+            arguments.append(.string(email))
+        }
         for identity in change.savedIdentities {
-            arguments += [
-                "save", .string(IdentityKey(provider: identity.provider, subject: identity.subject).field),
-                .bytes(ByteBuffer(bytes: StoredRecordCoding.encode(identity)))
-            ]
+            arguments.append("save")
+            arguments.append(.string(IdentityKey(provider: identity.provider, subject: identity.subject).field))
+            arguments.append(.byteArray(StoredRecordCoding.encode(identity)))
         }
         if let session = change.newSession {
-            arguments += [
-                "session", .string(session.record.id), .bytes(ByteBuffer(bytes: StoredRecordCoding.encode(session.record))),
-                .string(session.refreshTokenHash), .integer(Self.milliseconds(session.record.createdAt))
-            ]
+            arguments.append("session")
+            arguments.append(.string(session.record.id))
+            arguments.append(.byteArray(StoredRecordCoding.encode(session.record)))
+            arguments.append(.string(session.refreshTokenHash))
+            arguments.append(.integer(Self.milliseconds(session.record.createdAt)))
         }
-        for key in change.removedIdentities { arguments += ["drop", .string(key.field)] }
-        if let email = change.releasedEmail { arguments += ["release", .string(email)] }
+        for key in change.removedIdentities {
+            arguments.append("drop")
+            arguments.append(.string(key.field))
+        }
+        if let email = change.releasedEmail {
+            arguments.append("release")
+            arguments.append(.string(email))
+        }
         if change.endsAllSessions { arguments.append("endall") }
 
         let reply = try await runAcknowledged(
@@ -107,7 +126,7 @@ extension RedisAuthStore {
             RedisAccountScripts.updateIdentity, keys: [keys.identities(identity.userID)],
             arguments: [
                 .string(keyPrefix), .string(IdentityKey(provider: identity.provider, subject: identity.subject).field),
-                .bytes(ByteBuffer(bytes: StoredRecordCoding.encode(identity)))
+                .byteArray(StoredRecordCoding.encode(identity))
             ]
         )
         return reply.int == 1

@@ -71,7 +71,7 @@ extension RedisAuthStore {
         var arguments: [RedisArgument] = []
         for entry in entries {
             let due: RedisArgument = entry.failedAt == nil ? .integer(entry.nextAttemptAt.unixMilliseconds) : .string("failed")
-            arguments += [.string(entry.id), .bytes(ByteBuffer(bytes: entry.encoded())), due]
+            arguments += [.string(entry.id), .byteArray(entry.encoded()), due]
         }
         try await run(
             Self.enqueueProviderRevocationsScript, keys: [keys.providerRevocationsDue, keys.providerRevocationEntries], arguments: arguments)
@@ -103,7 +103,7 @@ extension RedisAuthStore {
         let reply = try await run(
             Self.settleProviderRevocationScript, keys: [keys.providerRevocationsDue, keys.providerRevocationEntries],
             arguments: [
-                .string(entry.id), .integer(lease.unixMilliseconds), .string(mode), .bytes(ByteBuffer(bytes: entry.encoded())),
+                .string(entry.id), .integer(lease.unixMilliseconds), .string(mode), .byteArray(entry.encoded()),
                 .integer(entry.nextAttemptAt.unixMilliseconds)
             ])
         return reply.int == 1

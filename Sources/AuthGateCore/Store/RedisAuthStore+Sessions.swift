@@ -13,7 +13,7 @@ extension RedisAuthStore {
             RedisAccountScripts.createSession,
             keys: [keys.session(session.userID, session.id), keys.sessions(session.userID), keys.sessionOwner(session.id)],
             arguments: [
-                .string(keyPrefix), .string(session.userID), .string(session.id), .bytes(ByteBuffer(bytes: StoredRecordCoding.encode(session))),
+                .string(keyPrefix), .string(session.userID), .string(session.id), .byteArray(StoredRecordCoding.encode(session)),
                 .string(refreshTokenHash), .integer(Self.milliseconds(session.createdAt))
             ]
         )

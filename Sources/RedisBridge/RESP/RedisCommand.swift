@@ -4,6 +4,8 @@ public import NIOCore
 public enum RedisArgument: Sendable, Hashable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral {
     case string(String)
     case bytes(ByteBuffer)
+    /// Raw bytes as an array (an encoded record): written as they are, with no buffer made for them.
+    case byteArray([UInt8])
     case integer(Int64)
 
     public init(stringLiteral value: String) { self = .string(value) }
@@ -14,6 +16,7 @@ public enum RedisArgument: Sendable, Hashable, ExpressibleByStringLiteral, Expre
         switch self {
         case .string(let text): return text.utf8.count + 16
         case .bytes(let buffer): return buffer.readableBytes + 16
+        case .byteArray(let bytes): return bytes.count + 16
         case .integer: return 36
         }
     }
@@ -62,6 +65,9 @@ public struct RedisCommand: Sendable, Hashable {
             case .bytes(let bytes):
                 Self.writeBulkHeader(length: bytes.readableBytes, into: &buffer)
                 buffer.writeImmutableBuffer(bytes)
+            case .byteArray(let bytes):
+                Self.writeBulkHeader(length: bytes.count, into: &buffer)
+                buffer.writeBytes(bytes)
             case .integer(let value):
                 Self.withDecimal(value) { digits in
                     Self.writeBulkHeader(length: digits.count, into: &buffer)
