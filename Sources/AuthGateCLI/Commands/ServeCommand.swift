@@ -69,7 +69,9 @@ struct ServeCommand: AsyncParsableCommand {
         otel.traces.otlpExporter.endpoint = tracing.endpoint
         otel.traces.otlpExporter.protocol = .httpProtobuf
         otel.propagators = [.traceContext]
-        return try OTel.bootstrap(configuration: otel)
+        let exporter = try OTel.bootstrap(configuration: otel)
+        GatewaySpans.enable()
+        return exporter
     }
 
     static let developmentBanner: String = {

@@ -71,8 +71,8 @@ public struct AccountService: Sendable {
         provider: String, idToken: String, rawNonce: String?, linkingTo: AuthenticatedUser?, authorizationCode: String? = nil,
         device: SessionDevice = .unknown, now: Date
     ) async throws -> IssuedSession {
-        var identity = try await withSpan("auth.verify_id_token") { span in
-            span.attributes["auth.provider"] = provider
+        var identity = try await GatewaySpans.run("auth.verify_id_token") { span in
+            span?.attributes["auth.provider"] = provider
             return try await idTokens.verify(provider: provider, idToken: idToken, rawNonce: rawNonce, now: now)
         }
         if let authorizationCode {
@@ -85,7 +85,7 @@ public struct AccountService: Sendable {
                 )
             }
             let clientID = identity.audiences.first ?? ""
-            identity.sealedRefreshToken = try await withSpan("auth.apple_code_exchange") { _ in
+            identity.sealedRefreshToken = try await GatewaySpans.run("auth.apple_code_exchange") { _ in
                 try await appleRefreshTokens.sealedRefreshToken(code: authorizationCode, clientID: clientID, subject: identity.subject, now: now)
             }
             identity.refreshTokenClientID = clientID

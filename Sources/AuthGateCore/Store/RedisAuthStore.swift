@@ -52,8 +52,8 @@ public struct RedisAuthStore: AuthStore {
     /// Sends a command, turning Redis failures into ``AuthGateError/Code/storeUnavailable``.
     @discardableResult
     func run(_ command: RedisCommand) async throws -> RESPValue {
-        try await withSpan("redis \(command.name)", ofKind: .client) { span in
-            span.attributes["db.system"] = "redis"
+        try await GatewaySpans.run("redis \(command.name)", ofKind: .client) { span in
+            span?.attributes["db.system"] = "redis"
             return try await mappingRedisErrors { try await redis.send(command) }
         }
     }
@@ -63,8 +63,8 @@ public struct RedisAuthStore: AuthStore {
     func run(
         _ script: RedisScript, keys: [String], arguments: [RedisArgument], acknowledgement: RedisReplicaAcknowledgement? = nil
     ) async throws -> RESPValue {
-        try await withSpan("redis EVALSHA", ofKind: .client) { span in
-            span.attributes["db.system"] = "redis"
+        try await GatewaySpans.run("redis EVALSHA", ofKind: .client) { span in
+            span?.attributes["db.system"] = "redis"
             return try await mappingRedisErrors {
                 try await redis.evaluate(script, keys: keys, arguments: arguments, acknowledgement: acknowledgement)
             }

@@ -88,8 +88,8 @@ public struct TokenController: Sendable {
             }
         }
         do {
-            let issued = try await withSpan("auth.sign_in") { span in
-                span.attributes["auth.provider"] = label
+            let issued = try await GatewaySpans.run("auth.sign_in") { span in
+                span?.attributes["auth.provider"] = label
                 return try await accounts.signInWithIDToken(
                     provider: provider, idToken: idToken, rawNonce: body.nonce, linkingTo: linkTarget,
                     authorizationCode: body.authorizationCode.flatMap { $0.isEmpty ? nil : $0 },
@@ -119,7 +119,7 @@ public struct TokenController: Sendable {
             throw GoTrueError(.badRequest, code: "validation_failed", message: "Refresh token is not valid")
         }
         do {
-            let issued = try await withSpan("auth.refresh") { _ in try await accounts.refresh(refreshToken, now: Date()) }
+            let issued = try await GatewaySpans.run("auth.refresh") { _ in try await accounts.refresh(refreshToken, now: Date()) }
             context.outcome.userID = issued.user.id
             return RequestSupport.json(text: GoTrueJSON.sessionText(issued, users: users))
         } catch let error as AuthGateError {
