@@ -24,28 +24,37 @@ public enum GatewayMetrics {
 
     /// An ID-token sign-in: `outcome` is `ok` or the stable rejection code (`expired`, `nonce_mismatch`, `replayed`, …).
     public static func signIn(provider: String, outcome: String) {
-        counter("authgate_sign_ins_total", [("provider", provider), ("outcome", outcome)]).increment()
+        counter(CounterKey(label: "authgate_sign_ins_total", first: provider, second: outcome), names: ("provider", "outcome")).increment()
     }
 
     /// A refresh: `rotated`, `reused_in_window`, `reuse_revoked`, `expired`, `not_found`, `banned`.
     public static func refresh(outcome: String) {
-        counter("authgate_refresh_total", [("outcome", outcome)]).increment()
+        counter(CounterKey(label: "authgate_refresh_total", first: outcome), names: ("outcome", nil)).increment()
     }
 
-    /// A counter on the hot path, made once per label set and kept.
-    private static func counter(_ label: String, _ dimensions: [(String, String)]) -> Counter {
-        var key = [label]
-        for (name, value) in dimensions { key += [name, value] }
-        return counters.withLock { known in
+    /// A counter on the hot path, made once per label set and kept: finding it allocates nothing
+    /// (the key is the label and its one or two dimension values; each label's dimension names
+    /// are fixed and read only when the counter is made).
+    private static func counter(_ key: CounterKey, names: (String, String?)) -> Counter {
+        counters.withLock { known in
             if let counter = known[key] { return counter }
-            let counter = Counter(label: label, dimensions: dimensions)
+            var dimensions = [(names.0, key.first)]
+            if let second = names.1, let value = key.second { dimensions.append((second, value)) }
+            let counter = Counter(label: key.label, dimensions: dimensions)
             known[key] = counter
             return counter
         }
     }
 
-    /// Made counters by label, then each dimension's name and value.
-    private static let counters = Mutex<[[String]: Counter]>([:])
+    /// A hot-path counter's label and dimension values.
+    private struct CounterKey: Hashable {
+        let label: String
+        let first: String
+        var second: String? = nil
+    }
+
+    /// Made counters by label and dimension values.
+    private static let counters = Mutex<[CounterKey: Counter]>([:])
 
     /// A provider key set was fetched (`failed` when the fetch did not give a usable set).
     public static func keySetFetch(provider: String, failed: Bool) {
