@@ -58,26 +58,22 @@ extension RedisAuthStore {
         var arguments: [RedisArgument] = []
         arguments.reserveCapacity(
             17 + 2 * change.claimedIdentities.count + 3 * change.savedIdentities.count + 2 * change.removedIdentities.count)
-        arguments.append(.string(keyPrefix))
-        arguments.append(.string(user.id))
+        /// A tagged pair: a word the script reads, then its value.
+        func pair(_ tag: RedisArgument, _ value: RedisArgument) {
+            arguments.append(tag)
+            arguments.append(value)
+        }
+        pair(.string(keyPrefix), .string(user.id))
         if let base = change.base {
-            arguments.append("1")
-            arguments.append(.byteArray(base.bytes))
+            pair("1", .byteArray(base.bytes))
         } else {
-            arguments.append("0")
-            arguments.append("")
+            pair("0", "")
         }
         arguments.append(.byteArray(StoredRecordCoding.encode(user)))
         arguments.append(.integer(Self.milliseconds(user.createdAt)))
         arguments.append(.string(change.fence ?? ""))
-        for key in change.claimedIdentities {
-            arguments.append("claim")
-            arguments.append(.string(key.field))
-        }
-        if let email = change.claimedEmail {
-            arguments.append("email")
-            arguments.append(.string(email))
-        }
+        for key in change.claimedIdentities { pair("claim", .string(key.field)) }
+        if let email = change.claimedEmail { pair("email", .string(email)) }
         for identity in change.savedIdentities {
             arguments.append("save")
             arguments.append(.string(IdentityKey(provider: identity.provider, subject: identity.subject).field))
@@ -90,14 +86,8 @@ extension RedisAuthStore {
             arguments.append(.string(session.refreshTokenHash))
             arguments.append(.integer(Self.milliseconds(session.record.createdAt)))
         }
-        for key in change.removedIdentities {
-            arguments.append("drop")
-            arguments.append(.string(key.field))
-        }
-        if let email = change.releasedEmail {
-            arguments.append("release")
-            arguments.append(.string(email))
-        }
+        for key in change.removedIdentities { pair("drop", .string(key.field)) }
+        if let email = change.releasedEmail { pair("release", .string(email)) }
         if change.endsAllSessions { arguments.append("endall") }
 
         let reply = try await runAcknowledged(
