@@ -33,7 +33,7 @@ public struct BearerAuthenticator: RouterMiddleware {
         self.requirement = requirement
     }
 
-    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    public func handle(_ request: Request, context: Context, next: @concurrent (Request, Context) async throws -> Response) async throws -> Response {
         guard let bearer = RequestSupport.bearerToken(request) else { throw RequestSupport.missingBearer }
         var context = context
         var audit = AuditContext.current

@@ -34,7 +34,9 @@ public struct CORSPolicyMiddleware: RouterMiddleware {
         )
     }
 
-    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    @concurrent public func handle(_ request: Request, context: Context, next: @concurrent (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
         guard let origin = request.headers[.origin], allowed.contains("*") || allowed.contains(origin.lowercased()) else {
             return try await next(request, context)
         }

@@ -32,7 +32,7 @@ public struct MethodNotAllowedMiddleware: RouterMiddleware {
         return Self(served: Array(byPath.values))
     }
 
-    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    public func handle(_ request: Request, context: Context, next: @concurrent (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
         } catch let error as HTTPError where error.status == .notFound {

@@ -31,7 +31,7 @@ public struct RateLimitMiddleware: RouterMiddleware {
         self.trustedProxies = trustedProxies
     }
 
-    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    public func handle(_ request: Request, context: Context, next: @concurrent (Request, Context) async throws -> Response) async throws -> Response {
         let client = ClientAddress.resolve(request.headers, peer: context.remoteAddress, trustedProxies: trustedProxies).address
         try await Self.enforce(limiter, bucket: bucket, key: client, limit: limit, logger: context.logger)
         return try await next(request, context)

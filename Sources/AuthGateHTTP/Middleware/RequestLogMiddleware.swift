@@ -22,7 +22,7 @@ public struct RequestLogMiddleware: RouterMiddleware {
         self.trustedProxies = trustedProxies
     }
 
-    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    public func handle(_ request: Request, context: Context, next: @concurrent (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
         let requestID = Self.acceptableRequestID(request.headers[Self.requestIDHeader]) ?? Self.newRequestID()
         context.requestID = requestID
