@@ -1,5 +1,8 @@
 /// A caller proven by a valid access token whose user and session still exist.
-public struct AuthenticatedUser: Sendable {
+///
+/// A class: the request context, the middleware and the handlers pass it along, and each copy of
+/// a struct this size retained every string, dictionary and array inside it.
+public final class AuthenticatedUser: Sendable {
     public let claims: AccessTokenClaims
     /// The account as read when the caller was authenticated; its stamp guards the request's
     /// writes (a change that landed since is never overwritten).

@@ -23,9 +23,15 @@ import Synchronization
 /// equivalence (U+212A KELVIN SIGN equals `K`), which would let a token that cannot verify pass
 /// on the replicas that happen to cache its look-alike.
 final class VerifiedTokenCache: Sendable {
-    private struct Entry {
+    /// A class: a lookup copies one reference out of the lock, not the claims' every field.
+    private final class Entry: Sendable {
         let token: String
         let claims: AccessTokenClaims
+
+        init(token: String, claims: AccessTokenClaims) {
+            self.token = token
+            self.claims = claims
+        }
     }
 
     private let entries: Mutex<FIFOCache<Substring, Entry>>

@@ -23,9 +23,15 @@ final class StoredRecordCache<Key: Hashable & Sendable, Record: Sendable>: Senda
     /// user, identity or session record is well under 1 KiB).
     static var largestCached: Int { 4096 }
 
-    private struct Entry {
+    /// A class: a lookup copies one reference out of the lock, not the record's every field.
+    private final class Entry: Sendable {
         let bytes: [UInt8]
         let record: Record
+
+        init(bytes: [UInt8], record: Record) {
+            self.bytes = bytes
+            self.record = record
+        }
     }
 
     private let entries: Mutex<FIFOCache<Key, Entry>>

@@ -32,10 +32,17 @@ public final class UserTextCache: Sendable {
     /// one identity is about 1 KiB).
     static var largestCached: Int { 8192 }
 
-    private struct Entry {
+    /// A class: a lookup copies one reference out of the lock, not the user's every field.
+    private final class Entry: Sendable {
         let user: UserRecord
         let identities: [IdentityRecord]
         let text: [UInt8]
+
+        init(user: UserRecord, identities: [IdentityRecord], text: [UInt8]) {
+            self.user = user
+            self.identities = identities
+            self.text = text
+        }
     }
 
     private let entries: Mutex<FIFOCache<String, Entry>>
