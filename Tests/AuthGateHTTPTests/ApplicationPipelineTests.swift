@@ -1,9 +1,12 @@
 import AuthGateCore
 import AuthGateTestSupport
 import Foundation
+import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Logging
+import NIOHTTP1
+import NIOHTTPTypesHTTP1
 import Testing
 
 @testable import AuthGateHTTP
@@ -181,5 +184,35 @@ struct ApplicationPipelineTests {
         #expect(date.current(Date(timeIntervalSince1970: -5)) == "Thu, 01 Jan 1970 00:00:00 GMT", "clamped, never a trap")
         #expect(date.current(Date(timeIntervalSince1970: .infinity)) == "Fri, 31 Dec 9999 23:59:59 GMT")
         #expect(date.current(Date(timeIntervalSince1970: .nan)) == "Thu, 01 Jan 1970 00:00:00 GMT")
+    }
+
+    @Test("requests are converted to HTTPTypes exactly as NIOHTTPTypesHTTP1 converts them, for random heads")
+    func conversionMatchesTheLibrary() throws {
+        var generator = SystemRandomNumberGenerator()
+        let names = [
+            "Host", "host", "HOST", "hOsT", "Authorization", "content-type", "Content-Length", "apikey", "X-Client-Info", "Cookie",
+            "Hosts", "hos", "Accept", "x-request-id"
+        ]
+        let values = ["example.com", "127.0.0.1:8080", "", "Bearer abc.def.ghi", "a=1; b=2", "text/plain; charset=utf-8", "v\u{e9}"]
+        let targets = [
+            "/auth/v1/user", "/", "/auth/v1/token?grant_type=refresh_token", "/a:b/c?x=http://y", "//double", "*",
+            "http://example.com/path?q=1", "/%2e%2e/x"
+        ]
+        let methods: [HTTPMethod] = [.GET, .POST, .PUT, .DELETE, .OPTIONS, .PATCH, .RAW(value: "PURGE")]
+        for secure in [false, true] {
+            for _ in 0..<2000 {
+                var headers = HTTPHeaders()
+                for _ in 0..<Int.random(in: 0...6, using: &generator) {
+                    headers.add(name: names.randomElement(using: &generator)!, value: values.randomElement(using: &generator)!)
+                }
+                let head = HTTPRequestHead(
+                    version: .http1_1, method: methods.randomElement(using: &generator)!, uri: targets.randomElement(using: &generator)!,
+                    headers: headers)
+                let expected = try? HTTPRequest(head, secure: secure, splitCookie: false)
+                let converted = ApplicationPipeline.convert(head, secure: secure)
+                #expect(converted == expected, "\(head)")
+                #expect(converted?.headerFields.map(\.name.rawName) == expected?.headerFields.map(\.name.rawName), "\(head)")
+            }
+        }
     }
 }

@@ -44,7 +44,38 @@ struct ApplicationPipeline: Sendable {
             // The decision already refused a length that is not a plain number of at most 18 digits.
             guard let bytes = Int(length), bytes <= Self.maxBody else { return nil }
         }
-        return try? HTTPRequest(head, secure: secure, splitCookie: false)
+        return Self.convert(head, secure: secure)
+    }
+
+    /// `head` in HTTPTypes' form: what `HTTPRequest(head, secure:splitCookie: false)` makes of it
+    /// (the first `Host` line as the authority and not a field, fields with invalid names
+    /// dropped), without the parts that cost the most for nothing here. An origin-form target
+    /// (`/…`, every target the decision hands over but `*`) is the path as it is, where the
+    /// library parses every target with `URLComponents` to find a scheme that such a target
+    /// cannot have; and the `Host` line is found by its bytes, not by lower-casing every name.
+    static func convert(_ head: HTTPRequestHead, secure: Bool) -> HTTPRequest? {
+        guard head.uri.utf8.first == UInt8(ascii: "/") else { return try? HTTPRequest(head, secure: secure, splitCookie: false) }
+        guard let method = try? HTTPRequest.Method(head.method) else { return nil }
+        var fields = HTTPFields()
+        fields.reserveCapacity(head.headers.count)
+        var authority: String?
+        var hostSeen = false
+        for (name, value) in head.headers {
+            if !hostSeen, Self.isHost(name) {
+                hostSeen = true
+                authority = value
+                continue
+            }
+            if let fieldName = HTTPField.Name(name) { fields.append(HTTPField(name: fieldName, value: value)) }
+        }
+        return HTTPRequest(method: method, scheme: secure ? "https" : "http", authority: authority, path: head.uri, headerFields: fields)
+    }
+
+    /// `name` is `Host` in any case.
+    private static func isHost(_ name: String) -> Bool {
+        guard name.utf8.count == 4 else { return false }
+        // ASCII letters only match with bit 0x20 set; "host" has no byte that the bit could fake.
+        return zip(name.utf8, "host".utf8).allSatisfy { $0 | 0x20 == $1 }
     }
 
     /// The router's answer to `request`: a head for the client's HTTP version and the whole body.
