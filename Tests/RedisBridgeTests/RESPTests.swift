@@ -19,6 +19,47 @@ struct RESPTests {
         }
     }
 
+    @Test("random commands encode as a reference encoder writes them, appended after what a buffer holds")
+    func encodingMatchesAReference() {
+        var generator = SystemRandomNumberGenerator()
+        func reference(_ arguments: [RedisArgument]) -> [UInt8] {
+            var bytes = Array("*\(arguments.count)\r\n".utf8)
+            for argument in arguments {
+                let payload: [UInt8]
+                switch argument {
+                case .string(let text): payload = Array(text.utf8)
+                case .bytes(let buffer): payload = Array(buffer.readableBytesView)
+                case .byteArray(let array): payload = array
+                case .integer(let value): payload = Array(String(value).utf8)
+                }
+                bytes += Array("$\(payload.count)\r\n".utf8) + payload + [13, 10]
+            }
+            return bytes
+        }
+        for _ in 0..<1000 {
+            var arguments: [RedisArgument] = [.string("EVALSHA")]
+            for _ in 0..<Int.random(in: 0...24, using: &generator) {
+                let length = [0, 1, 9, 10, 99, 100, 1000].randomElement(using: &generator)!
+                let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+                switch Int.random(in: 0...3, using: &generator) {
+                case 0: arguments.append(.string(String(repeating: "é", count: length / 2)))
+                case 1:
+                    var buffer = ByteBuffer(bytes: [1, 2, 3] + bytes)
+                    buffer.moveReaderIndex(forwardBy: 3)
+                    arguments.append(.bytes(buffer))
+                case 2: arguments.append(.byteArray(bytes))
+                default: arguments.append(.integer(Int64.random(in: .min ... .max, using: &generator) >> Int64.random(in: 0...63, using: &generator)))
+                }
+            }
+            let command = RedisCommand(nameAndArguments: arguments)
+            var buffer = ByteBuffer(bytes: [7, 7])
+            buffer.moveReaderIndex(forwardBy: 1)
+            command.encode(into: &buffer)
+            #expect(Array(buffer.readableBytesView) == [7] + reference(arguments))
+            #expect(Array(buffer: command.encoded()) == reference(arguments))
+        }
+    }
+
     @Test("every RESP2 reply type is copied into RESPValue")
     func replyTypes() throws {
         let reader = try HiredisReader(maxReplyBytes: 1024)

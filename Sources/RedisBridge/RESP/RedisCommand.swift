@@ -52,29 +52,39 @@ public struct RedisCommand: Sendable, Hashable {
         return ""
     }
 
-    /// Appends the RESP encoding of this command to `buffer`.
+    /// Appends the RESP encoding of this command to `buffer`: its exact length is counted first,
+    /// then every byte is stored through one pointer (a `ByteBuffer` write per piece checked the
+    /// buffer's uniqueness and capacity about thirty times for a script call).
     public func encode(into buffer: inout ByteBuffer) {
-        buffer.writeStaticString("*")
-        Self.withDecimal(Int64(arguments.count)) { buffer.writeBytes($0) }
-        buffer.writeStaticString("\r\n")
+        var length = 3 + Self.decimalCount(Int64(arguments.count))
         for argument in arguments {
+            let payload: Int
             switch argument {
-            case .string(let text):
-                Self.writeBulkHeader(length: text.utf8.count, into: &buffer)
-                buffer.writeString(text)
-            case .bytes(let bytes):
-                Self.writeBulkHeader(length: bytes.readableBytes, into: &buffer)
-                buffer.writeImmutableBuffer(bytes)
-            case .byteArray(let bytes):
-                Self.writeBulkHeader(length: bytes.count, into: &buffer)
-                buffer.writeBytes(bytes)
-            case .integer(let value):
-                Self.withDecimal(value) { digits in
-                    Self.writeBulkHeader(length: digits.count, into: &buffer)
-                    buffer.writeBytes(digits)
+            case .string(let text): payload = text.utf8.count
+            case .bytes(let bytes): payload = bytes.readableBytes
+            case .byteArray(let bytes): payload = bytes.count
+            case .integer(let value): payload = Self.decimalCount(value)
+            }
+            length += 5 + Self.decimalCount(Int64(payload)) + payload
+        }
+        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: length) { raw in
+            var output = RESPOutput(base: raw.bindMemory(to: UInt8.self))
+            output.header(UInt8(ascii: "*"), Int64(arguments.count))
+            for argument in arguments {
+                switch argument {
+                case .string(let text):
+                    var text = text
+                    text.withUTF8 { output.bulk($0) }
+                case .bytes(let bytes):
+                    bytes.withUnsafeReadableBytes { output.bulk($0.assumingMemoryBound(to: UInt8.self)) }
+                case .byteArray(let bytes):
+                    bytes.withUnsafeBufferPointer { output.bulk($0) }
+                case .integer(let value):
+                    Self.withDecimal(value) { output.bulk($0) }
                 }
             }
-            buffer.writeStaticString("\r\n")
+            precondition(output.count == length, "RESP length counted wrong")
+            return length
         }
     }
 
@@ -85,15 +95,59 @@ public struct RedisCommand: Sendable, Hashable {
         return buffer
     }
 
-    private static func writeBulkHeader(length: Int, into buffer: inout ByteBuffer) {
-        buffer.writeStaticString("$")
-        withDecimal(Int64(length)) { buffer.writeBytes($0) }
-        buffer.writeStaticString("\r\n")
+    /// Digits of `value` in decimal, its sign included.
+    static func decimalCount(_ value: Int64) -> Int {
+        var magnitude = value.magnitude
+        var count = value < 0 ? 2 : 1
+        while magnitude >= 10 {
+            magnitude /= 10
+            count += 1
+        }
+        return count
+    }
+
+    /// Stores RESP pieces one after another into memory already counted for them.
+    private struct RESPOutput {
+        let base: UnsafeMutableBufferPointer<UInt8>
+        var count = 0
+
+        init(base: UnsafeMutableBufferPointer<UInt8>) {
+            self.base = base
+        }
+
+        mutating func byte(_ value: UInt8) {
+            precondition(count < base.count, "RESP length counted wrong")
+            base[count] = value
+            count += 1
+        }
+
+        mutating func bytes(_ source: UnsafeBufferPointer<UInt8>) {
+            guard let from = source.baseAddress, let to = base.baseAddress, source.count > 0 else { return }
+            precondition(source.count <= base.count - count, "RESP length counted wrong")
+            (to + count).update(from: from, count: source.count)
+            count += source.count
+        }
+
+        /// `*N\r\n` or `$N\r\n`.
+        mutating func header(_ marker: UInt8, _ value: Int64) {
+            byte(marker)
+            RedisCommand.withDecimal(value) { bytes($0) }
+            byte(UInt8(ascii: "\r"))
+            byte(UInt8(ascii: "\n"))
+        }
+
+        /// One bulk string: its header, its bytes, `\r\n`.
+        mutating func bulk(_ payload: UnsafeBufferPointer<UInt8>) {
+            header(UInt8(ascii: "$"), Int64(payload.count))
+            bytes(payload)
+            byte(UInt8(ascii: "\r"))
+            byte(UInt8(ascii: "\n"))
+        }
     }
 
     /// Calls `body` with `value` in decimal, its sign included (no `String` in between; every
     /// command writes several numbers).
-    private static func withDecimal(_ value: Int64, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
+    fileprivate static func withDecimal(_ value: Int64, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
         var magnitude = value.magnitude
         // 20 digits hold UInt64.max, so Int64.min's magnitude too; one more for the sign.
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 21) { digits in
