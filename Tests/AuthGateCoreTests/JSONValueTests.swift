@@ -67,6 +67,28 @@ struct JSONValueTests {
         #expect(try JSONDecoder().decode(JSONValue.self, from: Data(bytes)) == value)
     }
 
+    @Test("objects of any size are written with their members in key order, at every depth")
+    func objectsInKeyOrder() throws {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = ["a", "B", "z", "é", "0", "_", "ß", "\u{212A}", "K", "\""]
+        for _ in 0..<300 {
+            var numbers: [String: Int64] = [:]
+            for _ in 0..<Int.random(in: 0...40, using: &generator) {
+                let key = (0..<Int.random(in: 0...4, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }.joined()
+                numbers[key] = Int64.random(in: 0...9, using: &generator)
+            }
+            // The reference: members sorted by Swift's String order, keys written as JSON strings.
+            let innerText =
+                "{"
+                + numbers.sorted { $0.key < $1.key }.map { "\(String(decoding: JSONValue.string($0.key).serialized(), as: UTF8.self)):\($0.value)" }
+                .joined(separator: ",") + "}"
+            let inner = JSONValue.object(numbers.mapValues { .integer($0) })
+            let outer = JSONValue.object(["m": inner, "a": .array([inner])])
+            #expect(String(decoding: outer.serialized(), as: UTF8.self) == "{\"a\":[\(innerText)],\"m\":\(innerText)}")
+            #expect(try JSONValue.parse(outer.serialized()) == outer)
+        }
+    }
+
     @Test("agrees with Foundation's decoder on every fixture token's claims")
     func fixtures() throws {
         let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/provider-tokens")

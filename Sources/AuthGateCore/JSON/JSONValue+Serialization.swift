@@ -45,13 +45,37 @@ extension JSONValue {
             output.append(UInt8(ascii: "]"))
         case .object(let members):
             output.append(UInt8(ascii: "{"))
-            for (index, member) in members.sorted(by: { $0.key < $1.key }).enumerated() {
-                if index > 0 { output.append(UInt8(ascii: ",")) }
-                Self.writeString(member.key, into: &output)
-                output.append(UInt8(ascii: ":"))
-                member.value.write(into: &output)
+            Self.withSortedIndices(of: members) { sorted in
+                for (position, index) in sorted.enumerated() {
+                    if position > 0 { output.append(UInt8(ascii: ",")) }
+                    Self.writeString(members[index].key, into: &output)
+                    output.append(UInt8(ascii: ":"))
+                    members[index].value.write(into: &output)
+                }
             }
             output.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// Calls `body` with `members`' indices in the order of their keys: the indices are sorted in
+    /// temporary memory (on the stack when small), so writing an object neither copies its
+    /// members into an array nor retains them (claims and records write metadata objects on
+    /// every token).
+    private static func withSortedIndices(
+        of members: [String: JSONValue], _ body: (UnsafeMutableBufferPointer<[String: JSONValue].Index>) -> Void
+    ) {
+        withUnsafeTemporaryAllocation(of: [String: JSONValue].Index.self, capacity: members.count) { indices in
+            var count = 0
+            var index = members.startIndex
+            while index != members.endIndex, count < indices.count {
+                indices.initializeElement(at: count, to: index)
+                count += 1
+                index = members.index(after: index)
+            }
+            var filled = UnsafeMutableBufferPointer(rebasing: indices[0..<count])
+            filled.sort { members[$0].key < members[$1].key }
+            body(filled)
+            _ = filled.deinitialize()
         }
     }
 
