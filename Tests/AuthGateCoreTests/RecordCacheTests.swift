@@ -124,4 +124,59 @@ struct RecordCacheTests {
                 "a changed identity is read, not the kept one")
         }
     }
+
+    @Test("Redis: records kept at write time are what a read without the cache decodes, so the first read after a write decodes nothing")
+    func seededRecordsEqualDecodedOnes() async throws {
+        try await withTestStore(.redis) { store in
+            let redis = try #require(store as? RedisAuthStore)
+            let uncached = RedisAuthStore(redis: redis.redis, keyPrefix: redis.keyPrefix, recordCacheSize: 0)
+            // Dates finer than the milliseconds stored, and metadata of every JSON kind.
+            let now = Date(timeIntervalSince1970: 1_790_000_000.123_456_7)
+            let metadata: [String: JSONValue] = [
+                "name": .string("Zoë \"Q\" \u{1}"), "n": .integer(-7), "x": .double(0.1), "big": .double(1e300), "none": .null,
+                "flags": .array([true, false, .object(["k": .string("v")])])
+            ]
+            let user = UserRecord(
+                id: UUIDBytes.random(), aud: "authenticated", role: "authenticated", email: "a@example.com", phone: nil,
+                emailConfirmedAt: now.addingTimeInterval(0.0004), appMetadata: ["provider": "apple", "providers": .array(["apple"])],
+                userMetadata: metadata, isAnonymous: false, createdAt: now, updatedAt: now.addingTimeInterval(0.0006), lastSignInAt: now,
+                bannedUntil: nil)
+            let identity = IdentityRecord(
+                identityID: UUIDBytes.random(), userID: user.id, provider: "apple", subject: "s1", identityData: metadata,
+                email: "a@example.com", createdAt: now, updatedAt: now, lastSignInAt: now.addingTimeInterval(0.0009))
+            let session = SessionRecord(
+                id: UUIDBytes.random(), userID: user.id, createdAt: now, refreshedAt: now.addingTimeInterval(0.0002), aal: "aal1",
+                amr: [.init(method: "oauth", timestamp: 1_790_000_000)], device: SessionDevice(userAgent: "test/1", ip: "192.0.2.1"))
+            var change = AccountChange(base: nil, user: user)
+            change.savedIdentities = [identity]
+            change.claimedIdentities = [IdentityKey(provider: "apple", subject: "s1")]
+            change.newSession = (session, String(repeating: "ab", count: 32))
+            guard case .committed = try await redis.commit(change) else {
+                Issue.record("the sign-in's commit did not land")
+                return
+            }
+            #expect(redis.decodedUsers.count == 1 && redis.decodedIdentities.count == 1 && redis.decodedSessions.count == 1)
+            let seeded = try #require(try await redis.account(userID: user.id, sessionID: session.id))
+            let decoded = try #require(try await uncached.account(userID: user.id, sessionID: session.id))
+            #expect(seeded.user == decoded.user)
+            #expect(seeded.identities == decoded.identities)
+            #expect(seeded.session == decoded.session)
+            #expect(seeded.stamp == decoded.stamp)
+
+            // A returning sign-in's update: the kept records follow it.
+            var returning = AccountChange(base: seeded.stamp, user: seeded.user)
+            returning.user.lastSignInAt = now.addingTimeInterval(60.000_3)
+            var signedIn = seeded.identities[0]
+            signedIn.lastSignInAt = now.addingTimeInterval(60.000_7)
+            returning.savedIdentities = [signedIn]
+            guard case .committed = try await redis.commit(returning) else {
+                Issue.record("the update did not land")
+                return
+            }
+            let again = try #require(try await redis.account(userID: user.id, sessionID: session.id))
+            let againDecoded = try #require(try await uncached.account(userID: user.id, sessionID: session.id))
+            #expect(again.user == againDecoded.user && again.identities == againDecoded.identities && again.session == againDecoded.session)
+            #expect(again.user.lastSignInAt != seeded.user.lastSignInAt)
+        }
+    }
 }

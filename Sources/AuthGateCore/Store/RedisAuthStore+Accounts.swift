@@ -69,20 +69,25 @@ extension RedisAuthStore {
         } else {
             pair("0", "")
         }
-        arguments.append(.byteArray(StoredRecordCoding.encode(user)))
+        let userBytes = StoredRecordCoding.encode(user)
+        arguments.append(.byteArray(userBytes))
         arguments.append(.integer(Self.milliseconds(user.createdAt)))
         arguments.append(.string(change.fence ?? ""))
         for key in change.claimedIdentities { pair("claim", .string(key.field)) }
         if let email = change.claimedEmail { pair("email", .string(email)) }
+        var identityBytes: [UInt8] = []
         for identity in change.savedIdentities {
+            identityBytes = StoredRecordCoding.encode(identity)
             arguments.append("save")
             arguments.append(.string(IdentityKey(provider: identity.provider, subject: identity.subject).field))
-            arguments.append(.byteArray(StoredRecordCoding.encode(identity)))
+            arguments.append(.byteArray(identityBytes))
         }
+        var sessionBytes: [UInt8] = []
         if let session = change.newSession {
+            sessionBytes = StoredRecordCoding.encode(session.record)
             arguments.append("session")
             arguments.append(.string(session.record.id))
-            arguments.append(.byteArray(StoredRecordCoding.encode(session.record)))
+            arguments.append(.byteArray(sessionBytes))
             arguments.append(.string(session.refreshTokenHash))
             arguments.append(.integer(Self.milliseconds(session.record.createdAt)))
         }
@@ -96,7 +101,19 @@ extension RedisAuthStore {
         )
         let fields = reply.array ?? []
         switch fields.first?.string {
-        case "ok": return .committed(endedSessions: fields.dropFirst().compactMap(\.string))
+        case "ok":
+            // What was just written is what the next read of this account returns: kept decoded.
+            decodedUsers.seed(user.id, bytes: userBytes, record: StoredRecordCoding.asRead(user))
+            if change.savedIdentities.count == 1, let identity = change.savedIdentities.first {
+                // A user with one identity reads it first; otherwise the bytes at that place differ
+                // and the read decodes what it finds.
+                decodedIdentities.seed(
+                    IdentitySlot(userID: user.id, position: 0), bytes: identityBytes, record: StoredRecordCoding.asRead(identity))
+            }
+            if let session = change.newSession {
+                decodedSessions.seed(session.record.id, bytes: sessionBytes, record: StoredRecordCoding.asRead(session.record))
+            }
+            return .committed(endedSessions: fields.dropFirst().compactMap(\.string))
         case "stale": return .stale
         case "fenced": return .fenced
         case "identity_taken" where fields.count == 2: return .identityTaken(owner: fields[1].string ?? "")

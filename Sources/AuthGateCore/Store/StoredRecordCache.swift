@@ -63,6 +63,16 @@ final class StoredRecordCache<Key: Hashable & Sendable, Record: Sendable>: Senda
         return (record, bytes)
     }
 
+    /// Keeps `record` as what `bytes` decode to, without decoding them: for a record this gateway
+    /// has just written (`bytes` its encoding), so the first read after the write is a hit. The
+    /// caller passes the record as a read would give it (`StoredRecordCoding.asRead`:
+    /// dates cut to the milliseconds stored). A read still returns it only when the bytes it
+    /// reads are these.
+    func seed(_ key: Key, bytes: [UInt8], record: Record) {
+        guard capacity > 0, bytes.count <= Self.largestCached else { return }
+        entries.withLock { $0.insert(Entry(bytes: bytes, record: record), for: key) }
+    }
+
     /// How many records are kept.
     var count: Int { entries.withLock { $0.count } }
 

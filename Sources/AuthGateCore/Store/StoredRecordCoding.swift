@@ -62,6 +62,43 @@ enum StoredRecordCoding {
         return writer.finished()
     }
 
+    // MARK: records as a read gives them
+
+    /// `user` as decoding its encoding gives it back: dates at the milliseconds stored (every
+    /// other member is written and read back exactly). For seeding ``StoredRecordCache``.
+    static func asRead(_ user: UserRecord) -> UserRecord {
+        var user = user
+        user.emailConfirmedAt = user.emailConfirmedAt.map(storedDate)
+        user.createdAt = storedDate(user.createdAt)
+        user.updatedAt = storedDate(user.updatedAt)
+        user.lastSignInAt = user.lastSignInAt.map(storedDate)
+        user.bannedUntil = user.bannedUntil.map(storedDate)
+        user.deletedAt = user.deletedAt.map(storedDate)
+        return user
+    }
+
+    /// `identity` as decoding its encoding gives it back (see `asRead` of a user).
+    static func asRead(_ identity: IdentityRecord) -> IdentityRecord {
+        var identity = identity
+        identity.createdAt = storedDate(identity.createdAt)
+        identity.updatedAt = storedDate(identity.updatedAt)
+        identity.lastSignInAt = identity.lastSignInAt.map(storedDate)
+        return identity
+    }
+
+    /// `session` as decoding its encoding gives it back (see `asRead` of a user).
+    static func asRead(_ session: SessionRecord) -> SessionRecord {
+        var session = session
+        session.createdAt = storedDate(session.createdAt)
+        session.refreshedAt = storedDate(session.refreshedAt)
+        return session
+    }
+
+    /// A date as written (``Date/unixMilliseconds``) and read back (``Fields/optionalDate(_:)``).
+    private static func storedDate(_ date: Date) -> Date {
+        Date(timeIntervalSince1970: Double(date.unixMilliseconds) / 1000)
+    }
+
     // MARK: reading
 
     static func decodeUser(_ bytes: some Collection<UInt8>) throws -> UserRecord {
