@@ -8,7 +8,9 @@ public final class AuthenticatedUser: Sendable {
     /// writes (a change that landed since is never overwritten).
     public let account: AccountSnapshot
     /// The caller's user as read when it was authenticated.
-    public var user: UserRecord { account.user }
+    /// Inlinable, so a caller in another module that reads one field (`caller.user.id`) reads
+    /// that field, not a copy of the whole record.
+    @inlinable public var user: UserRecord { account.user }
 
     public init(claims: AccessTokenClaims, account: AccountSnapshot) {
         self.claims = claims

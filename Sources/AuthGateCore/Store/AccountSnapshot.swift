@@ -13,8 +13,15 @@ public struct AccountSnapshot: Sendable {
     public init(user: UserRecord, stamp: RecordStamp, identities: [IdentityRecord], session: SessionRecord?) {
         self.user = user
         self.stamp = stamp
-        self.identities = identities.sorted { $0.createdAt < $1.createdAt }
+        var identities = identities
+        if !Self.isOldestFirst(identities) { identities.sort { $0.createdAt < $1.createdAt } }
+        self.identities = identities
         self.session = session
+    }
+
+    /// True when `identities` are already oldest first (then nothing is copied to sort them).
+    static func isOldestFirst(_ identities: [IdentityRecord]) -> Bool {
+        identities.indices.dropFirst().allSatisfy { identities[$0 - 1].createdAt <= identities[$0].createdAt }
     }
 }
 

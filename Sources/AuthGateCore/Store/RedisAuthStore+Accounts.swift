@@ -185,10 +185,17 @@ extension RedisAuthStore {
 
     /// The identity records of `userID` from an `HVALS` reply, oldest first.
     func identities(from reply: RESPValue, userID: String) throws -> [IdentityRecord] {
-        try (reply.array ?? []).enumerated().compactMap { position, value in
-            guard case .bulkString(let buffer) = value else { return nil }
-            return try decodedIdentities.record(
-                IdentitySlot(userID: userID, position: position), buffer, decode: { try StoredRecordCoding.decodeIdentity($0) })
-        }.sorted { $0.createdAt < $1.createdAt }
+        let values = reply.array ?? []
+        var identities: [IdentityRecord] = []
+        identities.reserveCapacity(values.count)
+        for (position, value) in values.enumerated() {
+            guard case .bulkString(let buffer) = value else { continue }
+            identities.append(
+                try decodedIdentities.record(
+                    IdentitySlot(userID: userID, position: position), buffer, decode: { try StoredRecordCoding.decodeIdentity($0) }))
+        }
+        // In place: `sorted` made another array of copies (every string of every record retained).
+        if !AccountSnapshot.isOldestFirst(identities) { identities.sort { $0.createdAt < $1.createdAt } }
+        return identities
     }
 }
