@@ -7,8 +7,10 @@
 # prefix of the same Redis with tokens of its own, and runs run.sh's rows on it: new users'
 # sign-ins, returning sign-ins, refresh chains, GET /auth/v1/user and the GET /auth/v1/settings
 # floor (HTTP/1.1, wrk with driver.lua on core 1; the gateway on core 0). For each row it prints
-# the gateway's CPU time per answer in microseconds, each round's and the mean for A and B, and
-# B's mean over A's: below 1 means B costs less.
+# the gateway's CPU time per answer in microseconds, each round's and the mean for A and B, B's
+# mean over A's (below 1 means B costs less), the median of the rounds' own B / A, and in how many
+# rounds B cost less: this host's speed moves between minutes, so a change is settled when most
+# rounds agree, not by the means alone.
 #
 # Reproduce: bench/exchange/ab.sh A_BINARY B_BINARY [tokens] [concurrency]
 #            (AB_ROUNDS=3 rounds, REQUESTS=50000 GET requests per row, refresh chains of ROUNDS=3)
@@ -74,12 +76,18 @@ echo
 echo "machine: $(nproc) cores, $(uname -m), $(date -u +%Y-%m-%d); $COUNT tokens, $CONCURRENCY connections, $AB_ROUNDS rounds"
 echo "A: $binary_a"
 echo "B: $binary_b"
-printf '%-26s %-30s %-30s %8s\n' "µs of gateway CPU/answer" "A: mean (rounds)" "B: mean (rounds)" "B / A"
+printf '%-26s %-30s %-30s %8s %8s %8s\n' "µs of gateway CPU/answer" "A: mean (rounds)" "B: mean (rounds)" "B / A" "median" "B < A"
 for row in $rows; do
     mean_a="$(awk '{s += $1} END {printf "%.1f", s / NR}' "$work/a-$row")"
     mean_b="$(awk '{s += $1} END {printf "%.1f", s / NR}' "$work/b-$row")"
     list_a="$(awk '{printf "%s%.0f", (NR > 1 ? " " : ""), $1}' "$work/a-$row")"
     list_b="$(awk '{printf "%s%.0f", (NR > 1 ? " " : ""), $1}' "$work/b-$row")"
-    printf '%-26s %-30s %-30s %8.3f\n' "$(row_label "$row")" "$mean_a ($list_a)" "$mean_b ($list_b)" "$(echo "$mean_b / $mean_a" | bc -l)"
+    # Each round's B / A (the two ran minutes apart, so the host's slower drift cancels), their
+    # median, and in how many rounds B cost less.
+    paired="$(paste "$work/a-$row" "$work/b-$row" | awk '{print $2 / $1}' | sort -g)"
+    median="$(echo "$paired" | awk '{v[NR] = $1} END {printf "%.3f", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2)}')"
+    wins="$(echo "$paired" | awk '$1 < 1 {n++} END {printf "%d/%d", n, NR}')"
+    printf '%-26s %-30s %-30s %8.3f %8s %8s\n' "$(row_label "$row")" "$mean_a ($list_a)" "$mean_b ($list_b)" \
+        "$(echo "$mean_b / $mean_a" | bc -l)" "$median" "$wins"
 done
 echo "reproduce: bench/exchange/ab.sh $binary_a $binary_b $COUNT $CONCURRENCY"
