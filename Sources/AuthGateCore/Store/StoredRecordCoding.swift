@@ -67,31 +67,27 @@ enum StoredRecordCoding {
     /// `user` as decoding its encoding gives it back: dates at the milliseconds stored (every
     /// other member is written and read back exactly). For seeding ``StoredRecordCache``.
     static func asRead(_ user: UserRecord) -> UserRecord {
-        var user = user
-        user.emailConfirmedAt = user.emailConfirmedAt.map(storedDate)
-        user.createdAt = storedDate(user.createdAt)
-        user.updatedAt = storedDate(user.updatedAt)
-        user.lastSignInAt = user.lastSignInAt.map(storedDate)
-        user.bannedUntil = user.bannedUntil.map(storedDate)
-        user.deletedAt = user.deletedAt.map(storedDate)
-        return user
+        withStoredDates(user, [\.createdAt, \.updatedAt], [\.emailConfirmedAt, \.lastSignInAt, \.bannedUntil, \.deletedAt])
     }
 
     /// `identity` as decoding its encoding gives it back (see `asRead` of a user).
     static func asRead(_ identity: IdentityRecord) -> IdentityRecord {
-        var identity = identity
-        identity.createdAt = storedDate(identity.createdAt)
-        identity.updatedAt = storedDate(identity.updatedAt)
-        identity.lastSignInAt = identity.lastSignInAt.map(storedDate)
-        return identity
+        withStoredDates(identity, [\.createdAt, \.updatedAt], [\.lastSignInAt])
     }
 
     /// `session` as decoding its encoding gives it back (see `asRead` of a user).
     static func asRead(_ session: SessionRecord) -> SessionRecord {
-        var session = session
-        session.createdAt = storedDate(session.createdAt)
-        session.refreshedAt = storedDate(session.refreshedAt)
-        return session
+        withStoredDates(session, [\.createdAt, \.refreshedAt])
+    }
+
+    /// `record` with the dates at `dates` and `optionalDates` as stored and read back.
+    private static func withStoredDates<Record>(
+        _ record: Record, _ dates: [WritableKeyPath<Record, Date>], _ optionalDates: [WritableKeyPath<Record, Date?>] = []
+    ) -> Record {
+        var record = record
+        for path in dates { record[keyPath: path] = storedDate(record[keyPath: path]) }
+        for path in optionalDates { record[keyPath: path] = record[keyPath: path].map(storedDate) }
+        return record
     }
 
     /// A date as written (``Date/unixMilliseconds``) and read back (``Fields/optionalDate(_:)``).
