@@ -81,6 +81,26 @@ struct RecordCacheTests {
         #expect(try cache.recordAndBytes("u5", stored("{d}"), decode: decode).bytes == Array("{d}".utf8))
     }
 
+    @Test("StoredRecordCache.seed: a read of the seeded bytes decodes nothing, a read of other bytes decodes them")
+    func seededRecords() throws {
+        let cache = StoredRecordCache<String, String>(capacity: 4)
+        let decodes = Atomic(0)
+        func decode(_ bytes: [UInt8]) throws -> String {
+            decodes.add(1, ordering: .relaxed)
+            return "decoded " + String(decoding: bytes, as: UTF8.self)
+        }
+        cache.seed("u1", bytes: Array("{a}".utf8), record: "seeded")
+        #expect(try cache.record("u1", ByteBuffer(string: "{a}"), decode: decode) == "seeded")
+        #expect(decodes.load(ordering: .relaxed) == 0)
+        #expect(try cache.record("u1", ByteBuffer(string: "{b}"), decode: decode) == "decoded {b}")
+        #expect(decodes.load(ordering: .relaxed) == 1)
+        let none = StoredRecordCache<String, String>(capacity: 0)
+        none.seed("u1", bytes: Array("{a}".utf8), record: "seeded")
+        #expect(none.count == 0, "capacity 0 keeps nothing, seeded or read")
+        cache.seed("big", bytes: Array(repeating: 32, count: StoredRecordCache<String, String>.largestCached + 1), record: "big")
+        #expect(cache.count == 1, "a record over largestCached is not kept")
+    }
+
     @Test("Redis: an account read through the record cache follows every change to the stored user and identities")
     func cachedAccountFollowsChanges() async throws {
         try await withTestStore(.redis) { store in
