@@ -61,7 +61,7 @@ extension AccountService {
                 throw AuthGateError(.sessionNotFound, "Session from session_id claim in JWT does not exist")
             }
             guard !account.user.isBanned(at: now) else { throw AuthGateError(.userBanned, "User is banned") }
-            if account.identities.contains(where: { $0.provider == key.provider && $0.subject == key.subject }) {
+            if account.identities.contains(where: { $0.key == key }) {
                 throw AuthGateError(.identityAlreadyExists, "identity already linked to this user", clientText: .fixed("Identity is already linked"))
             }
             var user = account.user
@@ -120,7 +120,7 @@ extension AccountService {
     /// provider's data merged into `user_metadata`, the sign-in time.
     private func returning(_ identity: VerifiedIdentity, account: AccountSnapshot, now: Date) -> (AccountChange, [IdentityRecord]) {
         var user = account.user
-        let existing = account.identities.first { $0.provider == identity.provider && $0.subject == identity.subject }
+        let existing = account.identities.first { $0.key == IdentityKey(provider: identity.provider, subject: identity.subject) }
         var record = existing ?? newIdentity(identity, userID: user.id, now: now)
         record.identityData = identity.identityData
         record.email = identity.email
@@ -130,7 +130,7 @@ extension AccountService {
             record.sealedRefreshToken = sealed
             record.refreshTokenClientID = identity.refreshTokenClientID
         }
-        var identities = account.identities.filter { $0.provider != identity.provider || $0.subject != identity.subject }
+        var identities = account.identities.filter { $0.key != IdentityKey(provider: identity.provider, subject: identity.subject) }
         identities.append(record)
         identities.sort { $0.createdAt < $1.createdAt }
         user.userMetadata = Self.merged(user.userMetadata, with: identity.identityData)

@@ -94,7 +94,7 @@ public struct AppleNotificationService: Sendable {
         default:
             guard
                 var identity = try await store.identities(ofUser: userID).first(where: {
-                    $0.provider == "apple" && $0.subject == notification.subject
+                    $0.key == IdentityKey(provider: "apple", subject: notification.subject)
                 })
             else {
                 return .unknownUser

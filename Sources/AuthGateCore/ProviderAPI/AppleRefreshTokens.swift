@@ -38,7 +38,7 @@ public struct AppleRefreshTokens: Sendable {
             GatewayMetrics.providerCodeExchange(provider: "apple", outcome: error.code.description)
             throw error
         }
-        guard grant.subject == subject else {
+        guard ByteExactString(grant.subject) == ByteExactString(subject) else {
             GatewayMetrics.providerCodeExchange(provider: "apple", outcome: "subject_mismatch")
             throw AuthGateError(.providerRejected, "the authorization code belongs to another Apple account than the identity")
         }

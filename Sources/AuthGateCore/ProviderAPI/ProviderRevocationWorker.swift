@@ -67,7 +67,7 @@ public struct ProviderRevocationWorker: Service {
     /// Whether the entry's identity still holds its token (then it is not revoked).
     private func stillLinked(_ entry: ProviderRevocation) async throws -> Bool {
         try await store.identities(ofUser: entry.userID).contains {
-            $0.provider == entry.provider && $0.subject == entry.subject && $0.sealedRefreshToken == entry.sealedToken
+            $0.key == IdentityKey(provider: entry.provider, subject: entry.subject) && $0.sealedRefreshToken == entry.sealedToken
         }
     }
 

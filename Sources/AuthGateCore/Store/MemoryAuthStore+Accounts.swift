@@ -12,20 +12,22 @@ extension MemoryAuthStore {
     }
 
     public func owner(ofIdentity provider: String, subject: String) async throws -> String? {
-        identityOwners[IdentityKey(provider: provider, subject: subject).field]
+        identityOwners[IdentityKey(provider: provider, subject: subject)]
     }
 
-    public func owner(ofEmail email: String) async throws -> String? { emailOwners[email] }
+    public func owner(ofEmail email: String) async throws -> String? { emailOwners[ByteExactString(email)] }
 
     public func account(userID: String, sessionID: String?) async throws -> AccountSnapshot? {
         snapshot(userID, sessionID: sessionID)
     }
 
     public func signInLookup(provider: String, subject: String, email: String?) async throws -> SignInLookup {
-        if let owner = identityOwners[IdentityKey(provider: provider, subject: subject).field] {
+        if let owner = identityOwners[IdentityKey(provider: provider, subject: subject)] {
             return SignInLookup(identityOwner: owner, emailHolder: nil, account: snapshot(owner, sessionID: nil))
         }
-        guard let email, let holder = emailOwners[email] else { return SignInLookup(identityOwner: nil, emailHolder: nil, account: nil) }
+        guard let email, let holder = emailOwners[ByteExactString(email)] else {
+            return SignInLookup(identityOwner: nil, emailHolder: nil, account: nil)
+        }
         return SignInLookup(identityOwner: nil, emailHolder: holder, account: snapshot(holder, sessionID: nil))
     }
 
@@ -36,9 +38,9 @@ extension MemoryAuthStore {
         if let fence, fence != change.fence { return .fenced }
         guard stamp(of: id) == change.base else { return .stale }
         for key in change.claimedIdentities {
-            if let owner = identityOwners[key.field], owner != id { return .identityTaken(owner: owner) }
+            if let owner = identityOwners[key], owner != id { return .identityTaken(owner: owner) }
         }
-        if let email = change.claimedEmail, let holder = emailOwners[email], holder != id { return .emailTaken(holder: holder) }
+        if let email = change.claimedEmail, let holder = emailOwners[ByteExactString(email)], holder != id { return .emailTaken(holder: holder) }
 
         if fence != nil { fences.removeValue(forKey: id) }
         users[id] = change.user
@@ -48,10 +50,10 @@ extension MemoryAuthStore {
         if let session = change.newSession {
             sessionsByUser[id, default: [:]][session.record.id] = StoredSession(record: session.record, current: session.refreshTokenHash)
         }
-        for key in change.claimedIdentities { identityOwners[key.field] = id }
-        if let email = change.claimedEmail { emailOwners[email] = id }
+        for key in change.claimedIdentities { identityOwners[key] = id }
+        if let email = change.claimedEmail { emailOwners[ByteExactString(email)] = id }
         for key in change.removedIdentities { removeIdentity(key, of: id) }
-        if let email = change.releasedEmail, emailOwners[email] == id { emailOwners.removeValue(forKey: email) }
+        if let email = change.releasedEmail, emailOwners[ByteExactString(email)] == id { emailOwners.removeValue(forKey: ByteExactString(email)) }
         var ended: [String] = []
         if change.endsAllSessions { ended = (sessionsByUser.removeValue(forKey: id) ?? [:]).keys.sorted() }
         return .committed(endedSessions: ended)
@@ -85,7 +87,7 @@ extension MemoryAuthStore {
         for identity in identitiesByUser[userID] ?? [] {
             removeIdentity(IdentityKey(provider: identity.provider, subject: identity.subject), of: userID)
         }
-        if let email = users[userID]?.email, emailOwners[email] == userID { emailOwners.removeValue(forKey: email) }
+        if let email = users[userID]?.email, emailOwners[ByteExactString(email)] == userID { emailOwners.removeValue(forKey: ByteExactString(email)) }
         let ended = Array((sessionsByUser.removeValue(forKey: userID) ?? [:]).keys).sorted()
         identitiesByUser.removeValue(forKey: userID)
         users.removeValue(forKey: userID)
@@ -109,13 +111,13 @@ extension MemoryAuthStore {
 
     private func store(_ identity: IdentityRecord) {
         var list = identitiesByUser[identity.userID] ?? []
-        list.removeAll { $0.provider == identity.provider && $0.subject == identity.subject }
+        list.removeAll { $0.key == identity.key }
         list.append(identity)
         identitiesByUser[identity.userID] = list
     }
 
     private func removeIdentity(_ key: IdentityKey, of userID: String) {
-        identitiesByUser[userID]?.removeAll { $0.provider == key.provider && $0.subject == key.subject }
-        if identityOwners[key.field] == userID { identityOwners.removeValue(forKey: key.field) }
+        identitiesByUser[userID]?.removeAll { $0.key == key }
+        if identityOwners[key] == userID { identityOwners.removeValue(forKey: key) }
     }
 }

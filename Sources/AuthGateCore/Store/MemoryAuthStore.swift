@@ -33,8 +33,8 @@ public actor MemoryAuthStore: AuthStore {
     /// Operators' fences on accounts (token, expiry).
     var fences: [String: (token: String, expiresAt: Date)] = [:]
     var identitiesByUser: [String: [IdentityRecord]] = [:]
-    var identityOwners: [String: String] = [:]
-    var emailOwners: [String: String] = [:]
+    var identityOwners: [IdentityKey: String] = [:]
+    var emailOwners: [ByteExactString: String] = [:]
     var sessionsByUser: [String: [String: StoredSession]] = [:]
     /// The provider token revocation outbox, by entry id.
     var providerRevocationEntries: [String: ProviderRevocation] = [:]
