@@ -247,6 +247,33 @@ struct ProviderKeySetTests {
         }
     }
 
+    @Test("issuer and audience are matched byte for byte: a canonically equivalent spelling is refused")
+    func lookAlikeIssuerAndAudience() async throws {
+        let keys = FakeProvider.sharedKeys
+        try await withProvider(keys: [keys[0]]) { provider, verifier in
+            let now = Date()
+            var configuration = verifier.configuration
+            configuration.audiences = ["app-K"]
+            configuration.issuers = [provider.issuer + "/K"]
+            let strict = OIDCVerifier(configuration: configuration, keySet: verifier.keySet)
+            func sign(issuer: String, audience: String) -> String {
+                FakeProvider.token(claims: FakeProvider.claims(issuer: issuer, audience: audience, now: now), key: keys[0])
+            }
+            #expect("K" == "\u{212A}", "the trap: Swift calls these equal")
+            _ = try await strict.verify(idToken: sign(issuer: provider.issuer + "/K", audience: "app-K"), rawNonce: nil, now: now)
+            #expect(
+                await code {
+                    try await strict.verify(idToken: sign(issuer: provider.issuer + "/K", audience: "app-\u{212A}"), rawNonce: nil, now: now)
+                }
+                    == .audience)
+            #expect(
+                await code {
+                    try await strict.verify(idToken: sign(issuer: provider.issuer + "/\u{212A}", audience: "app-K"), rawNonce: nil, now: now)
+                }
+                    == .issuer)
+        }
+    }
+
     @Test("OIDC discovery finds the JWKS through /.well-known/openid-configuration")
     func discovery() async throws {
         let keys = FakeProvider.sharedKeys

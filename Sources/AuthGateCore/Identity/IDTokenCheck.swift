@@ -53,7 +53,10 @@ struct IDTokenCheck: Sendable {
             throw AuthGateError(.badSignature, "the signature does not verify with \(configuration.name) key \(ProviderKeySet.printable(kid))")
         }
         let claims = try token.verifiedClaims()
-        guard let issuer = claims["iss"]?.stringValue, configuration.issuers.contains(issuer) else {
+        // Byte for byte (`ByteExactString`): Swift's `==` on strings would let a canonically
+        // equivalent spelling of an issuer or an audience (U+212A KELVIN SIGN for `K`) through.
+        guard let issuer = claims["iss"]?.stringValue, configuration.issuers.contains(where: { ByteExactString($0) == ByteExactString(issuer) })
+        else {
             throw AuthGateError(.issuer, "iss \(claims["iss"].map { "\($0)" } ?? "missing") is not an issuer of \(configuration.name)")
         }
         let leeway = configuration.leeway.inSeconds
@@ -84,7 +87,8 @@ struct IDTokenCheck: Sendable {
             throw AuthGateError(.missingSubject, "Missing sub claim in id_token")
         }
         let audiences = Self.audiences(in: claims)
-        guard audiences.contains(where: { configuration.audiences.contains($0) }) else {
+        let accepted = Set(configuration.audiences.map(ByteExactString.init))
+        guard audiences.contains(where: { accepted.contains(ByteExactString($0)) }) else {
             throw AuthGateError(
                 .audience, "aud \(audiences) names none of \(configuration.name)'s audiences", clientText: .unacceptableAudience(audiences))
         }

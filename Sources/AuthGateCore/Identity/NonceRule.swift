@@ -19,7 +19,7 @@ public enum NonceRule {
         let hasClaim = !(claim ?? "").isEmpty
         guard hasRaw == hasClaim else { throw AuthGateError(.nonceMissing, presenceMessage) }
         guard let rawNonce, let claim, hasRaw else { return }
-        guard hashed(rawNonce) == claim else { throw AuthGateError(.nonceMismatch, mismatchMessage) }
+        guard ByteExactString(hashed(rawNonce)) == ByteExactString(claim) else { throw AuthGateError(.nonceMismatch, mismatchMessage) }
     }
 
     /// Lower-case hex SHA-256 of the UTF-8 bytes: what a client gives the provider.

@@ -44,7 +44,7 @@ public struct AccessTokenVerifier: Sendable {
             throw AuthGateError(.malformed, "the claims are not an AuthGate access token")
         }
         let claims = try AccessTokenClaims(json: members)
-        guard claims.iss == issuer else { throw AuthGateError(.issuer, "iss \(claims.iss) is not \(issuer)") }
+        guard ByteExactString(claims.iss) == ByteExactString(issuer) else { throw AuthGateError(.issuer, "iss \(claims.iss) is not \(issuer)") }
         guard claims.aud == audience else { throw AuthGateError(.audience, "aud \(claims.aud) is not \(audience)") }
         guard Double(claims.exp) > now.timeIntervalSince1970 else { throw AuthGateError(.expired, "the token expired at \(claims.exp)") }
         return claims
