@@ -45,7 +45,7 @@ public struct AccessTokenVerifier: Sendable {
         }
         let claims = try AccessTokenClaims(json: members)
         guard ByteExactString(claims.iss) == ByteExactString(issuer) else { throw AuthGateError(.issuer, "iss \(claims.iss) is not \(issuer)") }
-        guard claims.aud == audience else { throw AuthGateError(.audience, "aud \(claims.aud) is not \(audience)") }
+        guard ByteExactString(claims.aud) == ByteExactString(audience) else { throw AuthGateError(.audience, "aud \(claims.aud) is not \(audience)") }
         guard Double(claims.exp) > now.timeIntervalSince1970 else { throw AuthGateError(.expired, "the token expired at \(claims.exp)") }
         return claims
     }
