@@ -96,7 +96,7 @@ struct RequestHeadFacts {
 
     /// `name` equals `lower` (already lower case, same length checked by the caller) ignoring
     /// ASCII case.
-    private static func `is`(_ name: String, _ lower: StaticString) -> Bool {
+    static func `is`(_ name: String, _ lower: StaticString) -> Bool {
         lower.withUTF8Buffer { expected in
             zip(name.utf8, expected).allSatisfy { ($0 >= 65 && $0 <= 90 ? $0 | 0x20 : $0) == $1 }
         }

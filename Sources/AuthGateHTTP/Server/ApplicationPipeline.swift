@@ -61,7 +61,7 @@ struct ApplicationPipeline: Sendable {
         var authority: String?
         var hostSeen = false
         for (name, value) in head.headers {
-            if !hostSeen, Self.isHost(name) {
+            if !hostSeen, name.utf8.count == 4, RequestHeadFacts.is(name, "host") {
                 hostSeen = true
                 authority = value
                 continue
@@ -69,13 +69,6 @@ struct ApplicationPipeline: Sendable {
             if let fieldName = HTTPField.Name(name) { fields.append(HTTPField(name: fieldName, value: value)) }
         }
         return HTTPRequest(method: method, scheme: secure ? "https" : "http", authority: authority, path: head.uri, headerFields: fields)
-    }
-
-    /// `name` is `Host` in any case.
-    private static func isHost(_ name: String) -> Bool {
-        guard name.utf8.count == 4 else { return false }
-        // ASCII letters only match with bit 0x20 set; "host" has no byte that the bit could fake.
-        return zip(name.utf8, "host".utf8).allSatisfy { $0 | 0x20 == $1 }
     }
 
     /// The router's answer to `request`: a head for the client's HTTP version and the whole body.
