@@ -55,8 +55,7 @@ struct IDTokenCheck: Sendable {
         let claims = try token.verifiedClaims()
         // Byte for byte (`ByteExactString`): Swift's `==` on strings would let a canonically
         // equivalent spelling of an issuer or an audience (U+212A KELVIN SIGN for `K`) through.
-        guard let issuer = claims["iss"]?.stringValue, configuration.issuers.contains(where: { ByteExactString($0) == ByteExactString(issuer) })
-        else {
+        guard let issuer = claims["iss"]?.stringValue, configuration.issuers.containsBytes(of: issuer) else {
             throw AuthGateError(.issuer, "iss \(claims["iss"].map { "\($0)" } ?? "missing") is not an issuer of \(configuration.name)")
         }
         let leeway = configuration.leeway.inSeconds
@@ -87,8 +86,7 @@ struct IDTokenCheck: Sendable {
             throw AuthGateError(.missingSubject, "Missing sub claim in id_token")
         }
         let audiences = Self.audiences(in: claims)
-        let accepted = Set(configuration.audiences.map(ByteExactString.init))
-        guard audiences.contains(where: { accepted.contains(ByteExactString($0)) }) else {
+        guard audiences.contains(where: { configuration.audiences.containsBytes(of: $0) }) else {
             throw AuthGateError(
                 .audience, "aud \(audiences) names none of \(configuration.name)'s audiences", clientText: .unacceptableAudience(audiences))
         }

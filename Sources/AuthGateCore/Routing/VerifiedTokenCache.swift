@@ -1,13 +1,5 @@
 import Synchronization
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 #if canImport(FoundationEssentials)
     import FoundationEssentials
 #else
@@ -44,7 +36,7 @@ final class VerifiedTokenCache: Sendable {
     func claims(for token: String, now: Int64) -> AccessTokenClaims? {
         guard let key = Self.key(token) else { return nil }
         return entries.withLock { entries in
-            guard let entry = entries[key], Self.sameBytes(entry.token, token) else { return nil }
+            guard let entry = entries[key], ByteExactString(entry.token) == ByteExactString(token) else { return nil }
             guard entry.claims.exp > now else {
                 entries.removeValue(forKey: key)
                 return nil
@@ -76,20 +68,6 @@ final class VerifiedTokenCache: Sendable {
     /// Forgets every token (the signing keys changed: a removed key's tokens must verify again, and fail).
     func removeAll() {
         entries.withLock { $0.removeAll() }
-    }
-
-    /// True when both strings are the same UTF-8 bytes (`memcmp`; the generic `elementsEqual` over
-    /// the UTF-8 views cost more than the rest of a hit).
-    private static func sameBytes(_ left: String, _ right: String) -> Bool {
-        var left = left
-        var right = right
-        return left.withUTF8 { left in
-            right.withUTF8 { right in
-                guard left.count == right.count else { return false }
-                guard let leftBase = left.baseAddress, let rightBase = right.baseAddress else { return true }
-                return memcmp(leftBase, rightBase, left.count) == 0
-            }
-        }
     }
 
     /// The signature segment: found in the UTF-8 bytes (a search by `Character` would run

@@ -1,3 +1,11 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// A string that equals another, and hashes, by its UTF-8 bytes. Swift's `==` on `String` is
 /// Unicode canonical equivalence (U+212A KELVIN SIGN equals `K`, a precomposed `é` equals `e` plus
 /// a combining accent), so two subjects or addresses that Redis keeps apart as different bytes
@@ -10,12 +18,29 @@ package struct ByteExactString: Hashable, Sendable {
         self.value = value
     }
 
+    /// `memcmp` over the contiguous UTF-8 (the generic `elementsEqual` over the UTF-8 views cost
+    /// more than the rest of a verified-token cache hit).
     package static func == (left: ByteExactString, right: ByteExactString) -> Bool {
-        left.value.utf8.elementsEqual(right.value.utf8)
+        var left = left.value
+        var right = right.value
+        return left.withUTF8 { left in
+            right.withUTF8 { right in
+                guard left.count == right.count else { return false }
+                guard let leftBase = left.baseAddress, let rightBase = right.baseAddress else { return true }
+                return memcmp(leftBase, rightBase, left.count) == 0
+            }
+        }
     }
 
     package func hash(into hasher: inout Hasher) {
-        hasher.combine(value.utf8.count)
-        for byte in value.utf8 { hasher.combine(byte) }
+        var value = value
+        value.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+    }
+}
+
+extension Sequence<String> {
+    /// Whether one of these strings is `value`, byte for byte (``ByteExactString``).
+    package func containsBytes(of value: String) -> Bool {
+        contains { ByteExactString($0) == ByteExactString(value) }
     }
 }
