@@ -120,7 +120,8 @@ extension AccountService {
     /// provider's data merged into `user_metadata`, the sign-in time.
     private func returning(_ identity: VerifiedIdentity, account: AccountSnapshot, now: Date) -> (AccountChange, [IdentityRecord]) {
         var user = account.user
-        let existing = account.identities.first { $0.key == IdentityKey(provider: identity.provider, subject: identity.subject) }
+        let key = IdentityKey(provider: identity.provider, subject: identity.subject)
+        let existing = account.identities.first { $0.key == key }
         var record = existing ?? newIdentity(identity, userID: user.id, now: now)
         record.identityData = identity.identityData
         record.email = identity.email
@@ -130,7 +131,7 @@ extension AccountService {
             record.sealedRefreshToken = sealed
             record.refreshTokenClientID = identity.refreshTokenClientID
         }
-        var identities = account.identities.filter { $0.key != IdentityKey(provider: identity.provider, subject: identity.subject) }
+        var identities = account.identities.filter { $0.key != key }
         identities.append(record)
         identities.sort { $0.createdAt < $1.createdAt }
         user.userMetadata = Self.merged(user.userMetadata, with: identity.identityData)
@@ -139,7 +140,7 @@ extension AccountService {
         user.updatedAt = now
         var change = AccountChange(base: account.stamp, user: user)
         change.savedIdentities = [record]
-        change.claimedIdentities = [IdentityKey(provider: identity.provider, subject: identity.subject)]
+        change.claimedIdentities = [key]
         return (change, identities)
     }
 

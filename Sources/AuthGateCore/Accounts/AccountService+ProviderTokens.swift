@@ -37,7 +37,7 @@ extension AccountService {
             saved = record
             var change = AccountChange(base: account.stamp, user: account.user)
             change.savedIdentities = [record]
-            change.claimedIdentities = [IdentityKey(provider: record.provider, subject: record.subject)]
+            change.claimedIdentities = [record.key]
             return change
         }
         guard updated != nil, let saved else { throw AuthGateError(.userNotFound, "User from sub claim in JWT does not exist") }

@@ -53,7 +53,7 @@ extension MemoryAuthStore {
         for key in change.claimedIdentities { identityOwners[key] = id }
         if let email = change.claimedEmail { emailOwners[ByteExactString(email)] = id }
         for key in change.removedIdentities { removeIdentity(key, of: id) }
-        if let email = change.releasedEmail, emailOwners[ByteExactString(email)] == id { emailOwners.removeValue(forKey: ByteExactString(email)) }
+        releaseEmail(change.releasedEmail, of: id)
         var ended: [String] = []
         if change.endsAllSessions { ended = (sessionsByUser.removeValue(forKey: id) ?? [:]).keys.sorted() }
         return .committed(endedSessions: ended)
@@ -67,8 +67,7 @@ extension MemoryAuthStore {
     }
 
     public func updateIdentity(_ identity: IdentityRecord) async throws -> Bool {
-        let key = IdentityKey(provider: identity.provider, subject: identity.subject)
-        guard identitiesByUser[identity.userID]?.contains(where: { IdentityKey(provider: $0.provider, subject: $0.subject) == key }) == true
+        guard identitiesByUser[identity.userID]?.contains(where: { $0.key == identity.key }) == true
         else { return false }
         store(identity)
         return true
@@ -85,9 +84,9 @@ extension MemoryAuthStore {
 
     public func deleteUser(_ userID: String) async throws -> [String] {
         for identity in identitiesByUser[userID] ?? [] {
-            removeIdentity(IdentityKey(provider: identity.provider, subject: identity.subject), of: userID)
+            removeIdentity(identity.key, of: userID)
         }
-        if let email = users[userID]?.email, emailOwners[ByteExactString(email)] == userID { emailOwners.removeValue(forKey: ByteExactString(email)) }
+        releaseEmail(users[userID]?.email, of: userID)
         let ended = Array((sessionsByUser.removeValue(forKey: userID) ?? [:]).keys).sorted()
         identitiesByUser.removeValue(forKey: userID)
         users.removeValue(forKey: userID)
@@ -114,6 +113,13 @@ extension MemoryAuthStore {
         list.removeAll { $0.key == identity.key }
         list.append(identity)
         identitiesByUser[identity.userID] = list
+    }
+
+    /// Frees `email` in the email index when `userID` holds it.
+    private func releaseEmail(_ email: String?, of userID: String) {
+        guard let email else { return }
+        let key = ByteExactString(email)
+        if emailOwners[key] == userID { emailOwners.removeValue(forKey: key) }
     }
 
     private func removeIdentity(_ key: IdentityKey, of userID: String) {

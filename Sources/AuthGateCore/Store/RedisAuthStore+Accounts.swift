@@ -79,7 +79,7 @@ extension RedisAuthStore {
         for identity in change.savedIdentities {
             identityBytes = StoredRecordCoding.encode(identity)
             arguments.append("save")
-            arguments.append(.string(IdentityKey(provider: identity.provider, subject: identity.subject).field))
+            arguments.append(.string(identity.key.field))
             arguments.append(.byteArray(identityBytes))
         }
         var sessionBytes: [UInt8] = []
@@ -132,7 +132,7 @@ extension RedisAuthStore {
         let reply = try await runAcknowledged(
             RedisAccountScripts.updateIdentity, keys: [keys.identities(identity.userID)],
             arguments: [
-                .string(keyPrefix), .string(IdentityKey(provider: identity.provider, subject: identity.subject).field),
+                .string(keyPrefix), .string(identity.key.field),
                 .byteArray(StoredRecordCoding.encode(identity))
             ]
         )
