@@ -57,7 +57,7 @@ phase() {
     if [ "${PROFILE_PHASE:-}" = "$name" ]; then
         if [ "${PROFILE_EVENT:-}" = "malloc" ]; then
             # Every call of libc's malloc with its stack (where a phase allocates), not CPU samples.
-            perf probe -q -x "$(ldd "$GATEWAY" | awk '/libc\.so/ {print $3}')" malloc 2>/dev/null || true
+            perf probe -q -x "$(ldd "$GATEWAY" | awk '$1 ~ /^libc\.so/ {print $3}')" malloc 2>/dev/null || true
             perf record -c 1 -g -e probe_libc:malloc -p "$gateway_pid" -o "$work/perf-$name.data" 2>/dev/null &
         else
             perf record -F 999 -g -e cpu-clock -p "$gateway_pid" -o "$work/perf-$name.data" 2>/dev/null &
