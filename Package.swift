@@ -45,6 +45,11 @@ let package = Package(
             providers: [.apt(["libhiredis-dev"])]
         ),
         .systemLibrary(name: "CSystemRandom"),
+        .systemLibrary(
+            name: "CJemalloc",
+            pkgConfig: "jemalloc",
+            providers: [.apt(["libjemalloc-dev"])]
+        ),
         .target(
             name: "RedisBridge",
             dependencies: [
@@ -111,6 +116,7 @@ let package = Package(
             name: "AuthGateCLI",
             dependencies: [
                 "AuthGateCore",
+                "CJemalloc",
                 "AuthGateHTTP",
                 "RedisBridge",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -108,6 +108,8 @@ else:
         problem(dockerfile, "the runtime stage needs a HEALTHCHECK on /readyz")
     if "libhiredis" not in runtime:
         problem(dockerfile, "the runtime stage must install libhiredis")
+    if "libjemalloc" not in runtime or "libjemalloc-dev" not in build:
+        problem(dockerfile, "the build stage must install libjemalloc-dev and the runtime stage libjemalloc2 (authgate links jemalloc)")
 
 # docker compose.
 compose_path = os.path.join(ROOT, "deploy", "compose", "docker-compose.yml")

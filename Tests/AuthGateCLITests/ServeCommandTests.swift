@@ -36,6 +36,9 @@ struct ServeCommandTests {
             #expect(object?["hb.request.id"] == nil, "\(line)")
         }
         #expect(log.contains("\"msg\":\"authgate stopped\""))
+        // The executable's link order puts jemalloc's malloc ahead of libc's (MemoryAllocator).
+        #expect(log.contains("\"gw.allocator\":\"jemalloc 5."))
+        #expect(!log.contains("does not serve malloc"))
     }
 
     @Test("SIGTERM drains: a proxied response in flight when the signal lands completes in full, then serve exits 0")

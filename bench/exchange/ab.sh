@@ -31,7 +31,7 @@ CONCURRENCY="${4:-64}"
 AB_ROUNDS="${AB_ROUNDS:-3}"
 ROUNDS="${ROUNDS:-3}"
 REQUESTS="${REQUESTS:-50000}"
-scripts/install-deps.sh libhiredis-dev redis-server redis-tools util-linux openssl bc wrk >/dev/null
+scripts/install-deps.sh libhiredis-dev libjemalloc-dev redis-server redis-tools util-linux openssl bc wrk >/dev/null
 swift build -c release --product ExchangeBench >/dev/null
 
 . scripts/lib.sh

@@ -39,7 +39,7 @@ COUNT="${1:-20000}"
 CONCURRENCY="${2:-64}"
 ROUNDS="${ROUNDS:-3}"
 REQUESTS="${REQUESTS:-100000}"
-scripts/install-deps.sh libhiredis-dev redis-server redis-tools util-linux openssl bc wrk nghttp2-client >/dev/null
+scripts/install-deps.sh libhiredis-dev libjemalloc-dev redis-server redis-tools util-linux openssl bc wrk nghttp2-client >/dev/null
 swift build -c release --product authgate >/dev/null
 GATEWAY="${GATEWAY:-.build/release/authgate}"
 swift build -c release --product ExchangeBench >/dev/null

@@ -23,7 +23,7 @@ cd "$(dirname "$0")/../.."
 SECONDS_PER_RUN="${1:-10}"
 CONNECTIONS="${2:-64}"
 ROUNDS="${3:-2}"
-scripts/install-deps.sh libhiredis-dev redis-server redis-tools haproxy nginx-light wrk nghttp2-client util-linux openssl curl bc >/dev/null
+scripts/install-deps.sh libhiredis-dev libjemalloc-dev redis-server redis-tools haproxy nginx-light wrk nghttp2-client util-linux openssl curl bc >/dev/null
 swift build -c release --product authgate >/dev/null
 
 . scripts/lib.sh

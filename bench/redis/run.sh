@@ -12,7 +12,7 @@ cd "$(dirname "$0")/../.."
 
 REQUESTS="${1:-200000}"
 REPEAT="${2:-3}"
-scripts/install-deps.sh libhiredis-dev redis-server redis-tools util-linux bc >/dev/null
+scripts/install-deps.sh libhiredis-dev libjemalloc-dev redis-server redis-tools util-linux bc >/dev/null
 swift build -c release --product RedisBench >/dev/null
 BENCH=.build/release/RedisBench
 

@@ -15,7 +15,7 @@ cd "$(dirname "$0")/../.."
 
 MINUTES="${1:-10}"
 RATE="${2:-0}"
-scripts/install-deps.sh libhiredis-dev redis-server redis-tools nginx-light util-linux curl python3-venv >/dev/null
+scripts/install-deps.sh libhiredis-dev libjemalloc-dev redis-server redis-tools nginx-light util-linux curl python3-venv >/dev/null
 swift build -c release --product authgate >/dev/null
 venv=".build/soak-venv"
 scripts/python-venv.sh "$venv" bench/soak/requirements.txt

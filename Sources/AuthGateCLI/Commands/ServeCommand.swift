@@ -51,9 +51,13 @@ struct ServeCommand: AsyncParsableCommand {
             metadata: [
                 "gw.version": "\(GatewayApplication.version)", "gw.store": "\(configuration.store.kind.rawValue)",
                 "gw.address": "\(configuration.server.host):\(configuration.server.port)",
-                "gw.config": "\(configuration.sourcePath ?? "built-in defaults")"
+                "gw.config": "\(configuration.sourcePath ?? "built-in defaults")",
+                "gw.allocator": "jemalloc \(MemoryAllocator.version ?? "(version unknown)")"
             ]
         )
+        if !MemoryAllocator.servesMalloc() {
+            logger.warning("jemalloc is linked but does not serve malloc (libc's allocator does): expect slower answers under load")
+        }
         try await ServiceGroup(configuration: groupConfiguration).run()
         logger.info("authgate stopped")
     }

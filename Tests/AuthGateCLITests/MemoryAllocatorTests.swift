@@ -1,0 +1,26 @@
+import AuthGateCLI
+import Testing
+
+/// jemalloc replaces libc's allocator in every binary that links AuthGateCLI: `authgate` and this
+/// test process (ServeCommandTests checks the executable's start line).
+@Suite("Memory allocator")
+struct MemoryAllocatorTests {
+    @Test("jemalloc serves malloc in this process: a block Swift allocates shows in its statistics")
+    func jemallocServesMalloc() throws {
+        let version = try #require(MemoryAllocator.version)
+        #expect(version.hasPrefix("5."), "\(version)")
+        #expect(MemoryAllocator.servesMalloc())
+    }
+
+    @Test("the statistics follow allocations and frees")
+    func statisticsFollowAllocations() throws {
+        let before = try #require(MemoryAllocator.allocatedBytes)
+        let size = 16 << 20
+        let block = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
+        let during = try #require(MemoryAllocator.allocatedBytes)
+        block.deallocate()
+        let after = try #require(MemoryAllocator.allocatedBytes)
+        #expect(during - before >= size)
+        #expect(during - after >= size)
+    }
+}
