@@ -20,27 +20,25 @@ package enum MemoryAllocator {
         return String(cString: pointer)
     }
 
-    /// Bytes the application holds in allocations jemalloc made (`stats.allocated`, refreshed now).
-    package static var allocatedBytes: Int? {
-        // Writing "epoch" makes jemalloc refresh the statistics it reports.
-        var epoch: UInt64 = 1
-        guard mallctl("epoch", nil, nil, &epoch, MemoryLayout<UInt64>.size) == 0 else { return nil }
-        var allocated = 0
-        var length = MemoryLayout<Int>.size
-        guard mallctl("stats.allocated", &allocated, &length, nil, 0) == 0 else { return nil }
+    /// Bytes jemalloc has handed to the calling thread since it started (`thread.allocated`): a
+    /// count no other thread moves.
+    package static var allocatedByThisThread: UInt64? {
+        var allocated: UInt64 = 0
+        var length = MemoryLayout<UInt64>.size
+        guard mallctl("thread.allocated", &allocated, &length, nil, 0) == 0 else { return nil }
         return allocated
     }
 
     /// Whether jemalloc, not libc, serves `malloc` in this process: a block allocated through
-    /// Swift's runtime (which calls `malloc`) must show in jemalloc's statistics. False when the
-    /// link order let libc's allocator win, which loading the library alone does not prevent.
+    /// Swift's runtime (which calls `malloc`) must be counted by jemalloc for this thread. False
+    /// when the link order let libc's allocator win, which loading the library alone does not
+    /// prevent.
     package static func servesMalloc() -> Bool {
-        let size = 4 << 20
-        guard let before = allocatedBytes else { return false }
+        let size = 1 << 20
+        guard let before = allocatedByThisThread else { return false }
         let block = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 16)
         defer { block.deallocate() }
-        block.storeBytes(of: 1, as: UInt8.self)
-        guard let during = allocatedBytes else { return false }
-        return during - before >= size
+        guard let after = allocatedByThisThread else { return false }
+        return after &- before >= UInt64(size)
     }
 }

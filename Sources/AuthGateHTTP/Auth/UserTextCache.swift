@@ -60,12 +60,17 @@ public final class UserTextCache: Sendable {
         }
         var text = GoTrueJSON.userText(user, identities: identities)
         if text.count <= Self.largestCached {
-            // The writer's buffer grows by doubling: kept for minutes, a copy of the exact size.
-            if text.capacity > text.count + 64 { text = text.withUnsafeBufferPointer { Array($0) } }
+            // The writer's buffer grows by doubling: kept for minutes, a copy of the exact size
+            // (which jemalloc still rounds up to its size class, at most a quarter more).
+            if text.capacity > Self.keptCapacity(text.count) { text = text.withUnsafeBufferPointer { Array($0) } }
             entries.withLock { $0.insert(Entry(user: user, identities: identities, text: text), for: user.id) }
         }
         return text
     }
+
+    /// The most capacity a kept text of `count` bytes may hold: an exact allocation rounded up to
+    /// one of jemalloc's size classes (four per doubling) and the array's header.
+    static func keptCapacity(_ count: Int) -> Int { count + count / 4 + 64 }
 
     /// How many users' texts are kept.
     var count: Int { entries.withLock { $0.count } }
