@@ -185,6 +185,32 @@ struct AtomicAccountTests: AccountsTesting {
         }
     }
 
+    @Test(
+        "a minted token is remembered as verified, with the claims verification reads from it; not one that verification refuses",
+        arguments: [TestStoreKind.memory, .redis])
+    func mintedTokensRemembered(_ kind: TestStoreKind) async throws {
+        try await withService(kind) { service, _ in
+            let now = Date()
+            let (issued, token) = try await accessToken(service, subject: "minted")
+            let remembered = try #require(service.verifiedTokens.claims(for: token, now: Int64(now.timeIntervalSince1970)))
+            #expect(remembered == (try service.accessTokens.verify(token, now: now)))
+            #expect(!remembered.userMetadata.isEmpty, "the provider's claims travel in user_metadata")
+            let refreshed = try await service.refresh(issued.refreshToken, now: now)
+            #expect(service.verifiedTokens.claims(for: refreshed.accessToken, now: Int64(now.timeIntervalSince1970)) != nil)
+
+            // A user whose stored aud is not the configured audience: the token minted for it is
+            // refused by verification, so it must not be remembered as verified either.
+            var stray = issued.user
+            stray.aud = "another-audience"
+            let (session, refreshToken) = try service.newSession(
+                for: stray.id, method: "oauth", device: SessionDevice(userAgent: nil, ip: nil), now: now)
+            let strayToken = try service.issue(for: stray, identities: [], session: session, refreshToken: refreshToken, now: now).accessToken
+            #expect(service.verifiedTokens.claims(for: strayToken, now: Int64(now.timeIntervalSince1970)) == nil)
+            let refused = await code { _ = try await service.authenticate(bearer: strayToken, now: now) }
+            #expect(refused == .badJWT)
+        }
+    }
+
     @Test("stored records written by the Codable encoder of earlier versions still read back")
     func earlierRecordsRead() throws {
         let user = try StoredRecordCoding.decodeUser(

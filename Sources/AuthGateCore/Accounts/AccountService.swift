@@ -19,9 +19,9 @@ public struct AccountService: Sendable {
     let idTokens: IDTokenSignInVerifier
     let anonymous: AnonymousProvider
     let logger: Logger
-    /// Bearer tokens already verified (the signature check skipped on a hit; the account, its
-    /// session and its ban are read on every call); emptied when the signing keys change.
-    private let verifiedTokens: VerifiedTokenCache
+    /// Bearer tokens already verified, or minted here (the signature check skipped on a hit; the
+    /// account, its session and its ban are read on every call); emptied when the signing keys change.
+    let verifiedTokens: VerifiedTokenCache
     /// Exchanges Apple authorization codes for Apple's refresh token; nil unless Apple's REST API
     /// credentials and the token encryption key are configured.
     public var appleRefreshTokens: AppleRefreshTokens?
@@ -297,8 +297,16 @@ public struct AccountService: Sendable {
             appMetadata: user.appMetadata, userMetadata: user.userMetadata, role: user.role, aal: session.aal, amr: session.amr,
             sessionID: session.id, isAnonymous: user.isAnonymous
         )
+        let accessToken = try issuer.mint(claims)
+        // Signed here a moment ago: the first request that presents it (clients call GET /user
+        // after every sign-in and refresh) need not verify the signature again. Only a token that
+        // verification would accept is remembered: a user whose stored `aud` is not the
+        // configured audience gets a token that every verification refuses.
+        if accessTokens.wouldAccept(claims, now: now) {
+            verifiedTokens.insert(accessToken, claims: claims, now: issuedAt)
+        }
         return IssuedSession(
-            accessToken: try issuer.mint(claims), expiresIn: expiresAt - issuedAt, expiresAt: expiresAt, refreshToken: refreshToken.value,
+            accessToken: accessToken, expiresIn: expiresAt - issuedAt, expiresAt: expiresAt, refreshToken: refreshToken.value,
             user: user, identities: identities, session: session
         )
     }

@@ -44,9 +44,20 @@ public struct AccessTokenVerifier: Sendable {
             throw AuthGateError(.malformed, "the claims are not an AuthGate access token")
         }
         let claims = try AccessTokenClaims(json: members)
+        try check(claims, now: now)
+        return claims
+    }
+
+    /// Whether a token with `claims`, just signed by the ring's active key, passes ``verify(_:now:)``:
+    /// the checks after the signature.
+    func wouldAccept(_ claims: AccessTokenClaims, now: Date) -> Bool {
+        (try? check(claims, now: now)) != nil
+    }
+
+    /// The claims' `iss`, `aud` (byte for byte) and `exp`.
+    private func check(_ claims: AccessTokenClaims, now: Date) throws {
         guard ByteExactString(claims.iss) == ByteExactString(issuer) else { throw AuthGateError(.issuer, "iss \(claims.iss) is not \(issuer)") }
         guard ByteExactString(claims.aud) == ByteExactString(audience) else { throw AuthGateError(.audience, "aud \(claims.aud) is not \(audience)") }
         guard Double(claims.exp) > now.timeIntervalSince1970 else { throw AuthGateError(.expired, "the token expired at \(claims.exp)") }
-        return claims
     }
 }
