@@ -211,6 +211,34 @@ struct AtomicAccountTests: AccountsTesting {
         }
     }
 
+    @Test(
+        "a sign-in's answer shows the user and identities a later read gives, timestamps included (stores keep milliseconds)",
+        arguments: [TestStoreKind.memory, .redis])
+    func answersMatchLaterReads(_ kind: TestStoreKind) async throws {
+        try await withService(kind) { service, store in
+            // A `now` between two milliseconds, as Date() nearly always is.
+            let millisecond = Date().atStoredMillisecond
+            let now = millisecond.addingTimeInterval(0.000_456_7)
+            func readBack(_ issued: IssuedSession) async throws -> AccountSnapshot {
+                try #require(try await store.account(userID: issued.user.id, sessionID: issued.session.id))
+            }
+            for round in 0..<2 {  // a new user, then the same user returning
+                let issued = try await service.signInWithIDToken(
+                    provider: "fake", idToken: idToken(subject: "stamped", email: "stamped@example.com"), rawNonce: nil, linkingTo: nil,
+                    now: now.addingTimeInterval(Double(round)))
+                let read = try await readBack(issued)
+                #expect(issued.user == read.user, "round \(round)")
+                #expect(issued.identities == read.identities, "round \(round)")
+                #expect(issued.user.lastSignInAt == millisecond.addingTimeInterval(Double(round)).atStoredMillisecond)
+            }
+            let anonymous = try await service.signUpAnonymously(data: [:], now: now)
+            #expect(anonymous.user == (try await readBack(anonymous)).user)
+            let caller = try await service.authenticate(bearer: anonymous.accessToken, now: now)
+            let (updated, _) = try await service.updateMetadata(of: caller, data: ["k": .string("v")], limit: 4096, now: now)
+            #expect(updated == (try await readBack(anonymous)).user)
+        }
+    }
+
     @Test("stored records written by the Codable encoder of earlier versions still read back")
     func earlierRecordsRead() throws {
         let user = try StoredRecordCoding.decodeUser(

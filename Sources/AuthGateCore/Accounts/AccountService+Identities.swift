@@ -12,6 +12,7 @@ extension AccountService {
     /// lookup and one commit (user, identity, indexes and session at once); when another request
     /// changed the account or claimed the identity meanwhile, it reads again and decides again.
     func signIn(_ identity: VerifiedIdentity, device: SessionDevice = .unknown, now: Date) async throws -> IssuedSession {
+        let now = now.atStoredMillisecond
         let key = IdentityKey(provider: identity.provider, subject: identity.subject)
         var linkableEmail: String?
         if identity.emailVerified, let email = identity.email, EmailAddress.allowsAutomaticLinking(email) { linkableEmail = email }
@@ -47,6 +48,7 @@ extension AccountService {
     /// authenticated. Every condition is checked before anything is written: a refused link
     /// changes nothing.
     func link(_ identity: VerifiedIdentity, to caller: AuthenticatedUser, device: SessionDevice = .unknown, now: Date) async throws -> IssuedSession {
+        let now = now.atStoredMillisecond
         let key = IdentityKey(provider: identity.provider, subject: identity.subject)
         // GoTrue's order of refusals: an identity held by another user is named before any email
         // rule (the commit re-checks the claim atomically).

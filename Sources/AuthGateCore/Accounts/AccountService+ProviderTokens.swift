@@ -17,6 +17,7 @@ extension AccountService {
     ///   the exchange's errors (``AppleRefreshTokens/sealedRefreshToken(code:clientID:subject:now:)``),
     ///   `providerAPINotConfigured`.
     public func keepAppleRefreshToken(for caller: AuthenticatedUser, code: String, clientID: String?, now: Date) async throws -> IdentityRecord {
+        let now = now.atStoredMillisecond
         guard let appleRefreshTokens else {
             throw AuthGateError(.providerAPINotConfigured, "providers.apple needs team_id, key_id, private_key_file and a token encryption key")
         }

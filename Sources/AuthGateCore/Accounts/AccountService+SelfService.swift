@@ -56,6 +56,7 @@ extension AccountService {
     /// revocation ahead of the write (the worker leaves it alone if the write did not land).
     /// - Returns: the user as stored.
     public func unlinkIdentity(_ caller: AuthenticatedUser, identityID: String, now: Date) async throws -> UserRecord {
+        let now = now.atStoredMillisecond
         let admin = AdminService(store: store, logger: logger)
         if let known = caller.account.identities.first(where: { $0.identityID == identityID }), caller.account.identities.count > 1 {
             _ = try await admin.queueRevocations(of: [known], except: [], now: now)

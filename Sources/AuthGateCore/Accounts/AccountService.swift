@@ -99,6 +99,7 @@ public struct AccountService: Sendable {
     /// `POST /signup` without email or phone: a new anonymous user and its first session, written
     /// at once.
     public func signUpAnonymously(data: [String: JSONValue], device: SessionDevice = .unknown, now: Date) async throws -> IssuedSession {
+        let now = now.atStoredMillisecond
         guard anonymous.isEnabled else { throw AuthGateError(.anonymousProviderDisabled, "Anonymous sign-ins are disabled") }
         let user = UserRecord(
             id: UUIDBytes.random(), aud: tokens.audience, role: "authenticated", email: nil, phone: nil, emailConfirmedAt: nil,
@@ -242,6 +243,7 @@ public struct AccountService: Sendable {
     public func updateMetadata(of caller: AuthenticatedUser, data: [String: JSONValue], limit: Int, now: Date) async throws -> (
         UserRecord, [IdentityRecord]
     ) {
+        let now = now.atStoredMillisecond
         // A compare-and-set from the account read when the caller was authenticated: a ban, a
         // deletion or another update that landed since is read again, never overwritten.
         let updated = try await store.updateAccount(userID: caller.user.id, sessionID: caller.claims.sessionID, startingFrom: caller.account) {

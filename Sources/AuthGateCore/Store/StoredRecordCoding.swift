@@ -92,7 +92,7 @@ enum StoredRecordCoding {
 
     /// A date as written (``Date/unixMilliseconds``) and read back (``Fields/optionalDate(_:)``).
     private static func storedDate(_ date: Date) -> Date {
-        Date(timeIntervalSince1970: Double(date.unixMilliseconds) / 1000)
+        date.atStoredMillisecond
     }
 
     // MARK: reading

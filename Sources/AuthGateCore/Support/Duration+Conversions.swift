@@ -33,6 +33,11 @@ extension Date {
     /// Milliseconds since 1970, rounded to the nearest, clamped like ``unixSeconds``.
     public var unixMilliseconds: Int64 { unixMilliseconds(rounded: .toNearestOrAwayFromZero) }
 
+    /// This date at the millisecond the stores keep (Redis records hold Unix milliseconds): the
+    /// `now` an account change stamps on its records, so that its answer shows the timestamps
+    /// every later read shows, and the records and texts kept for those reads are reused.
+    public var atStoredMillisecond: Date { Date(timeIntervalSince1970: Double(unixMilliseconds) / 1000) }
+
     /// Milliseconds since 1970, rounded by `rule`, clamped like ``unixSeconds``.
     public func unixMilliseconds(rounded rule: FloatingPointRoundingRule) -> Int64 {
         Int64((min(max(timeIntervalSince1970, Self.unixSecondsRange.lowerBound), Self.unixSecondsRange.upperBound) * 1000).rounded(rule))
