@@ -84,7 +84,7 @@ public enum GoTrueJSON {
     }
 
     /// The token answer's JSON text (``session(_:)``'s bytes); its user's text from `users` when
-    /// given, for a user read from the store (see ``UserTextCache``), else written now.
+    /// given (see ``UserTextCache``), else written now.
     static func sessionText(_ issued: IssuedSession, users: UserTextCache?) -> [UInt8] {
         var object = JSONObjectWriter(capacity: 2048)
         object.string("access_token", issued.accessToken)

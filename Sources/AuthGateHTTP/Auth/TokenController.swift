@@ -15,7 +15,7 @@ public struct TokenController: Sendable {
     let accounts: AccountService
     /// Who may name the client's address in `X-Forwarded-For` (for the session's device).
     let trustedProxies: [IPNetwork]
-    /// Refreshed sessions' users (read from the store), as JSON text already written.
+    /// The users of token answers, as JSON text already written.
     let users: UserTextCache
 
     public init(accounts: AccountService, trustedProxies: [IPNetwork] = [], users: UserTextCache) {
@@ -101,9 +101,9 @@ public struct TokenController: Sendable {
                 "id_token sign-in",
                 metadata: ["gw.provider": "\(label)", "gw.user_id": "\(issued.user.id)", "gw.linked": "\(linkTarget != nil)", "gw.outcome": "ok"]
             )
-            // The user was just written from memory: its dates are finer than the stored ones, so
-            // a text kept from it would never be found again (UserTextCache).
-            return RequestSupport.json(text: GoTrueJSON.sessionText(issued, users: nil))
+            // The user as written is the user as read (dates at the stored millisecond): its text
+            // is kept for the session's first refresh and GET /user.
+            return RequestSupport.json(text: GoTrueJSON.sessionText(issued, users: users))
         } catch let error as AuthGateError {
             GatewayMetrics.signIn(provider: label, outcome: error.code.description)
             context.outcome.reason = error.code.description

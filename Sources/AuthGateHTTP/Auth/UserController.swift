@@ -19,7 +19,7 @@ public struct UserController: Sendable {
     let userUpdateLimit: RateLimit?
     let limiter: RateLimiter
     let trustedProxies: [IPNetwork]
-    /// `GET /user`'s users (read from the store), as JSON text already written.
+    /// The users `GET /user`, `PUT /user` and anonymous sign-ups answer with, as JSON text already written.
     let userTexts: UserTextCache
 
     public init(accounts: AccountService, configuration: AuthGateConfiguration, store: any AuthStore, userTexts: UserTextCache) {
@@ -81,7 +81,7 @@ public struct UserController: Sendable {
                 text: GoTrueJSON.sessionText(
                     try await accounts.signUpAnonymously(
                         data: body.data ?? [:], device: RequestSupport.device(request, context, trustedProxies: trustedProxies), now: Date()),
-                    users: nil))
+                    users: userTexts))
         } catch let error as AuthGateError {
             throw ErrorMapping.clientError(for: error, in: .signup)
         }
@@ -107,8 +107,8 @@ public struct UserController: Sendable {
         }
         do {
             let (user, identities) = try await accounts.updateMetadata(of: caller, data: body.data ?? [:], limit: users.maxUserMetadata, now: Date())
-            // Written from memory, not read: not kept (see UserTextCache).
-            return RequestSupport.json(text: GoTrueJSON.userText(user, identities: identities))
+            // As written is as read (dates at the stored millisecond): kept for the next GET /user.
+            return RequestSupport.json(text: userTexts.text(user, identities: identities))
         } catch let error as AuthGateError {
             throw ErrorMapping.clientError(for: error, in: .authenticated)
         }

@@ -21,9 +21,10 @@ import Synchronization
 /// a respelling written within the same millisecond as the text's own change could go unseen, and
 /// then the kept text is the same user's text of a moment before, equivalent to the new one.
 ///
-/// Only users read from the store belong here (`GET /user`, a refresh): a user just created or
-/// changed in memory carries dates finer than the milliseconds the store keeps, so it never equals
-/// the record read back later, and keeping its text would only cost memory and a comparison.
+/// Users read from the store (`GET /user`, a refresh) and users just written by a sign-in,
+/// an anonymous sign-up or `PUT /user` belong here: account changes stamp their records at the
+/// millisecond the store keeps (`Date.atStoredMillisecond`), so the user as written equals the
+/// user read back, and a session's first refresh or `GET /user` finds the sign-in's text.
 ///
 /// Bounded by `capacity` users (``FIFOCache``: the oldest insertion goes first); texts over
 /// ``largestCached`` bytes are written and not kept.
