@@ -56,9 +56,15 @@ phase() {
     local perf_pid=""
     if [ "${PROFILE_PHASE:-}" = "$name" ]; then
         if [ "${PROFILE_EVENT:-}" = "malloc" ]; then
-            # Every call of libc's malloc with its stack (where a phase allocates), not CPU samples.
-            perf probe -q -x "$(ldd "$GATEWAY" | awk '$1 ~ /^libc\.so/ {print $3}')" malloc 2>/dev/null || true
-            perf record -c 1 -g -e probe_libc:malloc -p "$gateway_pid" -o "$work/perf-$name.data" 2>/dev/null &
+            # Every call of malloc with its stack (where a phase allocates), not CPU samples: a
+            # uprobe on the malloc that serves the gateway, jemalloc's (libc's for a build without
+            # it), at its symbol's address (a probe by name would also catch jemalloc's PLT entry).
+            local allocator
+            allocator="$(ldd "$GATEWAY" | awk '$1 ~ /^libjemalloc\.so/ {print $3}')"
+            [ -n "$allocator" ] || allocator="$(ldd "$GATEWAY" | awk '$1 ~ /^libc\.so/ {print $3}')"
+            perf probe -q -d 'authgate_bench:malloc' 2>/dev/null || true
+            perf probe -q -x "$allocator" -a "authgate_bench:malloc=0x$(nm -D --defined-only "$allocator" | awk '$3 == "malloc" {print $1}')"
+            perf record -c 1 -g -e authgate_bench:malloc -p "$gateway_pid" -o "$work/perf-$name.data" 2>/dev/null &
         else
             perf record -F 999 -g -e cpu-clock -p "$gateway_pid" -o "$work/perf-$name.data" 2>/dev/null &
         fi
