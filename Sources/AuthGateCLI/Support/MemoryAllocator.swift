@@ -22,7 +22,7 @@ package enum MemoryAllocator {
 
     /// Bytes jemalloc has handed to the calling thread since it started (`thread.allocated`): a
     /// count no other thread moves.
-    package static var allocatedByThisThread: UInt64? {
+    private static var allocatedByThisThread: UInt64? {
         var allocated: UInt64 = 0
         var length = MemoryLayout<UInt64>.size
         guard mallctl("thread.allocated", &allocated, &length, nil, 0) == 0 else { return nil }

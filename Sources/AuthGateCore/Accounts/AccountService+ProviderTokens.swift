@@ -29,7 +29,7 @@ extension AccountService {
         var saved: IdentityRecord?
         let updated = try await store.updateAccount(userID: caller.user.id, sessionID: caller.claims.sessionID, startingFrom: caller.account) {
             account in
-            guard var record = account.identities.first(where: { $0.key == IdentityKey(provider: "apple", subject: identity.subject) }) else {
+            guard var record = account.identities.first(where: { $0.key == identity.key }) else {
                 throw AuthGateError(.identityNotFound, "the Apple identity was removed meanwhile")
             }
             record.sealedRefreshToken = sealed

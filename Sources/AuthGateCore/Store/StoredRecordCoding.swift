@@ -80,19 +80,15 @@ enum StoredRecordCoding {
         withStoredDates(session, [\.createdAt, \.refreshedAt])
     }
 
-    /// `record` with the dates at `dates` and `optionalDates` as stored and read back.
+    /// `record` with the dates at `dates` and `optionalDates` as written (``Date/unixMilliseconds``)
+    /// and read back (``Fields/optionalDate(_:)``): ``Date/atStoredMillisecond``.
     private static func withStoredDates<Record>(
         _ record: Record, _ dates: [WritableKeyPath<Record, Date>], _ optionalDates: [WritableKeyPath<Record, Date?>] = []
     ) -> Record {
         var record = record
-        for path in dates { record[keyPath: path] = storedDate(record[keyPath: path]) }
-        for path in optionalDates { record[keyPath: path] = record[keyPath: path].map(storedDate) }
+        for path in dates { record[keyPath: path] = record[keyPath: path].atStoredMillisecond }
+        for path in optionalDates { record[keyPath: path] = record[keyPath: path]?.atStoredMillisecond }
         return record
-    }
-
-    /// A date as written (``Date/unixMilliseconds``) and read back (``Fields/optionalDate(_:)``).
-    private static func storedDate(_ date: Date) -> Date {
-        date.atStoredMillisecond
     }
 
     // MARK: reading
