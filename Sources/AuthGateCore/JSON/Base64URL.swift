@@ -28,32 +28,45 @@ public enum Base64URL {
     }()
     static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
-    /// Encodes without `=` padding.
+    /// Encodes without `=` padding, straight into the string's storage: a token's payload, its
+    /// signature and every refresh token pass through here on each mint, and a byte array grown
+    /// one character at a time, then validated and copied into a string, cost more than the
+    /// encoding.
     public static func encode(_ bytes: some Collection<UInt8>) -> String {
-        let input = Array(bytes)
-        var output = [UInt8]()
-        output.reserveCapacity((input.count * 4 + 2) / 3)
-        var index = 0
-        while index + 3 <= input.count {
-            let value = UInt32(input[index]) << 16 | UInt32(input[index + 1]) << 8 | UInt32(input[index + 2])
-            output.append(alphabet[Int(value >> 18 & 63)])
-            output.append(alphabet[Int(value >> 12 & 63)])
-            output.append(alphabet[Int(value >> 6 & 63)])
-            output.append(alphabet[Int(value & 63)])
-            index += 3
+        if let encoded = bytes.withContiguousStorageIfAvailable({ encode(buffer: $0) }) { return encoded }
+        return Array(bytes).withUnsafeBufferPointer { encode(buffer: $0) }
+    }
+
+    private static func encode(buffer input: UnsafeBufferPointer<UInt8>) -> String {
+        let (whole, remaining) = input.count.quotientAndRemainder(dividingBy: 3)
+        let length = whole * 4 + (remaining == 0 ? 0 : remaining + 1)
+        return alphabet.withUnsafeBufferPointer { alphabet in
+            String(unsafeUninitializedCapacity: length) { output in
+                var written = 0
+                var index = 0
+                while index + 3 <= input.count {
+                    let value = UInt32(input[index]) << 16 | UInt32(input[index + 1]) << 8 | UInt32(input[index + 2])
+                    output[written] = alphabet[Int(value >> 18 & 63)]
+                    output[written + 1] = alphabet[Int(value >> 12 & 63)]
+                    output[written + 2] = alphabet[Int(value >> 6 & 63)]
+                    output[written + 3] = alphabet[Int(value & 63)]
+                    written += 4
+                    index += 3
+                }
+                if remaining > 0 {
+                    let second = remaining == 2 ? UInt32(input[index + 1]) << 8 : 0
+                    let value = UInt32(input[index]) << 16 | second
+                    output[written] = alphabet[Int(value >> 18 & 63)]
+                    output[written + 1] = alphabet[Int(value >> 12 & 63)]
+                    written += 2
+                    if remaining == 2 {
+                        output[written] = alphabet[Int(value >> 6 & 63)]
+                        written += 1
+                    }
+                }
+                return written
+            }
         }
-        let remaining = input.count - index
-        if remaining == 1 {
-            let value = UInt32(input[index]) << 16
-            output.append(alphabet[Int(value >> 18 & 63)])
-            output.append(alphabet[Int(value >> 12 & 63)])
-        } else if remaining == 2 {
-            let value = UInt32(input[index]) << 16 | UInt32(input[index + 1]) << 8
-            output.append(alphabet[Int(value >> 18 & 63)])
-            output.append(alphabet[Int(value >> 12 & 63)])
-            output.append(alphabet[Int(value >> 6 & 63)])
-        }
-        return String(decoding: output, as: UTF8.self)
     }
 
     /// Decodes canonical base64url: the URL-safe alphabet, no padding, zero trailing bits; nil
