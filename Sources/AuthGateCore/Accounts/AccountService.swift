@@ -126,13 +126,11 @@ public struct AccountService: Sendable {
             GatewayMetrics.refresh(outcome: "not_found")
             throw AuthGateError(.refreshTokenNotFound, "the refresh token does not parse")
         }
-        guard let child = RefreshToken.generate(userID: token.userID, sessionID: token.sessionID) else {
-            throw AuthGateError(.storeCorrupt, "a refresh token's user or session id is not a UUID")
-        }
+        let (child, sealedChild) = token.child()
         let (outcome, account) = try await store.rotateRefreshToken(
             RefreshRotation(
                 userID: token.userID, sessionID: token.sessionID, presentedHash: token.hash, childHash: child.hash,
-                sealedChild: try token.seal(child), now: now, reuseInterval: tokens.refresh.reuseInterval,
+                sealedChild: sealedChild, now: now, reuseInterval: tokens.refresh.reuseInterval,
                 sessionTimebox: tokens.refresh.sessionTimebox, inactivityTimeout: tokens.refresh.inactivityTimeout
             )
         )

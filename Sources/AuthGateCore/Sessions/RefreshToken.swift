@@ -14,24 +14,28 @@ public struct RefreshToken: Sendable, Hashable {
     public let value: String
     public let userID: String
     public let sessionID: String
+    /// The user's and the session's UUIDs as the token carries them (16 bytes each): a rotation's
+    /// child carries the same ones, without the ids' text parsed again.
+    private let ids: [UInt8]
 
     /// A fresh token for a session.
     public static func generate(userID: String, sessionID: String) -> RefreshToken? {
         guard let user = UUIDBytes.bytes(of: userID), let session = UUIDBytes.bytes(of: sessionID) else { return nil }
-        let secret = Base64URL.randomBytes(32)
-        return RefreshToken(value: Base64URL.encode([1] + user + session + secret), userID: userID, sessionID: sessionID)
+        return RefreshToken(ids: user + session, secret: Base64URL.randomBytes(32), userID: userID, sessionID: sessionID)
     }
 
     /// Reads a token presented by a client; nil when it is not one of ours.
     public init?(parsing value: String) {
         guard value.utf8.count == 87, let bytes = Base64URL.decode(value), bytes.count == 65, bytes[0] == 1 else { return nil }
         self.value = value
+        self.ids = Array(bytes[1..<33])
         self.userID = UUIDBytes.string(of: Array(bytes[1..<17]))
         self.sessionID = UUIDBytes.string(of: Array(bytes[17..<33]))
     }
 
-    private init(value: String, userID: String, sessionID: String) {
-        self.value = value
+    private init(ids: [UInt8], secret: [UInt8], userID: String, sessionID: String) {
+        self.value = Base64URL.encode([1] + ids + secret)
+        self.ids = ids
         self.userID = userID
         self.sessionID = sessionID
     }
@@ -39,25 +43,56 @@ public struct RefreshToken: Sendable, Hashable {
     /// Lower-case hex SHA-256 of the token: all the store ever keeps.
     public var hash: String { NonceRule.hashed(value) }
 
-    /// Seals `child` so that only the holder of this token (its parent) can open it: AES-GCM
-    /// under a key derived from this token. The store keeps the sealed child so that a parent
-    /// presented again within the reuse interval gets the current child back.
-    func seal(_ child: RefreshToken) throws -> String {
-        let box = try AES.GCM.seal(Array(child.value.utf8), using: sealingKey)
-        guard let combined = box.combined else { throw AuthGateError(.storeCorrupt, "AES-GCM gave no combined box") }
-        return Base64URL.encode(Array(combined))
+    /// This token's successor in a rotation (the same user and session, a new secret), and the
+    /// successor sealed so that only the holder of this token can open it. The store keeps the
+    /// sealed child so that this token presented again within the reuse interval gets the current
+    /// child back (``open(_:)``).
+    ///
+    /// The seal is a one-time pad and a tag, both derived from this token, which has exactly one
+    /// child: `pad ‖ tagKey` is SHA-512 of a label and this token (its 256 random bits are the
+    /// secret), the child's 32 random bytes are XORed with `pad`, and the tag is the first 16
+    /// bytes of SHA-256 of `tagKey` and that ciphertext. The child's ids are this token's, so only
+    /// its secret is sealed. Sealed: base64url of `2 ‖ ciphertext ‖ tag` (49 bytes).
+    func child() -> (token: RefreshToken, sealed: String) {
+        let secret = Base64URL.randomBytes(32)
+        let child = RefreshToken(ids: ids, secret: secret, userID: userID, sessionID: sessionID)
+        let keys = sealingKeys
+        let ciphertext = (0..<32).map { secret[$0] ^ keys[$0] }
+        return (child, Base64URL.encode([2] + ciphertext + Self.tag(key: keys[32..<64], ciphertext: ciphertext[...])))
     }
 
-    /// Opens a child sealed by ``seal(_:)``; nil when this token is not its parent.
+    /// Opens a child sealed by ``child()``, or by AuthGate before 2026-11-25 (AES-GCM of the whole
+    /// child under a key derived from this token: a rotation during an upgrade); nil when this
+    /// token is not its parent or the sealed text was altered.
     func open(_ sealed: String) -> RefreshToken? {
-        guard let bytes = Base64URL.decode(sealed), let box = try? AES.GCM.SealedBox(combined: bytes),
-            let plain = try? AES.GCM.open(box, using: sealingKey)
+        guard let bytes = Base64URL.decode(sealed) else { return nil }
+        if bytes.count == 49, bytes[0] == 2 {
+            let keys = sealingKeys
+            let tag = Self.tag(key: keys[32..<64], ciphertext: bytes[1..<33])
+            // Compared in constant time: every byte is looked at whatever the first difference.
+            var difference: UInt8 = 0
+            for index in 0..<16 { difference |= tag[index] ^ bytes[33 + index] }
+            guard difference == 0 else { return nil }
+            let secret = (0..<32).map { bytes[1 + $0] ^ keys[$0] }
+            return RefreshToken(ids: ids, secret: secret, userID: userID, sessionID: sessionID)
+        }
+        let key = SymmetricKey(data: SHA256.hash(data: Array("authgate refresh reuse v1\u{0}".utf8) + Array(value.utf8)))
+        guard let box = try? AES.GCM.SealedBox(combined: bytes), let plain = try? AES.GCM.open(box, using: key),
+            let opened = RefreshToken(parsing: String(decoding: plain, as: UTF8.self)), opened.ids == ids
         else { return nil }
-        return RefreshToken(parsing: String(decoding: plain, as: UTF8.self))
+        return opened
     }
 
-    private var sealingKey: SymmetricKey {
-        SymmetricKey(data: SHA256.hash(data: Array("authgate refresh reuse v1\u{0}".utf8) + Array(value.utf8)))
+    /// `pad ‖ tagKey` (32 bytes each) for sealing this token's child.
+    private var sealingKeys: [UInt8] {
+        Array(SHA512.hash(data: Array("authgate refresh reuse v2\u{0}".utf8) + Array(value.utf8)))
+    }
+
+    private static func tag(key: ArraySlice<UInt8>, ciphertext: ArraySlice<UInt8>) -> [UInt8] {
+        var hasher = SHA256()
+        hasher.update(data: key)
+        hasher.update(data: ciphertext)
+        return Array(hasher.finalize().prefix(16))
     }
 }
 
