@@ -22,6 +22,8 @@ public struct AccountService: Sendable {
     /// Bearer tokens already verified, or minted here (the signature check skipped on a hit; the
     /// account, its session and its ban are read on every call); emptied when the signing keys change.
     let verifiedTokens: VerifiedTokenCache
+    /// Users' metadata text as their last token carried it (a refresh mints for an unchanged user).
+    let claimsMetadata: ClaimsMetadataCache
     /// Exchanges Apple authorization codes for Apple's refresh token; nil unless Apple's REST API
     /// credentials and the token encryption key are configured.
     public var appleRefreshTokens: AppleRefreshTokens?
@@ -37,14 +39,16 @@ public struct AccountService: Sendable {
     }
 
     /// With keys that may be replaced while running (rotation). `verifiedTokenCacheSize` bounds
-    /// the bearer tokens whose verification is remembered (`proxy.token_cache_size`).
+    /// the bearer tokens whose verification is remembered (`proxy.token_cache_size`), and
+    /// `userCacheSize` the users whose metadata text is kept (`store.redis.record_cache_size`).
     public init(
         store: any AuthStore,
         tokens: TokensConfiguration,
         keys: SigningKeys,
         idTokens: IDTokenSignInVerifier,
         logger: Logger,
-        verifiedTokenCacheSize: Int = 10_000
+        verifiedTokenCacheSize: Int = 10_000,
+        userCacheSize: Int = StoreConfiguration.Redis.defaultRecordCacheSize
     ) {
         self.store = store
         self.tokens = tokens
@@ -55,6 +59,7 @@ public struct AccountService: Sendable {
         self.logger = logger
         let verifiedTokens = VerifiedTokenCache(capacity: verifiedTokenCacheSize)
         self.verifiedTokens = verifiedTokens
+        self.claimsMetadata = ClaimsMetadataCache(capacity: userCacheSize)
         keys.onReplace { _ in verifiedTokens.removeAll() }
     }
 
@@ -297,7 +302,7 @@ public struct AccountService: Sendable {
             appMetadata: user.appMetadata, userMetadata: user.userMetadata, role: user.role, aal: session.aal, amr: session.amr,
             sessionID: session.id, isAnonymous: user.isAnonymous
         )
-        let accessToken = try issuer.mint(claims)
+        let accessToken = try issuer.mint(claims, metadata: claimsMetadata.text(for: user))
         // Signed here a moment ago: the first request that presents it (clients call GET /user
         // after every sign-in and refresh) need not verify the signature again. Only a token that
         // verification would accept is remembered: a user whose stored `aud` is not the

@@ -83,12 +83,20 @@ public struct AccessTokenClaims: Sendable, Codable, Hashable {
 
     /// The payload's JSON, written member by member in sorted name order: the bytes of the Codable
     /// form with its members sorted (a test holds them equal), without a dictionary built and
-    /// sorted on every mint.
-    func serialized() -> [UInt8] {
+    /// sorted on every mint. `metadata`, when given, is the text of ``appMetadata`` and
+    /// ``userMetadata`` already written (``ClaimsMetadataCache``).
+    func serialized(metadata: ClaimsMetadataCache.Text? = nil) -> [UInt8] {
         var object = JSONObjectWriter(capacity: 512)
         object.string("aal", aal)
-        object.value("amr", .array(amr.map(\.jsonValue)))
-        object.value("app_metadata", .object(appMetadata))
+        object.objects("amr", amr) { method, object in
+            object.string("method", method.method)
+            object.integer("timestamp", method.timestamp)
+        }
+        if let metadata {
+            object.text("app_metadata", metadata.appMetadata)
+        } else {
+            object.value("app_metadata", .object(appMetadata))
+        }
         object.string("aud", aud)
         object.string("email", email)
         object.integer("exp", exp)
@@ -99,7 +107,11 @@ public struct AccessTokenClaims: Sendable, Codable, Hashable {
         object.string("role", role)
         object.string("session_id", sessionID)
         object.string("sub", sub)
-        object.value("user_metadata", .object(userMetadata))
+        if let metadata {
+            object.text("user_metadata", metadata.userMetadata)
+        } else {
+            object.value("user_metadata", .object(userMetadata))
+        }
         return object.finished()
     }
 }

@@ -21,8 +21,14 @@ public struct AccessTokenIssuer: Sendable {
 
     /// Signs `claims` with the active key.
     public func mint(_ claims: AccessTokenClaims) throws -> String {
+        try mint(claims, metadata: nil)
+    }
+
+    /// ``mint(_:)`` with the claims' metadata text when already written
+    /// (``AccessTokenClaims/serialized(metadata:)``).
+    func mint(_ claims: AccessTokenClaims, metadata: ClaimsMetadataCache.Text?) throws -> String {
         let key = keys.current.activeKey
         let header = "{\"alg\":\"\(key.algorithm.rawValue)\",\"kid\":\"\(key.kid)\",\"typ\":\"JWT\"}"
-        return try key.compactJWS(header: Array(header.utf8), payload: claims.serialized())
+        return try key.compactJWS(header: Array(header.utf8), payload: claims.serialized(metadata: metadata))
     }
 }

@@ -91,7 +91,8 @@ public enum GatewayApplication {
                         nonces: nonces
                     ),
                     logger: logger,
-                    verifiedTokenCacheSize: configuration.proxy.tokenCacheSize
+                    verifiedTokenCacheSize: configuration.proxy.tokenCacheSize,
+                    userCacheSize: configuration.store.redis?.recordCacheSize ?? StoreConfiguration.Redis.defaultRecordCacheSize
                 )
                 if let appleClient, let sealer {
                     accounts.appleRefreshTokens = AppleRefreshTokens(
