@@ -122,4 +122,24 @@ struct AdminServiceTests {
             #expect(try await admin.sessions(of: kept.id).isEmpty)
         }
     }
+
+    @Test(
+        "an operator's change, ban and lifted ban answer with the user every later read gives (dates at the stored millisecond)",
+        arguments: TestStoreKind.allCases)
+    func answersMatchLaterReads(kind: TestStoreKind) async throws {
+        try await withTestStore(kind) { store in
+            let admin = service(store)
+            // Between two milliseconds, as Date() nearly always is.
+            let now = now.addingTimeInterval(0.000_456_7)
+            let (user, _) = try await seed(store, subject: "e", email: "e@example.com", sessions: 1, createdAt: self.now)
+            let changed = try #require(try await admin.updateUser(user.id, now: now) { $0.appMetadata["plan"] = "pro" })
+            #expect(changed == (try await store.user(id: user.id)))
+            let banned = try #require(try await admin.ban(user.id, until: now.addingTimeInterval(3600), now: now))
+            #expect(banned == (try await store.user(id: user.id)))
+            #expect(banned.bannedUntil == self.now.addingTimeInterval(3600))
+            let lifted = try #require(try await admin.liftBan(user.id, now: now))
+            #expect(lifted == (try await store.user(id: user.id)))
+            #expect(lifted.updatedAt == self.now)
+        }
+    }
 }

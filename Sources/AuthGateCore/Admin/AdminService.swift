@@ -45,8 +45,11 @@ public struct AdminService: Sendable {
 
     /// Changes a user as `edit` says (an operator's metadata change), by compare-and-set: `edit`
     /// runs on the stored user and runs again if the user changed before the write landed.
+    /// Dates are stamped at the millisecond the store keeps, as every account change's are, so
+    /// the answer is the user every later read gives.
     /// - Returns: the updated user, or nil when there is none.
     public func updateUser(_ userID: String, now: Date, _ edit: (inout UserRecord) throws -> Void) async throws -> UserRecord? {
+        let now = now.atStoredMillisecond
         let user = try await store.updateAccount(userID: userID) { account in
             var user = account.user
             try edit(&user)
@@ -61,6 +64,7 @@ public struct AdminService: Sendable {
     /// token it holds is refused at once.
     /// - Returns: the updated user, or nil when there is none.
     public func ban(_ userID: String, until: Date, now: Date) async throws -> UserRecord? {
+        let (until, now) = (until.atStoredMillisecond, now.atStoredMillisecond)
         let updated = try await store.updateAccount(userID: userID, fenced: true) { account in
             var user = account.user
             user.bannedUntil = until
@@ -98,13 +102,14 @@ public struct AdminService: Sendable {
         let revocable = { (identities: [IdentityRecord]) in identities.filter { !notRevoking.contains($0.provider) } }
         var queued = try await queueRevocations(of: revocable(try await store.identities(ofUser: userID)), except: [], now: now)
         if soft {
+            let deletedAt = now.atStoredMillisecond
             let updated = try await store.updateAccount(userID: userID, fenced: true) { account in
                 var user = account.user
                 let email = user.email
                 user.email = nil
                 user.phone = nil
-                user.deletedAt = now
-                user.updatedAt = now
+                user.deletedAt = deletedAt
+                user.updatedAt = deletedAt
                 var change = AccountChange(base: account.stamp, user: user)
                 change.removedIdentities = account.identities.map { IdentityKey(provider: $0.provider, subject: $0.subject) }
                 change.releasedEmail = email
