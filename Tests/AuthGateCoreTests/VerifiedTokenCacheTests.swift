@@ -14,7 +14,7 @@ struct VerifiedTokenCacheTests {
     func hits() {
         let cache = VerifiedTokenCache(capacity: 4)
         let token = "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJKIn0.SIGK"
-        cache.insert(token, claims: Self.claims, now: 1_900_000_000)
+        cache.insert(token, claims: Self.claims)
         #expect(cache.claims(for: token, now: 1_900_000_001)?.sub == Self.claims.sub)
         #expect(cache.claims(for: "eyJhbGciOiJub25lIn0.eyJzdWIiOiJKIn0.SIGK", now: 1_900_000_001) == nil)
         #expect(cache.claims(for: token, now: 2_000_000_000) == nil, "expired")
@@ -30,7 +30,7 @@ struct VerifiedTokenCacheTests {
     func lookAlikes(_ lookAlike: String) {
         let cache = VerifiedTokenCache(capacity: 4)
         let token = "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJKIn0.SIGK"
-        cache.insert(token, claims: Self.claims, now: 1_900_000_000)
+        cache.insert(token, claims: Self.claims)
         #expect(cache.claims(for: lookAlike, now: 1_900_000_001) == nil)
         #expect(cache.claims(for: token, now: 1_900_000_001) != nil)
     }
@@ -40,13 +40,13 @@ struct VerifiedTokenCacheTests {
         let cache = VerifiedTokenCache(capacity: 4)
         let first = "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJBIn0.same-last-sixteen-bytes"
         let second = "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJCIn0.same-last-sixteen-bytes"
-        cache.insert(first, claims: Self.claims, now: 1_900_000_000)
+        cache.insert(first, claims: Self.claims)
         #expect(cache.claims(for: second, now: 1_900_000_001) == nil)
-        cache.insert(second, claims: Self.claims, now: 1_900_000_000)
+        cache.insert(second, claims: Self.claims)
         #expect(cache.claims(for: second, now: 1_900_000_001) != nil)
         #expect(cache.claims(for: first, now: 1_900_000_001) == nil)
         #expect(cache.count == 1)
-        cache.insert("a.b.c", claims: Self.claims, now: 1_900_000_000)
+        cache.insert("a.b.c", claims: Self.claims)
         #expect(cache.claims(for: "a.b.c", now: 1_900_000_001) == nil)
         #expect(cache.count == 1)
     }

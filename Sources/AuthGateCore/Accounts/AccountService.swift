@@ -308,7 +308,7 @@ public struct AccountService: Sendable {
         // verification would accept is remembered: a user whose stored `aud` is not the
         // configured audience gets a token that every verification refuses.
         if accessTokens.wouldAccept(claims, now: now) {
-            verifiedTokens.insert(accessToken, claims: claims, now: issuedAt)
+            verifiedTokens.insert(accessToken, claims: claims)
         }
         return IssuedSession(
             accessToken: accessToken, expiresIn: expiresAt - issuedAt, expiresAt: expiresAt, refreshToken: refreshToken.value,

@@ -62,7 +62,7 @@ final class VerifiedTokenCache: Sendable {
 
     /// Remembers a verified token. When full, the one remembered longest ago goes (an expired
     /// token also goes when it is next presented).
-    func insert(_ token: String, claims: AccessTokenClaims, now: Int64) {
+    func insert(_ token: String, claims: AccessTokenClaims) {
         guard let key = Self.key(token) else { return }
         entries.withLock { $0.insert(Entry(token: token, claims: claims), for: key) }
     }
@@ -74,7 +74,7 @@ final class VerifiedTokenCache: Sendable {
         let seconds = Int64(now.timeIntervalSince1970)
         if let cached = claims(for: token, now: seconds) { return (cached, true) }
         let claims = try verify(token, now)
-        insert(token, claims: claims, now: seconds)
+        insert(token, claims: claims)
         return (claims, false)
     }
 
