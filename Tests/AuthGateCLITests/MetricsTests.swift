@@ -73,7 +73,10 @@ struct MetricsTests {
             for _ in 0..<3 { #expect(try await call("GET", "/api/x", token: access).0 != 200, "the reuse revoked the session") }
             let (_, anonymous) = try await call("POST", "/auth/v1/signup", json: "{}")
             let anonymousToken = try #require(anonymous["access_token"]?.stringValue)
+            // Minted by this gateway, so every proxied request with it is a cache hit, the first one too.
             for _ in 0..<3 { #expect(try await call("GET", "/api/x", token: anonymousToken).0 == 200) }
+            // A token the gateway never signed: a miss, and refused.
+            #expect(try await call("GET", "/api/x", token: "eyJhbGciOiJFUzI1NiJ9.e30.AAAAAAAAAAAAAAAAAAAAAAAA").0 == 401)
             #expect(try await call("GET", "/dead/x").0 == 502)
             _ = try await call("GET", "/readyz")
             #expect(try await call("GET", "/metrics").0 == 404, "with metrics_port set, /metrics is not on the main port")
@@ -109,7 +112,7 @@ struct MetricsTests {
         #expect(total("authgate_redis_command_duration_seconds_count") > 0)
         #expect(text.contains("authgate_redis_commands_in_flight"))
         #expect(text.contains("authgate_revocation_feed_lag_seconds"))
-        #expect(total("authgate_token_cache_lookups_total", ["result=\"hit\""]) >= 2)
+        #expect(total("authgate_token_cache_lookups_total", ["result=\"hit\""]) >= 3)
         #expect(total("authgate_token_cache_lookups_total", ["result=\"miss\""]) >= 1)
         #expect(total("authgate_upstream_errors_total", ["route=\"dead\"", "kind=\"connect\""]) >= 1)
         #expect(!text.contains(userID) && !text.contains(String(access.prefix(24))), "no user id or token in any label")

@@ -104,4 +104,31 @@ struct EdgeAuthenticatorTests: AccountsTesting {
             }
         }
     }
+
+    @Test("the proxy shares the GoTrue endpoints' verified-token cache: a token the replica minted is known at once; a key change empties it")
+    func sharedCache() async throws {
+        let keys = SigningKeys(try SigningKeyRing(validating: [SigningKey.generate(kid: "k1", algorithm: .es256)]))
+        try await withService(.memory, keys: keys) { accounts, store in
+            let route = try apiRoute()
+            let now = Date()
+            let authenticator = EdgeAuthenticator(
+                accounts: accounts, view: RevocationView(retention: .seconds(3600)), store: store, maximumStaleness: nil)
+            #expect(authenticator.cachedTokens == 0)
+            let session = try await accounts.signUpAnonymously(data: [:], now: now)
+            // Minted here: known to the proxy before it ever sees the token.
+            #expect(authenticator.cachedTokens == 1)
+            guard case .allow(let claims) = await authenticator.authorize(bearer: session.accessToken, route: route, now: now) else {
+                Issue.record("a minted token was refused")
+                return
+            }
+            #expect(claims?.sub == session.user.id)
+            #expect(authenticator.cachedTokens == 1, "the proxy's request found the minted token")
+            keys.replace(with: try SigningKeyRing(validating: [SigningKey.generate(kid: "k2", algorithm: .es256)]))
+            #expect(authenticator.cachedTokens == 0)
+            guard case .unauthorized = await authenticator.authorize(bearer: session.accessToken, route: route, now: now) else {
+                Issue.record("a token of a removed key passed after the key change")
+                return
+            }
+        }
+    }
 }

@@ -29,12 +29,31 @@ public final class EdgeAuthenticator: Sendable {
     private let maximumStaleness: TimeInterval?
     private let cache: VerifiedTokenCache
 
-    public init(verifier: AccessTokenVerifier, view: RevocationView, store: any AuthStore, maximumStaleness: TimeInterval?, cacheCapacity: Int) {
+    /// With a verified-token cache of its own, of `cacheCapacity` tokens.
+    public convenience init(
+        verifier: AccessTokenVerifier, view: RevocationView, store: any AuthStore, maximumStaleness: TimeInterval?, cacheCapacity: Int
+    ) {
+        self.init(
+            verifier: verifier, cache: VerifiedTokenCache(capacity: cacheCapacity), view: view, store: store, maximumStaleness: maximumStaleness)
+    }
+
+    /// Verifying with the GoTrue endpoints' verifier and sharing their verified-token cache: a
+    /// token the replica minted (``AccountService`` keeps each one) or verified at `/user` is not
+    /// verified again when it comes through the proxy, and one cache of
+    /// `proxy.token_cache_size` serves both instead of two. The cache is emptied when the signing
+    /// keys change (``AccountService`` asks for it).
+    public convenience init(accounts: AccountService, view: RevocationView, store: any AuthStore, maximumStaleness: TimeInterval?) {
+        self.init(verifier: accounts.accessTokens, cache: accounts.verifiedTokens, view: view, store: store, maximumStaleness: maximumStaleness)
+    }
+
+    private init(
+        verifier: AccessTokenVerifier, cache: VerifiedTokenCache, view: RevocationView, store: any AuthStore, maximumStaleness: TimeInterval?
+    ) {
         self.verifier = verifier
         self.view = view
         self.store = store
         self.maximumStaleness = maximumStaleness
-        self.cache = VerifiedTokenCache(capacity: cacheCapacity)
+        self.cache = cache
     }
 
     /// Forgets the verified tokens; called when the signing keys are replaced.

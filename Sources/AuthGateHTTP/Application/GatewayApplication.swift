@@ -105,11 +105,10 @@ public enum GatewayApplication {
             if let memory = store as? MemoryAuthStore { memory.onRevocation { revocations.apply($0) } }
             if let accounts = self.accounts, let upstreamConnections, !configuration.routes.isEmpty {
                 let authenticator = EdgeAuthenticator(
-                    verifier: accounts.accessTokens,
+                    accounts: accounts,
                     view: revocations,
                     store: store,
-                    maximumStaleness: store is MemoryAuthStore ? nil : configuration.proxy.revocationMaxStaleness.inSeconds,
-                    cacheCapacity: configuration.proxy.tokenCacheSize
+                    maximumStaleness: store is MemoryAuthStore ? nil : configuration.proxy.revocationMaxStaleness.inSeconds
                 )
                 self.edge = EdgeProxy(configuration: configuration, authenticator: authenticator, connections: upstreamConnections)
                 signingKeys?.onReplace { _ in authenticator.forgetVerifiedTokens() }
