@@ -286,17 +286,23 @@ def test_plain_id_token_sign_in_ignores_the_anonymous_session(gateway, providers
 def test_metrics_after_the_suite(gateway):
     """Runs last (pytest keeps file order): the suite's traffic shows in /metrics for every
     family, and no label holds a token. Two proxied calls (to an upstream nobody listens on) add
-    the proxy's families."""
+    the proxy's families. The gateway minted the token, so both are verified-token cache hits; a
+    token it never signed is the miss, refused with 401 before any upstream is tried."""
     token = client_for(gateway).sign_in_anonymously().session.access_token
-    for _ in range(2):
-        request = urllib.request.Request(f"{gateway.base}/api/x", headers={"Authorization": f"Bearer {token}"})
-        status = None
+
+    def proxied_status(bearer):
+        request = urllib.request.Request(f"{gateway.base}/api/x", headers={"Authorization": f"Bearer {bearer}"})
         try:
             with urllib.request.urlopen(request, timeout=10) as response:
-                status = response.status
+                return response.status
         except urllib.error.HTTPError as error:
-            status = error.code
+            return error.code
+
+    for _ in range(2):
+        status = proxied_status(token)
         assert status == 502, f"a route whose upstream does not listen must answer 502, not {status}"
+    status = proxied_status("eyJhbGciOiJFUzI1NiJ9.e30.AAAAAAAAAAAAAAAAAAAAAAAA")
+    assert status == 401, f"a token the gateway never signed must answer 401, not {status}"
     with urllib.request.urlopen(f"{gateway.base}/metrics", timeout=5) as response:
         text = response.read().decode()
 
