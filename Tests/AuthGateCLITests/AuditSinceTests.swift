@@ -30,4 +30,24 @@ struct AuditSinceTests {
             #expect(AuditCommand.parseSince(bad, now: now) == nil, "\(bad)")
         }
     }
+
+    @Test("--since takes an RFC 3339 time with its offset (fractions allowed) or a bare date, strictly")
+    func times() {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        #expect(AuditCommand.parseSince("2026-11-24T10:00:00Z", now: now) == Date(timeIntervalSince1970: 1_795_514_400))
+        #expect(AuditCommand.parseSince("2026-11-24T12:00:00+02:00", now: now) == Date(timeIntervalSince1970: 1_795_514_400))
+        let fraction = AuditCommand.parseSince("2026-11-24T10:00:00.250Z", now: now)?.timeIntervalSince1970 ?? 0
+        #expect(abs(fraction - 1_795_514_400.25) < 0.001)
+        #expect(AuditCommand.parseSince("2026-11-24", now: now) == Date(timeIntervalSince1970: 1_795_478_400))
+        #expect(AuditCommand.parseSince("2024-02-29", now: now) == Date(timeIntervalSince1970: 1_709_164_800))
+        #expect(AuditCommand.parseSince("1969-12-31T23:59:59-00:01", now: now) == Date(timeIntervalSince1970: 59))
+        for bad in [
+            "2026-11-24T10:00:00", "2026-11-24 10:00:00Z", "2026-11-24t10:00:00z", "2026-13-24T10:00:00Z", " 2026-11-24T10:00:00Z",
+            "2026-11-24T10:00:00Zjunk", "2026-11-24x", "2026-11-2", "26-11-24", "2026/11/24", "2026-02-30", "2025-02-29", "2026-1-024",
+            "2026-11-24T24:00:00Z", "2026-11-24T10:60:00Z", "2026-11-24T10:00:60Z", "2026-11-24T10:00:00.Z", "2026-11-24T10:00:00.1234567891Z",
+            "2026-11-24T10:00:00+2:00", "2026-11-24T10:00:00+02:60", "2026-11-24T10:00:00+0200", "2026-11-24T10:00:00z", "２026-11-24"
+        ] {
+            #expect(AuditCommand.parseSince(bad, now: now) == nil, "\(bad)")
+        }
+    }
 }

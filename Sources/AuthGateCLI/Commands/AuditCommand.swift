@@ -14,7 +14,10 @@ struct AuditCommand: AsyncParsableCommand {
     @OptionGroup var output: OutputOptions
     @Option(help: "Only this user's events (a user id).")
     var user: String?
-    @Option(help: "Only events at or after this time: Unix seconds, or a duration ago such as 15m, 2h, 7d.")
+    @Option(
+        help:
+            "Only events at or after this time: Unix seconds, an RFC 3339 time (2026-11-24T10:00:00Z), a date (2026-11-24, UTC), or a duration ago such as 15m, 2h, 7d."
+    )
     var since: String?
     @Option(help: "How many events (1-1000).")
     var limit = 50
@@ -24,13 +27,16 @@ struct AuditCommand: AsyncParsableCommand {
     func validate() throws {
         guard (1...1000).contains(limit) else { throw ValidationError("--limit must be 1 to 1000") }
         if let since, Self.parseSince(since, now: Date()) == nil {
-            throw ValidationError("--since must be Unix seconds or a duration such as 15m, 2h, 7d")
+            throw ValidationError(
+                "--since must be Unix seconds, an RFC 3339 time with its offset, a date (YYYY-MM-DD) or a duration such as 15m, 2h, 7d")
         }
     }
 
-    /// `--since`: Unix seconds, or a duration ago (`90s`, `15m`, `2h`, `7d`).
+    /// `--since`: Unix seconds; an RFC 3339 time with its offset or a date (``RFC3339Time``); or
+    /// a duration ago (`90s`, `15m`, `2h`, `7d`).
     static func parseSince(_ text: String, now: Date) -> Date? {
         if let date = AuditQuery.since(unixSeconds: text) { return date }
+        if let date = RFC3339Time.parse(text) { return date }
         let amountText = text.dropLast()
         guard let unit = text.last, !amountText.isEmpty, amountText.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let amount = Int(amountText),
             (0...100_000).contains(amount)
