@@ -93,7 +93,7 @@ public final class AuthGateServer: Sendable {
             continuation.yield(finished.terminationStatus)
             continuation.finish()
         }
-        try process.run()
+        try ChildProcessLedger.launch(process)
         let exit = Task<Int32, Never> {
             for await status in stream { return status }
             return -1

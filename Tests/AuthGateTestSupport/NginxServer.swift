@@ -52,7 +52,7 @@ public final class NginxServer: Sendable {
         process.arguments = ["-p", directory.path, "-c", configuration.path]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try ChildProcessLedger.launch(process)
         let server = NginxServer(port: port, directory: directory, process: process, tls: tls != nil)
         let clock = ContinuousClock()
         let deadline = clock.now + .seconds(10)

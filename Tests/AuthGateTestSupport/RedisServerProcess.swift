@@ -139,7 +139,7 @@ public final class RedisServerProcess: Sendable {
         process.standardError = FileHandle.nullDevice
         let (exitStream, exitContinuation) = AsyncStream<Void>.makeStream()
         process.terminationHandler = { _ in exitContinuation.finish() }
-        try process.run()
+        try ChildProcessLedger.launch(process)
         let exited = Task { for await _ in exitStream {} }
         running.withLock { $0 = RunningServer(process: process, exited: exited) }
         try await waitUntilReachable(process: process)
