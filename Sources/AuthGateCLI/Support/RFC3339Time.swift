@@ -12,7 +12,7 @@ enum RFC3339Time {
     static func parse(_ text: String) -> Date? {
         let bytes = Array(text.utf8)
         guard bytes.count >= 10, let year = number(bytes, 0, 4), bytes[4] == UInt8(ascii: "-"), let month = number(bytes, 5, 2),
-            bytes[7] == UInt8(ascii: "-"), let day = number(bytes, 8, 2), let days = daysSinceEpoch(year: year, month: month, day: day)
+            bytes[7] == UInt8(ascii: "-"), let day = number(bytes, 8, 2), let days = Date.days(year: year, month: month, day: day)
         else { return nil }
         if bytes.count == 10 { return Date(timeIntervalSince1970: Double(days * 86_400)) }
         guard bytes.count >= 20, bytes[10] == UInt8(ascii: "T"), let hour = number(bytes, 11, 2), bytes[13] == UInt8(ascii: ":"),
@@ -53,19 +53,5 @@ enum RFC3339Time {
             value = value * 10 + Int64(byte - UInt8(ascii: "0"))
         }
         return value
-    }
-
-    /// Days from 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's days_from_civil); nil
-    /// when the date does not exist: it must give back the same date.
-    private static func daysSinceEpoch(year: Int64, month: Int64, day: Int64) -> Int64? {
-        guard (1...12).contains(month), (1...31).contains(day) else { return nil }
-        let shiftedYear = month <= 2 ? year - 1 : year
-        let era = Date.floorDivision(shiftedYear, 400).quotient
-        let yearOfEra = shiftedYear - era * 400
-        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        let days = era * 146_097 + dayOfEra - 719_468
-        let back = Date.civilDate(days: days)
-        return back == (year, month, day) ? days : nil
     }
 }

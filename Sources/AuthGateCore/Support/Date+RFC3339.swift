@@ -76,6 +76,20 @@ extension Date {
         return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 
+    /// Howard Hinnant's days_from_civil, the inverse of ``civilDate(days:)``: days since
+    /// 1970-01-01 of a proleptic Gregorian date; nil when the date does not exist (30 February,
+    /// month 13), which shows as a date that does not come back the same.
+    package static func days(year: Int64, month: Int64, day: Int64) -> Int64? {
+        guard (1...12).contains(month), (1...31).contains(day) else { return nil }
+        let shiftedYear = month <= 2 ? year - 1 : year
+        let era = Self.floorDivision(shiftedYear, 400).quotient
+        let yearOfEra = shiftedYear - era * 400
+        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        let days = era * 146_097 + dayOfEra - 719_468
+        return civilDate(days: days) == (year, month, day) ? days : nil
+    }
+
     /// Seconds since 2001 from 1600-01-01 to the end of 9999, where the direct computation is used.
     private static let gregorianReferenceRange: ClosedRange<Double> = -12_654_403_200...252_423_993_599
 
