@@ -24,24 +24,28 @@ struct ChildProcessLedgerTests {
         let orphan = try sleeper()
         let adopted = try sleeper()
         let reused = try sleeper()
+        // A ledger of its own: this process's first server launch, perhaps by a test running at
+        // this moment, settles the shared one (and once ended this test's orphan under it).
+        let ledger = FileManager.default.temporaryDirectory.appendingPathComponent("authgate-ledger-test-\(UUID().uuidString)")
         defer {
             for process in [orphan, adopted, reused] where process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            for process in [orphan, adopted, reused] { ChildProcessLedger.forget(process.processIdentifier) }
+            try? FileManager.default.removeItem(at: ledger)
         }
         let sleep = URL(fileURLWithPath: "/bin/sleep").resolvingSymlinksInPath().path
         #expect(ChildProcessLedger.executable(of: orphan.processIdentifier) == sleep)
-        ChildProcessLedger.record(orphan.processIdentifier, executable: sleep, parent: gone.processIdentifier)
-        ChildProcessLedger.record(adopted.processIdentifier, executable: sleep)
-        ChildProcessLedger.record(reused.processIdentifier, executable: "/usr/bin/redis-server", parent: gone.processIdentifier)
+        ChildProcessLedger.record(orphan.processIdentifier, executable: sleep, parent: gone.processIdentifier, in: ledger)
+        ChildProcessLedger.record(adopted.processIdentifier, executable: sleep, in: ledger)
+        ChildProcessLedger.record(reused.processIdentifier, executable: "/usr/bin/redis-server", parent: gone.processIdentifier, in: ledger)
 
-        let ended = ChildProcessLedger.reapOrphans()
+        let ended = ChildProcessLedger.reapOrphans(in: ledger)
         #expect(ended.contains(orphan.processIdentifier))
         #expect(!ended.contains(adopted.processIdentifier) && !ended.contains(reused.processIdentifier))
         orphan.waitUntilExit()
         #expect(orphan.terminationReason == .uncaughtSignal && orphan.terminationStatus == SIGKILL)
         #expect(adopted.isRunning && reused.isRunning)
         // The settled entries are gone; the live test process's entry stays.
-        let entries = Set((try? FileManager.default.contentsOfDirectory(atPath: ChildProcessLedger.directory.path)) ?? [])
+        let entries = Set((try? FileManager.default.contentsOfDirectory(atPath: ledger.path)) ?? [])
+        #expect(entries.count == 1)
         #expect(!entries.contains(String(orphan.processIdentifier)) && !entries.contains(String(reused.processIdentifier)))
         #expect(entries.contains(String(adopted.processIdentifier)))
     }

@@ -35,10 +35,12 @@ enum ChildProcessLedger {
     private static let reapedOnce: Void = { _ = reapOrphans() }()
 
     /// Ends every recorded child whose test process is gone and which still runs the recorded
-    /// executable, and removes the entries of children that are gone or ended.
+    /// executable, and removes the entries of children that are gone or ended. `directory`: the
+    /// ledger's (another for tests of the ledger itself, which a test process's first launch,
+    /// running at the same moment, would otherwise settle under them).
     /// - Returns: the pids it ended.
     @discardableResult
-    static func reapOrphans() -> [Int32] {
+    static func reapOrphans(in directory: URL = directory) -> [Int32] {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return [] }
         var ended: [Int32] = []
         for name in names {
@@ -62,12 +64,12 @@ enum ChildProcessLedger {
         return ended
     }
 
-    static func record(_ child: Int32, executable: String, parent: Int32 = getpid()) {
+    static func record(_ child: Int32, executable: String, parent: Int32 = getpid(), in directory: URL = directory) {
         try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         try? "\(parent) \(executable)".write(to: directory.appendingPathComponent(String(child)), atomically: true, encoding: .utf8)
     }
 
-    static func forget(_ child: Int32) {
+    static func forget(_ child: Int32, in directory: URL = directory) {
         try? FileManager.default.removeItem(at: directory.appendingPathComponent(String(child)))
     }
 
