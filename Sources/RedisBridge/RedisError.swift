@@ -44,8 +44,9 @@ public struct RedisError: Error, Sendable, Hashable, CustomStringConvertible {
         /// Refused at once, without trying: the last connection attempt failed and the client is
         /// waiting out its reconnect backoff (no master is known to be reachable).
         public static let unavailable = Code(.unavailable)
-        /// The write was done on the master, but fewer replicas than asked acknowledged it
-        /// (`WAIT`) before the timeout: it may be lost if the master fails now.
+        /// Fewer replicas than asked acknowledged the write (`WAIT`) within the timeout, counted
+        /// from the call: the write was done on the master and may be lost if it fails now, or
+        /// (when the writes before it took the whole timeout) it was not sent at all.
         public static let replicationTimeout = Code(.replicationTimeout)
 
         /// The stable string form, for logs and metrics labels.

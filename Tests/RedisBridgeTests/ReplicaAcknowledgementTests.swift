@@ -105,4 +105,45 @@ struct ReplicaAcknowledgementTests {
             }
         }
     }
+
+    @Test(
+        "behind a round the replicas do not answer, a writer waits its own timeout from its call, not that round's and then its own"
+    )
+    func noDoubleTimeout() async throws {
+        try await withMasterAndReplica { replica, client in
+            let script = RedisScript("return redis.call('INCR', KEYS[1])")
+            let timeout = TimeAmount.seconds(1)
+            let acknowledgement = RedisReplicaAcknowledgement(replicas: 1, timeout: timeout)
+            try await client.evaluate(script, keys: ["ack:late"], acknowledgement: RedisReplicaAcknowledgement(replicas: 1, timeout: .seconds(20)))
+
+            replica.pause()
+            let clock = ContinuousClock()
+            let before = client.acknowledgementRounds
+            try await withThrowingTaskGroup(of: Duration.self) { group in
+                // The first writer's round is in flight, its WAIT held by the paused replica...
+                group.addTask {
+                    let start = clock.now
+                    await #expect(throws: RedisError.self) { try await client.evaluate(script, keys: ["ack:late"], acknowledgement: acknowledgement) }
+                    return clock.now - start
+                }
+                try await waitUntil("the first round is in flight", deadline: .seconds(20)) { client.acknowledgementRounds == before + 1 }
+                // ...when the second writer comes: it waited that round's timeout and then its own.
+                group.addTask {
+                    let start = clock.now
+                    await #expect {
+                        try await client.evaluate(script, keys: ["ack:late"], acknowledgement: acknowledgement)
+                    } throws: { error in
+                        (error as? RedisError)?.code == .replicationTimeout
+                    }
+                    return clock.now - start
+                }
+                for try await waited in group {
+                    #expect(waited >= .milliseconds(900) && waited < .milliseconds(1600), "waited \(waited) for a 1 s timeout")
+                }
+            }
+            replica.resume()
+            #expect(client.acknowledgementsWaiting == 0)
+            try await client.evaluate(script, keys: ["ack:late"], acknowledgement: RedisReplicaAcknowledgement(replicas: 1, timeout: .seconds(20)))
+        }
+    }
 }

@@ -57,10 +57,11 @@ public final class RedisClient: Service, Sendable {
         self.slots = (0..<size).map { _ in
             RedisConnectionSlot(configuration: configuration, eventLoop: eventLoopGroup.next(), master: master, logThrottle: throttle, logger: logger)
         }
+        let acknowledgingLoop = eventLoopGroup.next()
         self.replicaWaiter = RedisReplicaWaiter(
             slot: RedisConnectionSlot(
-                configuration: configuration, eventLoop: eventLoopGroup.next(), master: master, logThrottle: throttle, logger: logger),
-            commandTimeout: configuration.commandTimeout)
+                configuration: configuration, eventLoop: acknowledgingLoop, master: master, logThrottle: throttle, logger: logger),
+            eventLoop: acknowledgingLoop, commandTimeout: configuration.commandTimeout)
     }
 
     /// Sends one command on a pooled connection and waits for its reply.
