@@ -49,9 +49,24 @@ drive_h2() {
     if [ "$streams" -lt 1 ]; then streams=1; fi
     taskset -c 1 h2load -c 8 -m "$streams" -t 1 -n "$REQUESTS" "$base$1" 2>&1 | h2load_summary | awk '{printf "%s,%s,-,%s\n", $1, $2, $3}'
 }
-# phase NAME COMMAND...: runs the load generator; sets NAME_rate, _p50, _p99, _errors, _busy, _core1.
+# ECDSA P-256 signatures per second on core 0 right now, in thousands (`openssl speed`, 1 s),
+# while core 1 is busy too (signing as well), as it is during a phase: the host's own speed next
+# to a row. This VM's slow spells (up to 40% for minutes) slow crypto-heavy rows most and barely
+# show in `openssl speed` on an otherwise idle machine; two busy cores sharing one physical core
+# would show here.
+host_sign_rate() {
+    taskset -c 1 openssl speed -seconds 2 ecdsap256 >/dev/null 2>&1 &
+    local load=$!
+    taskset -c 0 openssl speed -seconds 1 ecdsap256 2>/dev/null | awk '/256 bits ecdsa \(nistp256\)/ {printf "%.1f", $(NF-1) / 1000}'
+    wait "$load" 2>/dev/null || true
+}
+
+# phase NAME COMMAND...: runs the load generator; sets NAME_rate, _p50, _p99, _errors, _busy, _core1,
+# and (unless HOST_PROBE=0) NAME_host: host_sign_rate just before and just after the phase.
 phase() {
     local name="$1"; shift
+    local host_before="" host_after=""
+    if [ "${HOST_PROBE:-1}" = "1" ]; then host_before="$(host_sign_rate)"; fi
     local before started result rate p50 p99 errors ended after core1_before core1_after
     local perf_pid=""
     if [ "${PROFILE_PHASE:-}" = "$name" ]; then
@@ -78,6 +93,8 @@ phase() {
         (perf report -i "$work/perf-$name.data" --stdio --no-children --sort dso,symbol -g none 2>/dev/null | grep -v "^#" | grep "%" | head -60) >"$work/profile-$name.txt" || true
         if [ -n "${PROFILE_KEEP:-}" ]; then cp "$work/perf-$name.data" "$PROFILE_KEEP"; fi
     fi
+    if [ "${HOST_PROBE:-1}" = "1" ]; then host_after="$(host_sign_rate)"; fi
+    printf -v "${name}_host" '%s' "$host_before/$host_after"
     IFS=, read -r rate p50 p99 errors <<<"$result"
     printf -v "${name}_rate" '%s' "$rate"; printf -v "${name}_p50" '%s' "$p50"; printf -v "${name}_p99" '%s' "$p99"
     printf -v "${name}_errors" '%s' "$errors"
