@@ -75,7 +75,8 @@ struct ReplicaAcknowledgementRounds<Waiter: ReplicaAcknowledgementWaiter> {
     }
 
     /// The writers past their deadline at `now`: queued ones, taken out (never sent), and those of
-    /// the round in flight, whose `WAIT` has not answered yet (their writes are on the master).
+    /// the round in flight, whose `WAIT` has not answered yet (their scripts were sent: run on the
+    /// master, or about to be).
     mutating func expire(now: NIODeadline) -> (unsent: [Waiter], unacknowledged: [Waiter]) {
         let unsent = queued.filter { $0.deadline <= now }
         if !unsent.isEmpty { queued.removeAll { $0.deadline <= now } }
