@@ -63,6 +63,9 @@ struct ReplicaAcknowledgementRoundsTests {
         _ = rounds.enqueue(writer(4, arrival: 400, timeout: 1000))
         let last = rounds.nextRound(now: start + .nanoseconds(1_399_999_900))
         #expect(last.round?.timeout == .milliseconds(1), "WAIT counts in whole milliseconds: never 0, which waits forever")
+        _ = rounds.enqueue(Writer(id: 5, deadline: start + .nanoseconds(.max)))
+        let endless = rounds.nextRound(now: start)
+        #expect(endless.round?.timeout == ReplicaAcknowledgementRounds<Writer>.longestWait, "an endless timeout waits a day at most")
     }
 
     @Test(

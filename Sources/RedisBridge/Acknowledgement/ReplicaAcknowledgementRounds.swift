@@ -20,9 +20,14 @@ struct ReplicaAcknowledgementRounds<Waiter: ReplicaAcknowledgementWaiter> {
     /// One round to send: its writers in order, and how long its `WAIT` may last.
     struct Round {
         var waiters: [Waiter]
-        /// The longest any of them may still wait (at least 1 ms, `WAIT`'s unit).
+        /// The longest any of them may still wait (at least 1 ms, `WAIT`'s unit, and at most
+        /// ``longestWait``).
         var timeout: TimeAmount
     }
+
+    /// The longest a round's `WAIT` lasts, whatever a writer asked: a timeout near `Int64.max`
+    /// nanoseconds (the public API takes any) would overflow the connection's deadline arithmetic.
+    static var longestWait: TimeAmount { .hours(24) }
 
     private var queued: [Waiter] = []
     /// Writers of the round in flight not yet past their deadline.
@@ -71,7 +76,7 @@ struct ReplicaAcknowledgementRounds<Waiter: ReplicaAcknowledgementWaiter> {
         }
         defer { queued = [] }
         inFlightWaiters = queued
-        return (Round(waiters: queued, timeout: max(.milliseconds(1), longest - now)), expired)
+        return (Round(waiters: queued, timeout: min(Self.longestWait, max(.milliseconds(1), longest - now))), expired)
     }
 
     /// The writers past their deadline at `now`: queued ones, taken out (never sent), and those of
