@@ -101,4 +101,25 @@ struct RedisFailoverPartsTests {
         let text = RedisChannelHandler.describe(socketError: IOError(errnoCode: ECONNRESET, reason: "read"))
         #expect(text == "socket error: connection reset")
     }
+
+    @Test("timeouts and backoffs a caller chose never overflow: sums and doublings saturate, negative bounds count as none")
+    func saturatingTimes() {
+        #expect(TimeAmount.seconds(2).addingSaturated(.seconds(3)) == .seconds(5))
+        #expect(TimeAmount.seconds(2).addingSaturated(.nanoseconds(.max)) == .nanoseconds(.max))
+        #expect(TimeAmount.nanoseconds(.min).addingSaturated(.seconds(-1)) == .nanoseconds(.min))
+        let url = RedisURL(host: "127.0.0.1")
+        let usual = RedisClientConfiguration(url: url, minReconnectBackoff: .milliseconds(50), maxReconnectBackoff: .seconds(2))
+        #expect((50_000_000...60_000_000).contains(usual.reconnectBackoff(afterFailures: 1).nanoseconds))
+        #expect(usual.reconnectBackoff(afterFailures: 40) == .seconds(2), "capped, jitter included")
+        for (low, high) in [
+            (TimeAmount.nanoseconds(.max), TimeAmount.nanoseconds(.max)), (.hours(1_000_000), .nanoseconds(.max)), (.seconds(-1), .seconds(-5)),
+            (.nanoseconds(.min), .nanoseconds(.max))
+        ] {
+            let configuration = RedisClientConfiguration(url: url, minReconnectBackoff: low, maxReconnectBackoff: high)
+            for failures in [0, 1, 2, 21, 64, Int.max] {
+                let backoff = configuration.reconnectBackoff(afterFailures: failures).nanoseconds
+                #expect(backoff >= 0 && backoff <= max(0, high.nanoseconds), "\(low) \(high) after \(failures): \(backoff)")
+            }
+        }
+    }
 }

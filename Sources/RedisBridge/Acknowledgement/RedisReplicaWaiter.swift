@@ -121,7 +121,8 @@ final class RedisReplicaWaiter: Sendable {
         do {
             let connection = try await slot.connection()
             sent.wrappingAdd(1, ordering: .relaxed)
-            replies = try await connection.sendPipelined(waiters.map(\.command) + [wait.command], timeout: commandTimeout + round.timeout)
+            replies = try await connection.sendPipelined(
+                waiters.map(\.command) + [wait.command], timeout: commandTimeout.addingSaturated(round.timeout))
             guard replies.count == waiters.count + 1 else {
                 throw RedisError(.protocolError, "\(waiters.count) scripts and a WAIT got \(replies.count) replies")
             }

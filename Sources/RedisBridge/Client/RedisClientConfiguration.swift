@@ -53,10 +53,14 @@ public struct RedisClientConfiguration: Sendable {
 
     /// The wait before connection attempt number `failures + 1`, with up to 20 % jitter so that
     /// many replicas do not reconnect in lockstep.
+    /// Any backoffs a caller set work: the doubling and the jitter saturate instead of
+    /// overflowing, and a negative bound counts as none.
     func reconnectBackoff(afterFailures failures: Int) -> TimeAmount {
         let exponent = min(max(failures - 1, 0), 20)
-        let base = min(minReconnectBackoff.nanoseconds << exponent, maxReconnectBackoff.nanoseconds)
+        let ceiling = max(0, maxReconnectBackoff.nanoseconds)
+        let (doubled, overflow) = max(0, minReconnectBackoff.nanoseconds).multipliedReportingOverflow(by: Int64(1) << exponent)
+        let base = min(overflow ? .max : doubled, ceiling)
         let jitter = base > 5 ? Int64.random(in: 0...(base / 5)) : 0
-        return .nanoseconds(min(base + jitter, maxReconnectBackoff.nanoseconds))
+        return .nanoseconds(min(TimeAmount.nanoseconds(base).addingSaturated(.nanoseconds(jitter)).nanoseconds, ceiling))
     }
 }

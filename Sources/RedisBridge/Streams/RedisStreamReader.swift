@@ -131,7 +131,7 @@ public final class RedisStreamReader: Service, Sendable {
                         "XREAD", "COUNT", .integer(Int64(batchSize)), "BLOCK", .integer(blockTimeout.nanoseconds / 1_000_000),
                         "STREAMS", .string(stream), .string(lastID)
                     ),
-                    timeout: blockTimeout + clientConfiguration.commandTimeout
+                    timeout: blockTimeout.addingSaturated(clientConfiguration.commandTimeout)
                 )
                 state.withLock { $0.lastContact = .now() }
                 if failures > 0 {
