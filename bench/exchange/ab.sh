@@ -19,9 +19,6 @@
 #            bench/exchange/ab.sh /tmp/authgate-old .build/release/authgate
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-# The alternation guards against the host's drift here; run.sh's speed probe around each phase
-# would only lengthen the rounds.
-HOST_PROBE="${HOST_PROBE:-0}"
 
 if [ "$#" -lt 2 ] || [ ! -x "$1" ] || [ ! -x "$2" ]; then
     echo "usage: bench/exchange/ab.sh A_BINARY B_BINARY [tokens] [concurrency]  (both executable)" >&2

@@ -62,11 +62,11 @@ host_sign_rate() {
 }
 
 # phase NAME COMMAND...: runs the load generator; sets NAME_rate, _p50, _p99, _errors, _busy, _core1,
-# and (unless HOST_PROBE=0) NAME_host: host_sign_rate just before and just after the phase.
+# and with HOST_PROBE=1 NAME_host: host_sign_rate just before and just after the phase.
 phase() {
     local name="$1"; shift
     local host_before="" host_after=""
-    if [ "${HOST_PROBE:-1}" = "1" ]; then host_before="$(host_sign_rate)"; fi
+    if [ "${HOST_PROBE:-0}" = "1" ]; then host_before="$(host_sign_rate)"; fi
     local before started result rate p50 p99 errors ended after core1_before core1_after
     local perf_pid=""
     if [ "${PROFILE_PHASE:-}" = "$name" ]; then
@@ -93,7 +93,7 @@ phase() {
         (perf report -i "$work/perf-$name.data" --stdio --no-children --sort dso,symbol -g none 2>/dev/null | grep -v "^#" | grep "%" | head -60) >"$work/profile-$name.txt" || true
         if [ -n "${PROFILE_KEEP:-}" ]; then cp "$work/perf-$name.data" "$PROFILE_KEEP"; fi
     fi
-    if [ "${HOST_PROBE:-1}" = "1" ]; then host_after="$(host_sign_rate)"; fi
+    if [ "${HOST_PROBE:-0}" = "1" ]; then host_after="$(host_sign_rate)"; fi
     printf -v "${name}_host" '%s' "$host_before/$host_after"
     IFS=, read -r rate p50 p99 errors <<<"$result"
     printf -v "${name}_rate" '%s' "$rate"; printf -v "${name}_p50" '%s' "$p50"; printf -v "${name}_p99" '%s' "$p99"

@@ -17,10 +17,11 @@
 # the gateway's core was (its CPU time over the phase's wall time): well under 100% means the load
 # generator, not the gateway, set the pace; how busy core 1 (Redis and the load generator) was;
 # and the gateway's CPU time per answer in microseconds (steadier than the rate on a busy host);
-# and the host's own speed just before and just after the phase: ECDSA P-256 signatures per second
-# on core 0, in thousands, with core 1 signing too (`openssl speed`, 1 s each while the gateway is
-# idle; HOST_PROBE=0 skips them). This VM slows down by up to 40% for minutes at a time; a row
-# measured in such a spell may show it there.
+# and, with HOST_PROBE=1, the host's own speed just before and just after the phase: ECDSA P-256
+# signatures per second on core 0, in thousands, with core 1 signing too (`openssl speed`, 1 s
+# each while the gateway is idle). This VM slows down by up to 40% for minutes at a time; a row
+# measured in such a spell may show it there. Off by default: two busy cores just before a phase
+# may change the phase (unproven either way in a few runs).
 #
 # Last, the cost of replica-acknowledged writes (store.redis.min_replicas_acked: 1): a replica of
 # the same Redis on core 1, and a second gateway, alone on core 0, that waits (WAIT) for it after
@@ -118,14 +119,17 @@ printf '%-44s %12s\n' "gateway core busy" "$new_busy%"
 printf '%-44s %12s\n' "gateway memory after every phase (RSS, MB)" "$rss_mb"
 if [ "${PROFILE:-0}" != "1" ]; then
     echo
-    printf '%-26s %10s %18s %8s %6s %7s %9s %12s\n' "operation (same gateway)" "per second" "p50 / p99 (ms)" "non-200" "busy" "core 1" \
-        "µs/answer" "host k-sign/s"
+    host_column=""
+    if [ "${HOST_PROBE:-0}" = "1" ]; then host_column="$(printf ' %13s' "host k-sign/s")"; fi
+    printf '%-26s %10s %18s %8s %6s %7s %9s%s\n' "operation (same gateway)" "per second" "p50 / p99 (ms)" "non-200" "busy" "core 1" \
+        "µs/answer" "$host_column"
     names="new returning refresh user floor floor_h2"
     if [ "$acked" = "1" ]; then names="$names acked_new acked_refresh"; fi
     for name in $names; do
         r="${name}_rate"; a="${name}_p50"; b="${name}_p99"; e="${name}_errors"; u="${name}_busy"; c="${name}_core1"; h="${name}_host"
-        printf '%-26s %10.0f %18s %8s %5s%% %6s%% %9.0f %12s\n' "$(row_label "$name")" "${!r}" "${!a} / ${!b}" "${!e}" "${!u}" "${!c}" \
-            "$(us_per_answer "$name")" "${!h}"
+        if [ -n "$host_column" ]; then host_column="$(printf ' %13s' "${!h}")"; fi
+        printf '%-26s %10.0f %18s %8s %5s%% %6s%% %9.0f%s\n' "$(row_label "$name")" "${!r}" "${!a} / ${!b}" "${!e}" "${!u}" "${!c}" \
+            "$(us_per_answer "$name")" "$host_column"
     done
 fi
 if [ "$acked" = "1" ]; then
