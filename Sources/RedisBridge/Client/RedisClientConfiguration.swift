@@ -53,6 +53,7 @@ public struct RedisClientConfiguration: Sendable {
 
     /// The wait before connection attempt number `failures + 1`, with up to 20 % jitter so that
     /// many replicas do not reconnect in lockstep.
+    ///
     /// Any backoffs a caller set work: the doubling and the jitter saturate instead of
     /// overflowing, and a negative bound counts as none.
     func reconnectBackoff(afterFailures failures: Int) -> TimeAmount {
