@@ -25,8 +25,9 @@ struct ReplicaAcknowledgementRounds<Waiter: ReplicaAcknowledgementWaiter> {
         var timeout: TimeAmount
     }
 
-    /// The longest a round's `WAIT` lasts, whatever a writer asked: a timeout near `Int64.max`
-    /// nanoseconds (the public API takes any) would overflow the connection's deadline arithmetic.
+    /// The longest a round's `WAIT` lasts, whatever a writer asked (the public API takes any
+    /// timeout): the round holds the acknowledging connection, and every writer queued behind it,
+    /// that long. (The deadline sums around it saturate on their own, `addingSaturated`.)
     static var longestWait: TimeAmount { .hours(24) }
 
     private var queued: [Waiter] = []
@@ -68,8 +69,7 @@ struct ReplicaAcknowledgementRounds<Waiter: ReplicaAcknowledgementWaiter> {
     /// for the round, and no longer running, when nobody waits.
     mutating func nextRound(now: NIODeadline) -> (round: Round?, expired: [Waiter]) {
         inFlightWaiters = []
-        let expired = queued.filter { $0.deadline <= now }
-        if !expired.isEmpty { queued.removeAll { $0.deadline <= now } }
+        let expired = Self.takeExpired(from: &queued, now: now)
         guard let longest = queued.lazy.map(\.deadline).max() else {
             isRunning = false
             return (nil, expired)
@@ -83,10 +83,13 @@ struct ReplicaAcknowledgementRounds<Waiter: ReplicaAcknowledgementWaiter> {
     /// the round in flight, whose `WAIT` has not answered yet (their scripts were sent: run on the
     /// master, or about to be).
     mutating func expire(now: NIODeadline) -> (unsent: [Waiter], unacknowledged: [Waiter]) {
-        let unsent = queued.filter { $0.deadline <= now }
-        if !unsent.isEmpty { queued.removeAll { $0.deadline <= now } }
-        let unacknowledged = inFlightWaiters.filter { $0.deadline <= now }
-        if !unacknowledged.isEmpty { inFlightWaiters.removeAll { $0.deadline <= now } }
-        return (unsent, unacknowledged)
+        (Self.takeExpired(from: &queued, now: now), Self.takeExpired(from: &inFlightWaiters, now: now))
+    }
+
+    /// Takes the writers past their deadline at `now` out of `waiters`, in their order.
+    private static func takeExpired(from waiters: inout [Waiter], now: NIODeadline) -> [Waiter] {
+        let expired = waiters.filter { $0.deadline <= now }
+        if !expired.isEmpty { waiters.removeAll { $0.deadline <= now } }
+        return expired
     }
 }
