@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 public import RedisBridge
 
@@ -19,14 +20,23 @@ public struct SentinelCluster: Sendable {
     /// Starts the processes and waits until the Sentinels could fail over.
     /// - Parameters:
     ///   - replicaCount: replicas of the master (two keep one replica behind the new master after
-    ///     a failover, which writes acknowledged by a replica need).
+    ///     a failover, which writes acknowledged by a replica need). A failover promotes the first;
+    ///     the others are never promoted, so a test sees one failover, the one it causes.
     ///   - masterArguments: more `redis-server` arguments for the first master.
     public static func start(replicaCount: Int = 1, masterArguments: [String] = []) async throws -> SentinelCluster {
         let master = try await RedisServerProcess.start(extraArguments: ["--appendonly", "yes", "--appendfsync", "always"] + masterArguments)
         var replicas: [RedisServerProcess] = []
-        for _ in 0..<max(1, replicaCount) {
+        for index in 0..<max(1, replicaCount) {
+            // Only the first replica may be promoted (`replica-priority 0` on the others): once it
+            // is master, the Sentinels have no one to fail it over to. On a host busy enough to
+            // hold a process off the CPU for `down-after-milliseconds`, a Sentinel can judge the
+            // new master down and fail over a second time; a clean-clone CI run saw that (two
+            // switches, the remaining replica promoted with no replica of its own, acknowledged
+            // writes refused for ten seconds until the Sentinels made the first one its replica).
+            let priority = index == 0 ? [] : ["--replica-priority", "0"]
             replicas.append(
-                try await RedisServerProcess.start(extraArguments: ["--appendonly", "yes", "--replicaof", "127.0.0.1", String(master.port)]))
+                try await RedisServerProcess.start(
+                    extraArguments: ["--appendonly", "yes", "--replicaof", "127.0.0.1", String(master.port)] + priority))
         }
         var sentinels: [RedisServerProcess] = []
         for _ in 0..<3 { sentinels.append(try await RedisServerProcess.startSentinel(masterName: masterName, masterPort: master.port, quorum: 2)) }
@@ -41,6 +51,19 @@ public struct SentinelCluster: Sendable {
             return true
         }
         return cluster
+    }
+
+    /// Each process's own log (Sentinels log every failover event: `+sdown`, `+odown`, elections,
+    /// `+promoted-slave`, `+switch-master`), for a test to print when a failover went other than
+    /// it expected; read before ``stop()``, which removes the files.
+    public func logs() -> String {
+        let named =
+            [("master", master)] + replicas.enumerated().map { ("replica \($0.offset)", $0.element) }
+            + sentinels.enumerated().map { ("sentinel \($0.offset)", $0.element) }
+        return named.map { name, process in
+            let text = (try? String(contentsOf: process.directory.appendingPathComponent("redis.log"), encoding: .utf8)) ?? "(no log)"
+            return "--- \(name) (port \(process.port)) ---\n\(text)"
+        }.joined(separator: "\n")
     }
 
     public func stop() async {
