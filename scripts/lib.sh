@@ -82,3 +82,18 @@ start_redis() {
     pids+=($!)
     until [ "$(redis-cli -p "$redis_port" ping 2>/dev/null)" = "PONG" ]; do sleep 0.05; done
 }
+
+# machine_description: the host a benchmark ran on, for its "machine:" line: cores, architecture,
+# CPU model, kernel, and what one system call costs here (nanoseconds, from 2,000,000 one-byte
+# read+write pairs through dd). Runs on "the standard machine" have landed on different CPUs
+# (ECDSA P-256 at 73,000 signatures/s on one, 51,000 on another, with the gateway's path at half
+# the speed where a system call cost 250 ns): compare rows of one run, or of runs whose lines match.
+machine_description() {
+    local model syscall_ns start end
+    model="$(awk -F': *' '/^model name/ {print $2; exit}' /proc/cpuinfo 2>/dev/null)"
+    start="$(date +%s%N)"
+    dd if=/dev/zero of=/dev/null bs=1 count=1000000 status=none
+    end="$(date +%s%N)"
+    syscall_ns=$(( (end - start) / 2000000 ))
+    echo "$(nproc) cores, $(uname -m), ${model:-unknown CPU}, Linux $(uname -r), system call ~${syscall_ns} ns"
+}

@@ -73,7 +73,7 @@ for round in $(seq 1 "$AB_ROUNDS"); do
 done
 
 echo
-echo "machine: $(nproc) cores, $(uname -m), $(date -u +%Y-%m-%d); $COUNT tokens, $CONCURRENCY connections, $AB_ROUNDS rounds"
+echo "machine: $(machine_description), $(date -u +%Y-%m-%d); $COUNT tokens, $CONCURRENCY connections, $AB_ROUNDS rounds"
 echo "A: $binary_a"
 echo "B: $binary_b"
 printf '%-26s %-30s %-30s %8s %8s %8s\n' "µs of gateway CPU/answer" "A: mean (rounds)" "B: mean (rounds)" "B / A" "median" "B < A"

@@ -107,7 +107,7 @@ ecdsa_sign="$(echo "$speed" | awk '/256 bits ecdsa \(nistp256\)/ {print $(NF-1)}
 limit="$(echo "1 / (1 / $rsa_verify + 1 / $ecdsa_sign)" | bc -l)"
 
 echo
-echo "machine: $(nproc) cores, $(uname -m), $(date -u +%Y-%m-%d); $COUNT exchanges, $CONCURRENCY connections; gateway on 1 core"
+echo "machine: $(machine_description), $(date -u +%Y-%m-%d); $COUNT exchanges, $CONCURRENCY connections; gateway on 1 core"
 printf '%-44s %12s\n' "openssl: RSA-2048 verify/s (1 core)" "$(printf '%.0f' "$rsa_verify")"
 printf '%-44s %12s\n' "openssl: ECDSA P-256 sign/s (1 core)" "$(printf '%.0f' "$ecdsa_sign")"
 printf '%-44s %12s\n' "crypto limit: exchanges/s (verify + sign)" "$(printf '%.0f' "$limit")"

@@ -170,7 +170,7 @@ read -r ht_rps ht_p99 <<<"$(best haproxy-tls)"
 read -r a2_rps a2_mean <<<"$(best authgate-h2)"
 read -r h2_rps h2_mean <<<"$(best haproxy-h2)"
 echo
-echo "machine: $(nproc) cores, $(uname -m), $(date -u +%Y-%m-%d); $CONNECTIONS connections, ${SECONDS_PER_RUN}s runs, best of $ROUNDS; proxy on core 0, wrk + nginx on core 1"
+echo "machine: $(machine_description), $(date -u +%Y-%m-%d); $CONNECTIONS connections, ${SECONDS_PER_RUN}s runs, best of $ROUNDS; proxy on core 0, wrk + nginx on core 1"
 printf '%-36s %12s %10s\n' target "req/s" "p99 ms"
 printf '%-36s %12.0f %10.2f\n' "(a) AuthGate, ES256, auth: required" "$ag_rps" "$ag_p99"
 printf '%-36s %12.0f %10.2f\n' "(b) HAProxy 2.6 jwt_verify + exp" "$hj_rps" "$hj_p99"

@@ -15,9 +15,10 @@ REPEAT="${2:-3}"
 scripts/install-deps.sh libhiredis-dev libjemalloc-dev redis-server redis-tools util-linux bc >/dev/null
 swift build -c release --product RedisBench >/dev/null
 BENCH=.build/release/RedisBench
+. scripts/lib.sh
 
 directory="$(mktemp -d -t authgate-bench.XXXXXX)"
-port=$((20000 + RANDOM % 40000))
+port="$(free_port)"
 taskset -c 1 redis-server --port "$port" --bind 127.0.0.1 --dir "$directory" --save "" --appendonly no \
     --daemonize no --loglevel warning --logfile "$directory/redis.log" &
 redis_pid=$!
@@ -42,7 +43,7 @@ done
 peer_set="$(best <"$directory/peer-set")"; peer_get="$(best <"$directory/peer-get")"
 ours_set="$(best <"$directory/ours-set")"; ours_get="$(best <"$directory/ours-get")"
 echo
-echo "machine: $(nproc) cores, $(uname -m), $(date -u +%Y-%m-%d); requests per test: $REQUESTS; best of $REPEAT"
+echo "machine: $(machine_description), $(date -u +%Y-%m-%d); requests per test: $REQUESTS; best of $REPEAT"
 printf '%-6s %18s %18s %8s\n' test "redis-benchmark -P16" "RedisBridge" ratio
 printf '%-6s %18.0f %18.0f %8.2f\n' SET "$peer_set" "$ours_set" "$(echo "$ours_set / $peer_set" | bc -l)"
 printf '%-6s %18.0f %18.0f %8.2f\n' GET "$peer_get" "$ours_get" "$(echo "$ours_get / $peer_get" | bc -l)"

@@ -56,7 +56,7 @@ pids+=($gateway_pid)
 until curl -fs "http://127.0.0.1:$gateway_port/readyz" >/dev/null 2>&1; do sleep 0.05; done
 admin_token="$(.build/release/authgate tokens service-role --config "$work/authgate.yaml" --ttl 2h)"
 
-echo "machine: $(nproc) cores, $(uname -m), $(date -u +%Y-%m-%d); gateway on core 0 (release, Redis store)"
+echo "machine: $(machine_description), $(date -u +%Y-%m-%d); gateway on core 0 (release, Redis store)"
 status=0
 taskset -c 1 "$venv/bin/python" bench/soak/soak.py run --gateway "http://127.0.0.1:$gateway_port" --pid "$gateway_pid" \
     --admin-token "$admin_token" --dir "$work" --minutes "$MINUTES" --rate "$RATE" || status=$?
