@@ -73,19 +73,50 @@ NGINX
     wait_port "$nginx_port" nginx
 }
 
-# start_redis CORE: a redis-server without persistence on a free loopback port (in
-# $redis_port), pinned to CORE; returns once it answers PING.
+# launch_redis DIR [CORE]: a redis-server without persistence on a free loopback port (free_port),
+# with DIR as its directory and log file, pinned to CORE when one is given; sets $redis_port and
+# $redis_pid once it answers PING. A port below the ephemeral range can still be taken by another
+# process between free_port and the bind ("Address already in use", seen once in six runs of the
+# failover tests): such a start is tried again on a new port, up to five times. Any other failure,
+# or no answer within 10 s, prints the log and exits.
+launch_redis() {
+    local directory="$1" core="${2:-}" attempt
+    local pin=()
+    if [ -n "$core" ]; then pin=(taskset -c "$core"); fi
+    for attempt in 1 2 3 4 5; do
+        redis_port="$(free_port)"
+        : >"$directory/redis.log"
+        "${pin[@]}" redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$directory" --save "" --appendonly no \
+            --daemonize no --loglevel warning --logfile "$directory/redis.log" &
+        redis_pid=$!
+        for _ in $(seq 1 200); do
+            if [ "$(redis-cli -p "$redis_port" ping 2>/dev/null)" = "PONG" ]; then return 0; fi
+            if ! kill -0 "$redis_pid" 2>/dev/null; then break; fi
+            sleep 0.05
+        done
+        if kill -0 "$redis_pid" 2>/dev/null; then
+            echo "error: redis-server did not answer on port $redis_port within 10 s" >&2
+            exit 1
+        fi
+        wait "$redis_pid" 2>/dev/null || true
+        redis_pid=""
+        if ! grep -q "Address already in use" "$directory/redis.log"; then break; fi
+        echo "redis-server lost port $redis_port to another process (attempt $attempt); trying another" >&2
+    done
+    echo "error: redis-server exited at start:" >&2
+    cat "$directory/redis.log" >&2
+    exit 1
+}
+
+# start_redis CORE: launch_redis in $work, pinned to CORE, stopped with the other $pids.
 start_redis() {
-    redis_port="$(free_port)"
-    taskset -c "$1" redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$work" --save "" --appendonly no --daemonize no \
-        --loglevel warning --logfile "$work/redis.log" &
-    pids+=($!)
-    until [ "$(redis-cli -p "$redis_port" ping 2>/dev/null)" = "PONG" ]; do sleep 0.05; done
+    launch_redis "$work" "$1"
+    pids+=("$redis_pid")
 }
 
 # machine_description: the host a benchmark ran on, for its "machine:" line: cores, architecture,
-# CPU model, kernel, and what one system call costs here (nanoseconds, from 2,000,000 one-byte
-# read+write pairs through dd). Runs on "the standard machine" have landed on different CPUs
+# CPU model, kernel, and what one system call costs here (nanoseconds, from 1,000,000 one-byte
+# reads and as many writes through dd). Runs on "the standard machine" have landed on different CPUs
 # (ECDSA P-256 at 73,000 signatures/s on one, 51,000 on another, with the gateway's path at half
 # the speed where a system call cost 250 ns): compare rows of one run, or of runs whose lines match.
 machine_description() {
