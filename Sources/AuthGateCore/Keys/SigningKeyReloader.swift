@@ -18,6 +18,7 @@ public struct SigningKeyReloader: Service {
     private let environment: [String: String]
     private let pollInterval: Duration
     private let logger: Logger
+    private let watched: WatchedKeyFiles
 
     public init(keys: SigningKeys, configurationPath: String, environment: [String: String], pollInterval: Duration = .seconds(2), logger: Logger) {
         self.keys = keys
@@ -25,10 +26,13 @@ public struct SigningKeyReloader: Service {
         self.environment = environment
         self.pollInterval = pollInterval
         self.logger = logger
+        self.watched = WatchedKeyFiles(configurationPath: configurationPath) { path in
+            (try? AuthGateConfiguration.load(path: path, environment: environment))?.tokens.signingKeys.map(\.file)
+        }
     }
 
     public func run() async throws {
-        try await ReloadTrigger.run(pollInterval: pollInterval, paths: { [self] in watchedPaths() }) { [self] reason in
+        try await ReloadTrigger.run(pollInterval: pollInterval, paths: { [watched] in watched.paths() }) { [self] reason in
             reload(because: reason == "files changed" ? "key files changed" : reason)
         }
     }
@@ -46,14 +50,5 @@ public struct SigningKeyReloader: Service {
         } catch {
             logger.error("signing keys not reloaded; the keys in force stay", metadata: ["gw.reason": "\(reason)", "gw.error": "\(error)"])
         }
-    }
-
-    /// The configuration file and the key files it names.
-    private func watchedPaths() -> [String] {
-        var paths = [configurationPath]
-        if let configuration = try? AuthGateConfiguration.load(path: configurationPath, environment: environment) {
-            paths += configuration.tokens.signingKeys.map(\.file)
-        }
-        return paths
     }
 }
