@@ -10,52 +10,31 @@ enum ECDSALowS {
     ]
 
     /// Whether the `s` half of `signature` is at most `order / 2`; false for a signature of the
-    /// wrong length.
+    /// wrong length. `2s` is compared with `order` byte by byte from the most significant end
+    /// (byte `i` of `2s` is `s[i] << 1`, with the top bit of `s[i + 1]` carried in), without a
+    /// number built in memory: every minted token and every verified one passes here.
     static func isLow(_ signature: [UInt8], order: [UInt8]) -> Bool {
-        guard signature.count == 2 * order.count else { return false }
-        let s = Array(signature[order.count...])
-        return compare(doubled(s), order) != .greater
+        guard !order.isEmpty, signature.count == 2 * order.count else { return false }
+        // 2s has a byte more than the order when the top bit of s is set: then it is greater.
+        guard signature[order.count] & 0x80 == 0 else { return false }
+        for index in 0..<order.count {
+            let carried = index + 1 < order.count ? signature[order.count + index + 1] >> 7 : 0
+            let doubled = signature[order.count + index] << 1 | carried
+            if doubled != order[index] { return doubled < order[index] }
+        }
+        return true
     }
 
     /// `signature` with its `s` replaced by `order - s` when it is high; unchanged otherwise.
     static func normalized(_ signature: [UInt8], order: [UInt8]) -> [UInt8] {
         guard signature.count == 2 * order.count, !isLow(signature, order: order) else { return signature }
-        return Array(signature[..<order.count]) + subtract(order, Array(signature[order.count...]))
-    }
-
-    private enum Ordering { case less, equal, greater }
-
-    /// `2 * value` with one more leading byte (no overflow).
-    private static func doubled(_ value: [UInt8]) -> [UInt8] {
-        var result = [UInt8](repeating: 0, count: value.count + 1)
-        var carry: UInt16 = 0
-        for index in stride(from: value.count - 1, through: 0, by: -1) {
-            let sum = UInt16(value[index]) << 1 | carry
-            result[index + 1] = UInt8(truncatingIfNeeded: sum)
-            carry = sum >> 8
-        }
-        result[0] = UInt8(carry)
-        return result
-    }
-
-    /// Compares big-endian unsigned numbers of any lengths.
-    private static func compare(_ left: [UInt8], _ right: [UInt8]) -> Ordering {
-        let width = max(left.count, right.count)
-        let a = [UInt8](repeating: 0, count: width - left.count) + left
-        let b = [UInt8](repeating: 0, count: width - right.count) + right
-        for (x, y) in zip(a, b) where x != y { return x < y ? .less : .greater }
-        return .equal
-    }
-
-    /// `left - right` for big-endian numbers of equal length with `left >= right`.
-    private static func subtract(_ left: [UInt8], _ right: [UInt8]) -> [UInt8] {
-        var result = [UInt8](repeating: 0, count: left.count)
+        var result = signature
         var borrow: Int16 = 0
-        for index in stride(from: left.count - 1, through: 0, by: -1) {
-            var difference = Int16(left[index]) - Int16(right[index]) - borrow
+        for index in stride(from: order.count - 1, through: 0, by: -1) {
+            var difference = Int16(order[index]) - Int16(signature[order.count + index]) - borrow
             borrow = difference < 0 ? 1 : 0
             if difference < 0 { difference += 256 }
-            result[index] = UInt8(difference)
+            result[order.count + index] = UInt8(difference)
         }
         return result
     }

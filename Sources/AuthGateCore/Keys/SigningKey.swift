@@ -15,15 +15,25 @@ public struct SigningKey: Sendable {
     public let algorithm: TokensConfiguration.SigningAlgorithm
     public let state: TokensConfiguration.KeyState
     public let privateKey: PrivateKey
+    /// The base64url header of every access token this key signs,
+    /// `{"alg":…,"kid":…,"typ":"JWT"}`: written once, not per token.
+    let tokenHeader: String
 
     public init(kid: String, state: TokensConfiguration.KeyState, privateKey: PrivateKey) {
         self.kid = kid
         self.state = state
         self.privateKey = privateKey
+        let algorithm: TokensConfiguration.SigningAlgorithm
         switch privateKey {
-        case .es256: self.algorithm = .es256
-        case .rs256: self.algorithm = .rs256
+        case .es256: algorithm = .es256
+        case .rs256: algorithm = .rs256
         }
+        self.algorithm = algorithm
+        var header = JSONObjectWriter()
+        header.string("alg", algorithm.rawValue)
+        header.string("kid", kid)
+        header.string("typ", "JWT")
+        self.tokenHeader = Base64URL.encode(header.finished())
     }
 
     /// Parses a PEM private key (PKCS#8, or SEC1 / PKCS#1) of the given algorithm.
@@ -70,20 +80,38 @@ public struct SigningKey: Sendable {
     }
 
     /// A compact JWS (`header.payload.signature`, each part base64url) of the given header and
-    /// payload JSON, signed with this key: AuthGate's access tokens and Apple's client secrets.
+    /// payload JSON, signed with this key: Apple's client secrets.
     func compactJWS(header: [UInt8], payload: [UInt8]) throws -> String {
-        let signingInput = Base64URL.encode(header) + "." + Base64URL.encode(payload)
-        return signingInput + "." + Base64URL.encode(try sign(Array(signingInput.utf8)))
+        try compactJWS(encodedHeader: Base64URL.encode(header), payload: payload)
     }
 
-    /// Signs `bytes` (the ASCII `header.payload` of a JWS) and returns the JWS signature bytes.
-    func sign(_ bytes: [UInt8]) throws -> [UInt8] {
+    /// ``compactJWS(header:payload:)`` with the header already in base64url (an access token's is
+    /// the same for every token of a key: ``tokenHeader``). The token is written into one string
+    /// sized for it, and the signing input is hashed where it lies in that string.
+    func compactJWS(encodedHeader: String, payload: [UInt8]) throws -> String {
+        var token = encodedHeader
+        let signatureLength = algorithm == .es256 ? 86 : 342
+        token.reserveCapacity(encodedHeader.utf8.count + 2 + (payload.count * 4 + 2) / 3 + signatureLength)
+        token.append(".")
+        token.append(Base64URL.encode(payload))
+        let digest = token.withUTF8 { input in
+            var hasher = SHA256()
+            hasher.update(bufferPointer: UnsafeRawBufferPointer(input))
+            return hasher.finalize()
+        }
+        token.append(".")
+        token.append(Base64URL.encode(try sign(digest: digest)))
+        return token
+    }
+
+    /// The JWS signature bytes over a signing input's SHA-256 `digest`.
+    func sign(digest: SHA256.Digest) throws -> [UInt8] {
         switch privateKey {
         case .es256(let key):
             // Low s: one spelling per token (see ECDSALowS).
-            return ECDSALowS.normalized(Array(try key.signature(for: SHA256.hash(data: bytes)).rawRepresentation), order: ECDSALowS.p256Order)
+            return ECDSALowS.normalized(Array(try key.signature(for: digest).rawRepresentation), order: ECDSALowS.p256Order)
         case .rs256(let key):
-            return Array(try key.signature(for: SHA256.hash(data: bytes), padding: .insecurePKCS1v1_5).rawRepresentation)
+            return Array(try key.signature(for: digest, padding: .insecurePKCS1v1_5).rawRepresentation)
         }
     }
 

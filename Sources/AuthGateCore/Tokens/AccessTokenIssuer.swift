@@ -28,7 +28,6 @@ public struct AccessTokenIssuer: Sendable {
     /// (``AccessTokenClaims/serialized(metadata:)``).
     func mint(_ claims: AccessTokenClaims, metadata: ClaimsMetadataCache.Text?) throws -> String {
         let key = keys.current.activeKey
-        let header = "{\"alg\":\"\(key.algorithm.rawValue)\",\"kid\":\"\(key.kid)\",\"typ\":\"JWT\"}"
-        return try key.compactJWS(header: Array(header.utf8), payload: claims.serialized(metadata: metadata))
+        return try key.compactJWS(encodedHeader: key.tokenHeader, payload: claims.serialized(metadata: metadata))
     }
 }
