@@ -30,6 +30,19 @@ struct RefreshTokenTests {
         #expect(parent.child().token != child)
     }
 
+    @Test("a child sealed by another build opens: the seal's bytes are fixed (computed apart, with Python's hashlib)")
+    func sealFormatIsFixed() throws {
+        // Parent secret 00 01 … 1f, child secret ff fe … e0; sealed = base64url(2 ‖ secret XOR
+        // SHA-512("authgate refresh reuse v2\0" ‖ parent)[0..<32] ‖ SHA-256(that hash's [32..<64] ‖
+        // ciphertext)[0..<16]). A gateway of one version must open what another sealed in a rolling upgrade.
+        let parent = try #require(RefreshToken(parsing: "AQteilw_DkpTnR4vaxx6ngF9LEsano9MPYsqHw6djHtqAAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8"))
+        let child = try #require(parent.open("AkSm-DBwiVAwGkEjm-q0berEGAnA7SuOQCBuGVn3vF_6ImnSoUQfQS8qMFiXHDLIXw"))
+        #expect(child.value == "AQteilw_DkpTnR4vaxx6ngF9LEsano9MPYsqHw6djHtq__79_Pv6-fj39vX08_Lx8O_u7ezr6uno5-bl5OPi4eA")
+        #expect(child.userID == Self.userID && child.sessionID == Self.sessionID)
+        // What the store keeps: lower-case hex SHA-256 of the token text.
+        #expect(child.hash == "485eb6c14eb6567b2c7299aed9294b7d96a7cc0a80261d6ebe15807f30deeda0")
+    }
+
     @Test("a sealed child altered in any byte, cut short or grown does not open")
     func alteredSealDoesNotOpen() throws {
         let parent = try parent()

@@ -22,8 +22,12 @@ public enum NonceRule {
         guard ByteExactString(hashed(rawNonce)) == ByteExactString(claim) else { throw AuthGateError(.nonceMismatch, mismatchMessage) }
     }
 
-    /// Lower-case hex SHA-256 of the UTF-8 bytes: what a client gives the provider.
+    /// Lower-case hex SHA-256 of the UTF-8 bytes: what a client gives the provider. The bytes are
+    /// hashed where the string keeps them (a refresh hashes two tokens this way).
     public static func hashed(_ rawNonce: String) -> String {
-        Base64URL.hex(SHA256.hash(data: Array(rawNonce.utf8)))
+        var text = rawNonce
+        var hasher = SHA256()
+        text.withUTF8 { hasher.update(bufferPointer: UnsafeRawBufferPointer($0)) }
+        return Base64URL.hex(hasher.finalize())
     }
 }

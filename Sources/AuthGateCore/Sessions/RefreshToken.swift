@@ -29,12 +29,17 @@ public struct RefreshToken: Sendable, Hashable {
         guard value.utf8.count == 87, let bytes = Base64URL.decode(value), bytes.count == 65, bytes[0] == 1 else { return nil }
         self.value = value
         self.ids = Array(bytes[1..<33])
-        self.userID = UUIDBytes.string(of: Array(bytes[1..<17]))
-        self.sessionID = UUIDBytes.string(of: Array(bytes[17..<33]))
+        self.userID = UUIDBytes.string(of: bytes[1..<17])
+        self.sessionID = UUIDBytes.string(of: bytes[17..<33])
     }
 
     private init(ids: [UInt8], secret: [UInt8], userID: String, sessionID: String) {
-        self.value = Base64URL.encode([1] + ids + secret)
+        var token: [UInt8] = []
+        token.reserveCapacity(1 + ids.count + secret.count)
+        token.append(1)
+        token.append(contentsOf: ids)
+        token.append(contentsOf: secret)
+        self.value = Base64URL.encode(token)
         self.ids = ids
         self.userID = userID
         self.sessionID = sessionID
@@ -57,8 +62,13 @@ public struct RefreshToken: Sendable, Hashable {
         let secret = Base64URL.randomBytes(32)
         let child = RefreshToken(ids: ids, secret: secret, userID: userID, sessionID: sessionID)
         let keys = sealingKeys
-        let ciphertext = (0..<32).map { secret[$0] ^ keys[$0] }
-        return (child, Base64URL.encode([2] + ciphertext + Self.tag(key: keys[32..<64], ciphertext: ciphertext[...])))
+        var sealed: [UInt8] = []
+        sealed.reserveCapacity(49)
+        sealed.append(2)
+        for index in 0..<32 { sealed.append(secret[index] ^ keys[index]) }
+        let tag = Self.tag(key: keys[32..<64], ciphertext: sealed[1..<33])
+        tag.withUnsafeBytes { sealed.append(contentsOf: $0.prefix(16)) }
+        return (child, Base64URL.encode(sealed))
     }
 
     /// Opens a child sealed by ``child()``, or by AuthGate before 2026-11-25 (AES-GCM of the whole
@@ -70,8 +80,11 @@ public struct RefreshToken: Sendable, Hashable {
             let keys = sealingKeys
             let tag = Self.tag(key: keys[32..<64], ciphertext: bytes[1..<33])
             // Compared in constant time: every byte is looked at whatever the first difference.
-            var difference: UInt8 = 0
-            for index in 0..<16 { difference |= tag[index] ^ bytes[33 + index] }
+            let difference = tag.withUnsafeBytes { tag in
+                var difference: UInt8 = 0
+                for index in 0..<16 { difference |= tag[index] ^ bytes[33 + index] }
+                return difference
+            }
             guard difference == 0 else { return nil }
             let secret = (0..<32).map { bytes[1 + $0] ^ keys[$0] }
             return RefreshToken(ids: ids, secret: secret, userID: userID, sessionID: sessionID)
@@ -85,14 +98,21 @@ public struct RefreshToken: Sendable, Hashable {
 
     /// `pad ‖ tagKey` (32 bytes each) for sealing this token's child.
     private var sealingKeys: [UInt8] {
-        Array(SHA512.hash(data: Array("authgate refresh reuse v2\u{0}".utf8) + Array(value.utf8)))
+        var hasher = SHA512()
+        Self.sealingLabel.withUnsafeBytes { hasher.update(bufferPointer: $0) }
+        var text = value
+        text.withUTF8 { hasher.update(bufferPointer: UnsafeRawBufferPointer($0)) }
+        return Array(hasher.finalize())
     }
 
-    private static func tag(key: ArraySlice<UInt8>, ciphertext: ArraySlice<UInt8>) -> [UInt8] {
+    private static let sealingLabel: [UInt8] = Array("authgate refresh reuse v2\u{0}".utf8)
+
+    /// The seal's tag: its first 16 bytes are used.
+    private static func tag(key: ArraySlice<UInt8>, ciphertext: ArraySlice<UInt8>) -> SHA256.Digest {
         var hasher = SHA256()
         hasher.update(data: key)
         hasher.update(data: ciphertext)
-        return Array(hasher.finalize().prefix(16))
+        return hasher.finalize()
     }
 }
 
@@ -120,7 +140,7 @@ enum UUIDBytes {
     }
 
     /// The lower-case text of `bytes` (16 of them), dashed as a UUID.
-    static func string(of bytes: [UInt8]) -> String {
+    static func string(of bytes: some Collection<UInt8>) -> String {
         String(unsafeUninitializedCapacity: bytes.count * 2 + 4) { output in
             var written = 0
             for (index, byte) in bytes.enumerated() {
@@ -138,7 +158,7 @@ enum UUIDBytes {
 
     /// The lower-case form of a UUID, or nil when `text` is not one.
     static func canonical(_ text: String) -> String? {
-        bytes(of: text).map(string(of:))
+        bytes(of: text).map { string(of: $0) }
     }
 
     /// A new random (version 4) UUID in lower case.
