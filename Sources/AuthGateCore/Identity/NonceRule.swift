@@ -22,12 +22,11 @@ public enum NonceRule {
         guard ByteExactString(hashed(rawNonce)) == ByteExactString(claim) else { throw AuthGateError(.nonceMismatch, mismatchMessage) }
     }
 
-    /// Lower-case hex SHA-256 of the UTF-8 bytes: what a client gives the provider. The bytes are
-    /// hashed where the string keeps them (a refresh hashes two tokens this way).
+    /// Lower-case hex SHA-256 of the UTF-8 bytes: what a client gives the provider (and the hash
+    /// the store keeps of every refresh token).
     public static func hashed(_ rawNonce: String) -> String {
-        var text = rawNonce
         var hasher = SHA256()
-        text.withUTF8 { hasher.update(bufferPointer: UnsafeRawBufferPointer($0)) }
+        hasher.update(utf8: rawNonce)
         return Base64URL.hex(hasher.finalize())
     }
 }

@@ -94,13 +94,10 @@ public struct SigningKey: Sendable {
         token.reserveCapacity(encodedHeader.utf8.count + 2 + (payload.count * 4 + 2) / 3 + signatureLength)
         token.append(".")
         token.append(Base64URL.encode(payload))
-        let digest = token.withUTF8 { input in
-            var hasher = SHA256()
-            hasher.update(bufferPointer: UnsafeRawBufferPointer(input))
-            return hasher.finalize()
-        }
+        var hasher = SHA256()
+        hasher.update(utf8: token)
         token.append(".")
-        token.append(Base64URL.encode(try sign(digest: digest)))
+        token.append(Base64URL.encode(try sign(digest: hasher.finalize())))
         return token
     }
 

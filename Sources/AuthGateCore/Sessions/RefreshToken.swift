@@ -100,8 +100,7 @@ public struct RefreshToken: Sendable, Hashable {
     private var sealingKeys: [UInt8] {
         var hasher = SHA512()
         Self.sealingLabel.withUnsafeBytes { hasher.update(bufferPointer: $0) }
-        var text = value
-        text.withUTF8 { hasher.update(bufferPointer: UnsafeRawBufferPointer($0)) }
+        hasher.update(utf8: value)
         return Array(hasher.finalize())
     }
 
