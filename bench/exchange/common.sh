@@ -61,6 +61,17 @@ host_sign_rate() {
     wait "$load" 2>/dev/null || true
 }
 
+# add_malloc_probe EVENT: a uprobe named EVENT (GROUP:NAME) on every call of the malloc that serves
+# $GATEWAY: jemalloc's (libc's for a build without it), at its symbol's address (a probe by name
+# would also catch jemalloc's PLT entry). A probe of that name left by an earlier run is replaced.
+add_malloc_probe() {
+    local allocator
+    allocator="$(ldd "$GATEWAY" | awk '$1 ~ /^libjemalloc\.so/ {print $3}')"
+    [ -n "$allocator" ] || allocator="$(ldd "$GATEWAY" | awk '$1 ~ /^libc\.so/ {print $3}')"
+    perf probe -q -d "$1" 2>/dev/null || true
+    perf probe -q -x "$allocator" -a "$1=0x$(nm -D --defined-only "$allocator" | awk '$3 == "malloc" {print $1}')"
+}
+
 # phase NAME COMMAND...: runs the load generator; sets NAME_rate, _p50, _p99, _errors, _busy, _core1,
 # and with HOST_PROBE=1 NAME_host: host_sign_rate just before and just after the phase.
 phase() {
@@ -71,14 +82,8 @@ phase() {
     local perf_pid=""
     if [ "${PROFILE_PHASE:-}" = "$name" ]; then
         if [ "${PROFILE_EVENT:-}" = "malloc" ]; then
-            # Every call of malloc with its stack (where a phase allocates), not CPU samples: a
-            # uprobe on the malloc that serves the gateway, jemalloc's (libc's for a build without
-            # it), at its symbol's address (a probe by name would also catch jemalloc's PLT entry).
-            local allocator
-            allocator="$(ldd "$GATEWAY" | awk '$1 ~ /^libjemalloc\.so/ {print $3}')"
-            [ -n "$allocator" ] || allocator="$(ldd "$GATEWAY" | awk '$1 ~ /^libc\.so/ {print $3}')"
-            perf probe -q -d 'authgate_bench:malloc' 2>/dev/null || true
-            perf probe -q -x "$allocator" -a "authgate_bench:malloc=0x$(nm -D --defined-only "$allocator" | awk '$3 == "malloc" {print $1}')"
+            # Every call of malloc with its stack (where a phase allocates), not CPU samples.
+            add_malloc_probe authgate_bench:malloc
             perf record -c 1 -g -e authgate_bench:malloc -p "$gateway_pid" -o "$work/perf-$name.data" 2>/dev/null &
         else
             perf record -F 999 -g -e cpu-clock -p "$gateway_pid" -o "$work/perf-$name.data" 2>/dev/null &

@@ -36,10 +36,7 @@ write_config "$work" ""
 start_gateway "$work"
 base="http://127.0.0.1:$gateway_port"
 
-allocator="$(ldd "$GATEWAY" | awk '$1 ~ /^libjemalloc\.so/ {print $3}')"
-[ -n "$allocator" ] || allocator="$(ldd "$GATEWAY" | awk '$1 ~ /^libc\.so/ {print $3}')"
-# At the symbol's address: a probe by name would also catch jemalloc's PLT entry.
-perf probe -q -x "$allocator" -a "$probe_group:malloc=0x$(nm -D --defined-only "$allocator" | awk '$3 == "malloc" {print $1}')"
+add_malloc_probe "$probe_group:malloc"
 
 # count NAME ANSWERS COMMAND...: runs the load generator under perf stat; prints the row.
 count() {
