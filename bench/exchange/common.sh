@@ -63,14 +63,21 @@ host_sign_rate() {
 
 # add_malloc_probe EVENT: a uprobe named EVENT (GROUP:NAME) on every call of the malloc that serves
 # $GATEWAY: jemalloc's (libc's for a build without it), at its symbol's address (a probe by name
-# would also catch jemalloc's PLT entry). A probe of that name left by an earlier run is replaced.
+# would also catch jemalloc's PLT entry). The caller removes it (remove_malloc_probe). perf allows
+# one event of a name across groups, so a probe left by an interrupted run (and the profile's,
+# which earlier versions left in place) is removed first.
 add_malloc_probe() {
     local allocator
     allocator="$(ldd "$GATEWAY" | awk '$1 ~ /^libjemalloc\.so/ {print $3}')"
     [ -n "$allocator" ] || allocator="$(ldd "$GATEWAY" | awk '$1 ~ /^libc\.so/ {print $3}')"
-    perf probe -q -d "$1" 2>/dev/null || true
+    perf probe -l 2>/dev/null | awk '$1 ~ /^authgate_[a-z0-9_]*:malloc$/ {print $1}' | while read -r stale; do
+        perf probe -q -d "$stale" 2>/dev/null || true
+    done
     perf probe -q -x "$allocator" -a "$1=0x$(nm -D --defined-only "$allocator" | awk '$3 == "malloc" {print $1}')"
 }
+
+# remove_malloc_probe EVENT: removes the probe add_malloc_probe made.
+remove_malloc_probe() { perf probe -q -d "$1" 2>/dev/null || true; }
 
 # phase NAME COMMAND...: runs the load generator; sets NAME_rate, _p50, _p99, _errors, _busy, _core1,
 # and with HOST_PROBE=1 NAME_host: host_sign_rate just before and just after the phase.
@@ -95,6 +102,7 @@ phase() {
     ended="$(date +%s.%N)"; after="$(gateway_ticks)"; core1_after="$(core1_ticks)"
     if [ -n "$perf_pid" ]; then
         kill -INT "$perf_pid" 2>/dev/null || true; wait "$perf_pid" 2>/dev/null || true
+        if [ "${PROFILE_EVENT:-}" = "malloc" ]; then remove_malloc_probe authgate_bench:malloc; fi
         (perf report -i "$work/perf-$name.data" --stdio --no-children --sort dso,symbol -g none 2>/dev/null | grep -v "^#" | grep "%" | head -60) >"$work/profile-$name.txt" || true
         if [ -n "${PROFILE_KEEP:-}" ]; then cp "$work/perf-$name.data" "$PROFILE_KEEP"; fi
     fi

@@ -26,7 +26,7 @@ swift build -c release --product ExchangeBench >/dev/null
 . bench/exchange/common.sh
 start_work exchange-count
 probe_group="authgate_count_$$"
-remove_probes() { perf probe -q -d "$probe_group:*" 2>/dev/null || true; }
+remove_probes() { remove_malloc_probe "$probe_group:malloc"; }
 trap 'remove_probes; stop_work' EXIT
 
 start_redis 1
