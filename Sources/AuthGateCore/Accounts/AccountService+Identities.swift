@@ -187,8 +187,12 @@ extension AccountService {
         return metadata
     }
 
-    /// A shallow merge where `null` deletes (GoTrue's `user_metadata` update rule).
+    /// A shallow merge where `null` deletes (GoTrue's `user_metadata` update rule). Onto empty
+    /// metadata, an update without `null` is the result as it is: a new user's `user_metadata`
+    /// then shares storage with its identity's `identity_data`, and ``JSONObjectTextMemo`` writes
+    /// the two once.
     static func merged(_ base: [String: JSONValue], with update: [String: JSONValue]) -> [String: JSONValue] {
+        if base.isEmpty, !update.values.contains(.null) { return update }
         var result = base
         for (key, value) in update {
             if value == .null { result.removeValue(forKey: key) } else { result[key] = value }

@@ -68,6 +68,14 @@ package struct JSONObjectWriter {
         value.write(into: &output)
     }
 
+    /// A metadata object member (`user_metadata`, `identity_data`), written through
+    /// ``JSONObjectTextMemo``: the same bytes as ``value(_:_:)`` of `.object(members)`, copied
+    /// when the same dictionary was written a moment before.
+    package mutating func metadata(_ key: StaticString, _ members: [String: JSONValue]) {
+        name(key)
+        JSONObjectTextMemo.shared.write(members, into: &output)
+    }
+
     /// A member whose value is JSON text already written (one value, as ``finished()`` gives it).
     package mutating func text(_ key: StaticString, _ json: [UInt8]) {
         name(key)

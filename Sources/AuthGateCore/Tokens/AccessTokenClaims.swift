@@ -95,7 +95,7 @@ public struct AccessTokenClaims: Sendable, Codable, Hashable {
         if let metadata {
             object.text("app_metadata", metadata.appMetadata)
         } else {
-            object.value("app_metadata", .object(appMetadata))
+            object.metadata("app_metadata", appMetadata)
         }
         object.string("aud", aud)
         object.string("email", email)
@@ -110,7 +110,7 @@ public struct AccessTokenClaims: Sendable, Codable, Hashable {
         if let metadata {
             object.text("user_metadata", metadata.userMetadata)
         } else {
-            object.value("user_metadata", .object(userMetadata))
+            object.metadata("user_metadata", userMetadata)
         }
         return object.finished()
     }

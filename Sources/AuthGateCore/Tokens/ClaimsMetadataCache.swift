@@ -45,12 +45,13 @@ final class ClaimsMetadataCache: Sendable {
     /// `user`'s metadata text: the kept one when its dictionaries are the ones it was written
     /// from, else written now (and kept).
     func text(for user: UserRecord) -> Text {
-        if let kept = entries.withLock({ $0[user.id] }), Self.sharesStorage(kept.appMetadata, user.appMetadata),
-            Self.sharesStorage(kept.userMetadata, user.userMetadata)
+        if let kept = entries.withLock({ $0[user.id] }), JSONObjectTextMemo.sharesStorage(kept.appMetadata, user.appMetadata),
+            JSONObjectTextMemo.sharesStorage(kept.userMetadata, user.userMetadata)
         {
             return kept.text
         }
-        let text = Text(appMetadata: JSONValue.object(user.appMetadata).serialized(), userMetadata: JSONValue.object(user.userMetadata).serialized())
+        let memo = JSONObjectTextMemo.shared
+        let text = Text(appMetadata: memo.text(user.appMetadata), userMetadata: memo.text(user.userMetadata))
         if text.appMetadata.count + text.userMetadata.count <= Self.largestCached {
             let entry = Entry(appMetadata: user.appMetadata, userMetadata: user.userMetadata, text: text)
             entries.withLock { $0.insert(entry, for: user.id) }
@@ -60,11 +61,4 @@ final class ClaimsMetadataCache: Sendable {
 
     /// How many users' texts are kept.
     var count: Int { entries.withLock { $0.count } }
-
-    /// Whether `a` and `b` are one dictionary storage: a dictionary's value is its storage's
-    /// reference, so equal bits are the same storage, and so the same members, byte for byte.
-    /// Unequal bits say nothing (two storages can hold equal members); the caller writes anew.
-    static func sharesStorage(_ a: [String: JSONValue], _ b: [String: JSONValue]) -> Bool {
-        withUnsafeBytes(of: a) { a in withUnsafeBytes(of: b) { b in a.elementsEqual(b) } }
-    }
 }

@@ -101,7 +101,7 @@ public enum GoTrueJSON {
     }
 
     private static func writeUser(_ user: UserRecord, identities: [IdentityRecord], into object: inout JSONObjectWriter) {
-        object.value("app_metadata", .object(user.appMetadata))
+        object.metadata("app_metadata", user.appMetadata)
         object.string("aud", user.aud)
         object.rfc3339("banned_until", user.bannedUntil)
         object.rfc3339("confirmed_at", user.emailConfirmedAt)
@@ -116,14 +116,14 @@ public enum GoTrueJSON {
         object.string("phone", user.phone ?? "")
         object.string("role", user.role)
         object.rfc3339("updated_at", user.updatedAt)
-        object.value("user_metadata", .object(user.userMetadata))
+        object.metadata("user_metadata", user.userMetadata)
     }
 
     private static func writeIdentity(_ identity: IdentityRecord, into object: inout JSONObjectWriter) {
         object.rfc3339("created_at", identity.createdAt)
         object.string("email", identity.email)
         object.string("id", identity.subject)
-        object.value("identity_data", .object(identity.identityData))
+        object.metadata("identity_data", identity.identityData)
         object.string("identity_id", identity.identityID)
         object.rfc3339("last_sign_in_at", identity.lastSignInAt)
         object.string("provider", identity.provider)
