@@ -22,6 +22,10 @@ struct AccountServiceTests: AccountsTesting {
             #expect(first.user.appMetadata == ["provider": "fake", "providers": .array(["fake"])])
             #expect(first.identities.map(\.subject) == ["s1"])
             #expect(first.user.userMetadata["provider_id"] == "s1")
+            // A new user's user_metadata is its identity's identity_data itself, whose text the
+            // records and the token wrote once (JSONObjectTextMemo).
+            #expect(JSONObjectTextMemo.sharesStorage(first.user.userMetadata, first.identities[0].identityData))
+            #expect(JSONObjectTextMemo.shared.keptText(first.user.userMetadata) == JSONValue.object(first.user.userMetadata).serialized())
             let claims = try accounts.accessTokens.verify(first.accessToken, now: Date())
             #expect(claims.sub == first.user.id)
             #expect(claims.sessionID == first.session.id)

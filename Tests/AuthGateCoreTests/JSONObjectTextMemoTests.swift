@@ -14,12 +14,14 @@ struct JSONObjectTextMemoTests {
     @Test("the text is JSONValue's own, appended after what the output holds; the same dictionary again is copied from the memo")
     func keptForTheSameDictionary() {
         let memo = JSONObjectTextMemo(capacity: 4)
+        #expect(memo.keptText(Self.claims) == nil)
         var output = Array("{\"a\":".utf8)
         memo.write(Self.claims, into: &output)
         #expect(output == Array("{\"a\":".utf8) + JSONValue.object(Self.claims).serialized())
         let copy = Self.claims
-        #expect(memo.text(copy) == JSONValue.object(Self.claims).serialized())
         #expect(JSONObjectTextMemo.sharesStorage(copy, Self.claims))
+        #expect(memo.keptText(copy) == JSONValue.object(Self.claims).serialized())
+        #expect(memo.text(copy) == JSONValue.object(Self.claims).serialized())
     }
 
     @Test("equal but respelled members (Swift's == holds, the bytes differ) are written anew, in their own bytes")
@@ -30,6 +32,8 @@ struct JSONObjectTextMemoTests {
         let after: [String: JSONValue] = ["name": "Rene\u{301}", "sub": "1"]
         #expect(before == after)
         _ = memo.text(before)
+        #expect(memo.keptText(before) != nil)
+        #expect(memo.keptText(after) == nil)
         #expect(memo.text(after) == Array("{\"name\":\"Rene\u{301}\",\"sub\":\"1\"}".utf8))
         #expect(memo.text(before) == Array("{\"name\":\"Ren\u{E9}\",\"sub\":\"1\"}".utf8))
     }
@@ -39,17 +43,27 @@ struct JSONObjectTextMemoTests {
         let memo = JSONObjectTextMemo(capacity: 2)
         var metadata = Self.claims
         _ = memo.text(metadata)
+        // Changed in place after being kept: a new storage, written anew.
         metadata["email"] = "bob@example.com"
+        #expect(memo.keptText(metadata) == nil)
         #expect(memo.text(metadata) == JSONValue.object(metadata).serialized())
+        #expect(memo.keptText(Self.claims) != nil)
         for index in 0..<5 {
             let other: [String: JSONValue] = ["index": .integer(Int64(index)), "z": .null]
             #expect(memo.text(other) == JSONValue.object(other).serialized())
         }
+        #expect(memo.keptText(Self.claims) == nil)
         #expect(memo.text(Self.claims) == JSONValue.object(Self.claims).serialized())
         let large: [String: JSONValue] = ["bio": .string(String(repeating: "\"", count: JSONObjectTextMemo.largestKept)), "a": 1]
         #expect(memo.text(large) == JSONValue.object(large).serialized())
+        #expect(memo.keptText(large) == nil)
+        let single: [String: JSONValue] = ["a": 1]
+        #expect(memo.text(single) == Array("{\"a\":1}".utf8))
+        #expect(memo.keptText(single) == nil)
         #expect(memo.text([:]) == Array("{}".utf8))
-        #expect(JSONObjectTextMemo(capacity: 0).text(Self.claims) == JSONValue.object(Self.claims).serialized())
+        let none = JSONObjectTextMemo(capacity: 0)
+        #expect(none.text(Self.claims) == JSONValue.object(Self.claims).serialized())
+        #expect(none.keptText(Self.claims) == nil)
     }
 
     @Test("many tasks writing many dictionaries at once each get their own dictionary's text")

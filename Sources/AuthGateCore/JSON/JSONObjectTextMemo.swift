@@ -50,17 +50,27 @@ package final class JSONObjectTextMemo: Sendable {
             JSONValue.object(members).write(into: &output)
             return
         }
-        // The storage's address: unique among kept entries, which hold their storage.
-        let key = withUnsafeBytes(of: members) { $0.load(as: UInt.self) }
-        if let kept = entries.withLock({ $0[key] }), Self.sharesStorage(kept.members, members) {
-            output.append(contentsOf: kept.text)
+        if let kept = keptText(members) {
+            output.append(contentsOf: kept)
             return
         }
         let start = output.count
         JSONValue.object(members).write(into: &output)
         guard output.count - start <= Self.largestKept else { return }
         let entry = Entry(members: members, text: Array(output[start...]))
-        entries.withLock { $0.insert(entry, for: key) }
+        entries.withLock { $0.insert(entry, for: Self.key(members)) }
+    }
+
+    /// The text kept for `members`' very storage, if any.
+    package func keptText(_ members: [String: JSONValue]) -> [UInt8]? {
+        guard keeps else { return nil }
+        guard let kept = entries.withLock({ $0[Self.key(members)] }), Self.sharesStorage(kept.members, members) else { return nil }
+        return kept.text
+    }
+
+    /// The storage's address: unique among kept entries, which hold their storage.
+    private static func key(_ members: [String: JSONValue]) -> UInt {
+        withUnsafeBytes(of: members) { $0.load(as: UInt.self) }
     }
 
     /// `members`' JSON text, as ``write(_:into:)`` appends it.
