@@ -35,6 +35,12 @@ struct AccountServiceTests: AccountsTesting {
                 provider: "fake", idToken: idToken(subject: "s1", email: "ann@example.com"), rawNonce: nil, linkingTo: nil, now: Date())
             #expect(again.user.id == first.user.id)
             #expect(again.session.id != first.session.id)
+            // The same provider data again changes none of the three objects: the user as read
+            // (from the record cache on Redis) keeps its very dictionaries, and the text kept
+            // for them, instead of a rebuilt copy.
+            #expect(JSONObjectTextMemo.sharesStorage(again.user.userMetadata, first.user.userMetadata))
+            #expect(JSONObjectTextMemo.sharesStorage(again.user.appMetadata, first.user.appMetadata))
+            #expect(JSONObjectTextMemo.sharesStorage(again.identities[0].identityData, first.identities[0].identityData))
             // Automatic linking by verified email: another provider subject with the same email joins the user.
             let linked = try await accounts.signInWithIDToken(
                 provider: "fake", idToken: idToken(subject: "s2", email: "ann@example.com"), rawNonce: nil, linkingTo: nil, now: Date())

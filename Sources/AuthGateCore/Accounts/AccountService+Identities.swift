@@ -125,7 +125,8 @@ extension AccountService {
         let key = IdentityKey(provider: identity.provider, subject: identity.subject)
         let existing = account.identities.first { $0.key == key }
         var record = existing ?? newIdentity(identity, userID: user.id, now: now)
-        record.identityData = identity.identityData
+        // Unchanged provider data keeps its dictionary, whose text the caches already hold.
+        if !JSONValue.identicalObjects(record.identityData, identity.identityData) { record.identityData = identity.identityData }
         record.email = identity.email
         record.updatedAt = now
         record.lastSignInAt = now
@@ -182,17 +183,26 @@ extension AccountService {
             providers.append(identity.provider)
         }
         guard let first = providers.first else { return metadata }
-        metadata["provider"] = .string(first)
-        metadata["providers"] = .array(providers.map { .string($0) })
+        let provider = JSONValue.string(first)
+        let list = JSONValue.array(providers.map { .string($0) })
+        // Unchanged (every sign-in of a returning user): the same dictionary, storage and all.
+        if metadata.identicalMember("provider", provider), metadata.identicalMember("providers", list) { return metadata }
+        metadata["provider"] = provider
+        metadata["providers"] = list
         return metadata
     }
 
     /// A shallow merge where `null` deletes (GoTrue's `user_metadata` update rule). Onto empty
     /// metadata, an update without `null` is the result as it is: a new user's `user_metadata`
     /// then shares storage with its identity's `identity_data`, and ``JSONObjectTextMemo`` writes
-    /// the two once.
+    /// the two once. An update that changes nothing, byte for byte (a returning user's provider
+    /// data, as a rule), gives `base` itself, so its storage and the text kept for it live on.
     static func merged(_ base: [String: JSONValue], with update: [String: JSONValue]) -> [String: JSONValue] {
         if base.isEmpty, !update.values.contains(.null) { return update }
+        let changesNothing = update.allSatisfy { name, value in
+            value == .null ? base[name] == nil : base.identicalMember(name, value)
+        }
+        if changesNothing { return base }
         var result = base
         for (key, value) in update {
             if value == .null { result.removeValue(forKey: key) } else { result[key] = value }
