@@ -49,7 +49,7 @@ struct ByteExactKeyTests {
             #expect(try await store.owner(ofIdentity: "oidc", subject: Self.kelvin) == second.user.id)
             #expect(try await store.owner(ofEmail: "zoë@example.com") == first.user.id)
             #expect(try await store.owner(ofEmail: Self.decomposed) == second.user.id)
-            let lookup = try await store.signInLookup(provider: "oidc", subject: Self.kelvin, email: nil)
+            let lookup = try await store.signInLookup(provider: "oidc", subject: Self.kelvin, email: nil, taking: nil)
             #expect(lookup.identityOwner == second.user.id)
         }
     }

@@ -147,6 +147,72 @@ struct SingleUseTests {
         await provider.stop()
     }
 
+    @Test(
+        "marks taken with the sign-in's lookup: the replay record, then the nonce, refused as when taken alone; one of 50 racing lookups wins",
+        arguments: StoreKind.allCases)
+    func marksTakenWithTheLookup(kind: StoreKind) async throws {
+        let provider = try await FakeProvider.start(keys: FakeProvider.sharedKeys)
+        try await withStore(kind) { (store: any AuthStore) async throws in
+            let (verifier, nonces) = try signIn(store: store, provider: provider, requireServerNonce: true)
+            func token(nonce: String, subject: String) -> String {
+                FakeProvider.token(
+                    claims: FakeProvider.claims(
+                        issuer: provider.issuer, audience: "app", subject: subject, extra: ["nonce": .string(NonceRule.hashed(nonce))]),
+                    key: FakeProvider.sharedKeys[0]
+                )
+            }
+            func lookup(_ idToken: String, _ nonce: String) async -> AuthGateError.Code? {
+                do {
+                    let (identity, marks) = try await verifier.check(provider: "fake", idToken: idToken, rawNonce: nonce, now: Date())
+                    #expect(marks.replay != nil && marks.serverNonce != nil)
+                    _ = try await store.signInLookup(provider: "fake", subject: identity.subject, email: nil, taking: marks)
+                    return nil
+                } catch let error as AuthGateError {
+                    return error.code
+                } catch {
+                    Issue.record("not an AuthGateError: \(error)")
+                    return nil
+                }
+            }
+            let first = try await nonces.issue(now: Date())
+            let tokenA = token(nonce: first.nonce, subject: "a")
+            #expect(await lookup(tokenA, first.nonce) == nil)
+            // Checking alone takes nothing: the token and the nonce were taken by the lookup.
+            _ = try await verifier.check(provider: "fake", idToken: tokenA, rawNonce: first.nonce, now: Date())
+            #expect(await lookup(tokenA, first.nonce) == .replayed)
+
+            // A replayed token is refused before its nonce is touched: a fresh nonce stays usable.
+            let second = try await nonces.issue(now: Date())
+            let (_, replayedMarks) = try await verifier.check(provider: "fake", idToken: tokenA, rawNonce: first.nonce, now: Date())
+            let freshNonceKey: String = try #require(ServerNonceIssuer.storeKey(for: second.nonce))
+            let withFreshNonce = SingleUseMarks(provider: "fake", replay: replayedMarks.replay, serverNonce: freshNonceKey)
+            let refused = await #expect(throws: AuthGateError.self) {
+                _ = try await store.signInLookup(provider: "fake", subject: "a", email: nil, taking: withFreshNonce)
+            }
+            #expect(refused?.code == .replayed)
+            #expect(try await nonces.consume(second.nonce), "the fresh nonce was not used up by a refused replay")
+
+            // A fresh token with a used nonce: refused for the nonce, and the token is used up
+            // (the replay record is taken first), as when the marks are taken alone.
+            let tokenB = token(nonce: first.nonce, subject: "b")
+            #expect(await lookup(tokenB, first.nonce) == .serverNonceUnknown)
+            let (_, marksB) = try await verifier.check(provider: "fake", idToken: tokenB, rawNonce: first.nonce, now: Date())
+            let takenAlone = await #expect(throws: AuthGateError.self) { try await verifier.take(marksB) }
+            #expect(takenAlone?.code == .replayed)
+
+            // Atomic: of 50 lookups carrying the same marks, exactly one takes them.
+            let contested = try await nonces.issue(now: Date())
+            let tokenC = token(nonce: contested.nonce, subject: "c")
+            let outcomes = await withTaskGroup(of: AuthGateError.Code?.self) { group in
+                for _ in 0..<50 { group.addTask { await lookup(tokenC, contested.nonce) } }
+                return await group.reduce(into: [AuthGateError.Code?]()) { $0.append($1) }
+            }
+            #expect(outcomes.filter { $0 == nil }.count == 1)
+            #expect(outcomes.filter { $0 == .replayed }.count == 49)
+        }
+        await provider.stop()
+    }
+
     @Test("expired records free their keys", arguments: StoreKind.allCases)
     func expiry(kind: StoreKind) async throws {
         try await withStore(kind) { (store: any AuthStore) async throws in

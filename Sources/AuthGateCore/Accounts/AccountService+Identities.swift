@@ -11,14 +11,19 @@ extension AccountService {
     /// the user holding that email (automatic linking, ``EmailAddress``); or as a new user. One
     /// lookup and one commit (user, identity, indexes and session at once); when another request
     /// changed the account or claimed the identity meanwhile, it reads again and decides again.
-    func signIn(_ identity: VerifiedIdentity, device: SessionDevice = .unknown, now: Date) async throws -> IssuedSession {
+    /// `marks` (the token's single use, not yet taken) are taken by the first lookup, before
+    /// anything is read.
+    func signIn(_ identity: VerifiedIdentity, taking marks: SingleUseMarks?, device: SessionDevice = .unknown, now: Date) async throws
+        -> IssuedSession
+    {
         let now = now.atStoredMillisecond
         let key = IdentityKey(provider: identity.provider, subject: identity.subject)
         var linkableEmail: String?
         if identity.emailVerified, let email = identity.email, EmailAddress.allowsAutomaticLinking(email) { linkableEmail = email }
         var newUserMayClaimEmail = true
         for attempt in 0..<AccountRetry.attempts {
-            let lookup = try await store.signInLookup(provider: key.provider, subject: key.subject, email: linkableEmail)
+            let lookup = try await store.signInLookup(
+                provider: key.provider, subject: key.subject, email: linkableEmail, taking: attempt == 0 ? marks : nil)
             let decided = try decide(identity, lookup: lookup, newUserMayClaimEmail: newUserMayClaimEmail, now: now)
             let change = decided.change
             let identities = decided.identities

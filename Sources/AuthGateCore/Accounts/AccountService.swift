@@ -76,10 +76,18 @@ public struct AccountService: Sendable {
         provider: String, idToken: String, rawNonce: String?, linkingTo: AuthenticatedUser?, authorizationCode: String? = nil,
         device: SessionDevice = .unknown, now: Date
     ) async throws -> IssuedSession {
-        var identity = try await GatewaySpans.run("auth.verify_id_token") { span in
+        let (checked, marks) = try await GatewaySpans.run("auth.verify_id_token") { span in
             span?.attributes["auth.provider"] = provider
-            return try await idTokens.verify(provider: provider, idToken: idToken, rawNonce: rawNonce, now: now)
+            return try await idTokens.check(provider: provider, idToken: idToken, rawNonce: rawNonce, now: now)
         }
+        // A plain sign-in takes the token's single use with its lookup (one round trip less);
+        // linking and Apple's code exchange take it first, before anything else is asked of the
+        // store or of Apple.
+        guard authorizationCode != nil || linkingTo != nil else {
+            return try await signIn(checked, taking: marks, device: device, now: now)
+        }
+        try await idTokens.take(marks)
+        var identity = checked
         if let authorizationCode {
             guard identity.provider == "apple" else {
                 throw AuthGateError(.validationFailed, "authorization_code is only accepted with provider apple")
@@ -98,7 +106,7 @@ public struct AccountService: Sendable {
         if let target = linkingTo {
             return try await link(identity, to: target, device: device, now: now)
         }
-        return try await signIn(identity, device: device, now: now)
+        return try await signIn(identity, taking: nil, device: device, now: now)
     }
 
     /// `POST /signup` without email or phone: a new anonymous user and its first session, written

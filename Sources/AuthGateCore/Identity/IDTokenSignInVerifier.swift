@@ -5,7 +5,8 @@
 #endif
 
 /// What sign-in runs before any user is touched: the provider's checks, then single use (the
-/// token, and the server-issued nonce when the provider requires one).
+/// token, and the server-issued nonce when the provider requires one), taken alone or with the
+/// sign-in's first read (``SingleUseMarks``).
 public struct IDTokenSignInVerifier: Sendable {
     public let registry: IdentityVerifierRegistry
     private let replayGuard: ReplayGuard
@@ -20,14 +21,36 @@ public struct IDTokenSignInVerifier: Sendable {
     /// Verifies and consumes an ID token for sign-in.
     /// - Throws: ``AuthGateError`` with the rejection reason as its code.
     public func verify(provider: String, idToken: String, rawNonce: String?, now: Date) async throws -> VerifiedIdentity {
+        let (identity, marks) = try await check(provider: provider, idToken: idToken, rawNonce: rawNonce, now: now)
+        try await take(marks)
+        return identity
+    }
+
+    /// Verifies an ID token without using it up: the provider's checks, and what makes it single
+    /// use, which the caller must take before it writes anything: with the sign-in's lookup
+    /// (``AuthStore/signInLookup(provider:subject:email:taking:)``), or with ``take(_:)``.
+    /// - Throws: ``AuthGateError`` with the rejection reason as its code; a provider that requires
+    ///   a server nonce and got none, or one this gateway never issues, is refused here.
+    public func check(provider: String, idToken: String, rawNonce: String?, now: Date) async throws -> (VerifiedIdentity, SingleUseMarks) {
         let verifier = try registry.verifier(for: provider)
         let identity = try await verifier.verify(idToken: idToken, rawNonce: rawNonce, now: now)
-        try await replayGuard.claim(identity, now: now)
+        var serverNonce: String?
         if verifier.configuration.requireServerNonce {
-            guard let rawNonce, try await nonces.consume(rawNonce) else {
-                throw AuthGateError(.serverNonceUnknown, "the nonce was not issued by this gateway, has expired, or was already used")
-            }
+            guard let rawNonce, let key = ServerNonceIssuer.storeKey(for: rawNonce) else { throw SingleUseMarks.serverNonceUnknown }
+            serverNonce = key
         }
-        return identity
+        return (identity, SingleUseMarks(provider: identity.provider, replay: replayGuard.mark(for: identity, now: now), serverNonce: serverNonce))
+    }
+
+    /// Takes the marks alone (one round trip each): the replay record, then the nonce.
+    /// - Throws: ``AuthGateError`` ``AuthGateError/Code/replayed`` or
+    ///   ``AuthGateError/Code/serverNonceUnknown``.
+    public func take(_ marks: SingleUseMarks) async throws {
+        if let replay = marks.replay, try await !replayGuard.record(replay) {
+            throw marks.error(.replayed)
+        }
+        if let serverNonce = marks.serverNonce, try await !nonces.consume(storeKey: serverNonce) {
+            throw marks.error(.serverNonceUnknown)
+        }
     }
 }

@@ -44,8 +44,11 @@ public protocol AuthStore: Sendable {
     /// one call (one round trip on Redis); nil when there is no such user.
     func account(userID: String, sessionID: String?) async throws -> AccountSnapshot?
     /// What a sign-in with (provider, subject) decides on, in one call: the identity's owner and
-    /// account, or else the holder of `email` (when given) and its account.
-    func signInLookup(provider: String, subject: String, email: String?) async throws -> SignInLookup
+    /// account, or else the holder of `email` (when given) and its account. With `marks`, takes
+    /// them first, in the same atomic step (one round trip on Redis): the replay record, then the
+    /// server nonce; nothing is read when one is refused.
+    /// - Throws: ``SingleUseMarks/error(_:)`` for a refused mark.
+    func signInLookup(provider: String, subject: String, email: String?, taking marks: SingleUseMarks?) async throws -> SignInLookup
     /// Applies every write of `change` at once, or none (see ``AccountChange``).
     func commit(_ change: AccountChange) async throws -> AccountChangeOutcome
     /// Holds every other ``AccountChange`` to the user off (they get

@@ -49,6 +49,11 @@ public actor MemoryAuthStore: AuthStore {
     public nonisolated func checkReadiness() async throws {}
 
     public func insertIfAbsent(_ key: String, expiresAt: Date) async throws -> Bool {
+        recordIfAbsent(key, expiresAt: expiresAt)
+    }
+
+    /// ``insertIfAbsent(_:expiresAt:)`` within the caller's actor turn.
+    func recordIfAbsent(_ key: String, expiresAt: Date) -> Bool {
         let now = Date()
         sweepIfDue(now: now)
         if let existing = expiringKeys[key], existing > now { return false }
@@ -61,6 +66,11 @@ public actor MemoryAuthStore: AuthStore {
     }
 
     public func consume(_ key: String) async throws -> Bool {
+        takeExpiring(key)
+    }
+
+    /// ``consume(_:)`` within the caller's actor turn.
+    func takeExpiring(_ key: String) -> Bool {
         guard let expiry = expiringKeys.removeValue(forKey: key) else { return false }
         return expiry > Date()
     }

@@ -46,13 +46,18 @@ enum RedisAccountScripts {
     /// `GET /user` and every authenticated call. ARGV: prefix, user id, session id ('' = none).
     static let account = RedisScript(prelude + "return account(ARGV[2], ARGV[3])")
 
-    /// A sign-in's reads. KEYS: the identity index entry, and the email index entry (optional).
-    /// ARGV: prefix. Reply: {'identity', owner, account} | {'email', holder, account} | {'none'}.
+    /// A sign-in's reads, after its single-use marks (``SingleUseMarks``) are taken. KEYS: the
+    /// identity index entry, the email index entry, the token's replay record, the server nonce to
+    /// use up (each but the first '' when there is none). ARGV: prefix, the replay record's expiry
+    /// (ms since 1970). Reply: {'replayed'} | {'nonce_unknown'} (nothing read) |
+    /// {'identity', owner, account} | {'email', holder, account} | {'none'}.
     static let signInLookup = RedisScript(
         prelude + """
+            if KEYS[3] ~= '' and not redis.call('SET', KEYS[3], '1', 'PXAT', ARGV[2], 'NX') then return {'replayed'} end
+            if KEYS[4] ~= '' and not redis.call('GETDEL', KEYS[4]) then return {'nonce_unknown'} end
             local owner = redis.call('GET', KEYS[1])
             if owner then return {'identity', owner, account(owner, '')} end
-            if KEYS[2] then
+            if KEYS[2] ~= '' then
               local holder = redis.call('GET', KEYS[2])
               if holder then return {'email', holder, account(holder, '')} end
             end

@@ -33,11 +33,19 @@ extension RedisAuthStore {
         return try account(from: reply, userID: userID, sessionID: sessionID)
     }
 
-    public func signInLookup(provider: String, subject: String, email: String?) async throws -> SignInLookup {
-        var lookupKeys = [keys.identityIndex(provider, subject)]
-        if let email { lookupKeys.append(keys.emailIndex(email)) }
-        let reply = try await run(RedisAccountScripts.signInLookup, keys: lookupKeys, arguments: [.string(keyPrefix)])
+    public func signInLookup(provider: String, subject: String, email: String?, taking marks: SingleUseMarks?) async throws -> SignInLookup {
+        let lookupKeys = [
+            keys.identityIndex(provider, subject), email.map { keys.emailIndex($0) } ?? "",
+            marks?.replay.map { keys.expiring($0.key) } ?? "", marks?.serverNonce.map { keys.expiring($0) } ?? ""
+        ]
+        let replayExpiry = marks?.replay?.expiresAt.unixMilliseconds(rounded: .up) ?? 0
+        let reply = try await run(
+            RedisAccountScripts.signInLookup, keys: lookupKeys, arguments: [.string(keyPrefix), .integer(replayExpiry)])
         let fields = reply.array ?? []
+        if let marks, fields.count == 1 {
+            if marks.replay != nil, fields[0].string == "replayed" { throw marks.error(.replayed) }
+            if marks.serverNonce != nil, fields[0].string == "nonce_unknown" { throw marks.error(.serverNonceUnknown) }
+        }
         switch fields.first?.string {
         case "identity" where fields.count == 3:
             let owner = fields[1].string

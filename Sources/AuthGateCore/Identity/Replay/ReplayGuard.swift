@@ -15,14 +15,16 @@ public struct ReplayGuard: Sendable {
         self.configuration = configuration
     }
 
-    /// Records the token as used.
-    /// - Throws: ``AuthGateError`` ``AuthGateError/Code/replayed`` when it was used before.
-    public func claim(_ identity: VerifiedIdentity, now: Date) async throws {
-        guard configuration.enabled else { return }
+    /// The token's replay record: kept until its `exp` plus the leeway; nil when replay protection
+    /// is off. Taken by ``IDTokenSignInVerifier/take(_:)`` or by the sign-in's lookup.
+    public func mark(for identity: VerifiedIdentity, now: Date) -> SingleUseMarks.Mark? {
+        guard configuration.enabled else { return nil }
         let until = max(identity.expiresAt, now).addingTimeInterval(configuration.leeway.inSeconds)
-        let key = "replay:\(identity.provider):\(identity.tokenHash)"
-        guard try await store.insertIfAbsent(key, expiresAt: until) else {
-            throw AuthGateError(.replayed, "this \(identity.provider) ID token was already used")
-        }
+        return SingleUseMarks.Mark(key: "replay:\(identity.provider):\(identity.tokenHash)", expiresAt: until)
+    }
+
+    /// Records the mark unless it is already recorded: true when this call recorded it.
+    public func record(_ mark: SingleUseMarks.Mark) async throws -> Bool {
+        try await store.insertIfAbsent(mark.key, expiresAt: mark.expiresAt)
     }
 }

@@ -26,8 +26,20 @@ public struct ServerNonceIssuer: Sendable {
 
     /// Uses up a nonce: true exactly once for a nonce issued here and not yet expired.
     public func consume(_ rawNonce: String) async throws -> Bool {
-        guard !rawNonce.isEmpty, rawNonce.utf8.count <= 256 else { return false }
-        return try await store.consume(Self.key(for: rawNonce))
+        guard let key = Self.storeKey(for: rawNonce) else { return false }
+        return try await consume(storeKey: key)
+    }
+
+    /// Uses up the nonce stored under `key` (``storeKey(for:)``): true exactly once.
+    func consume(storeKey key: String) async throws -> Bool {
+        try await store.consume(key)
+    }
+
+    /// The store's key of a nonce issued here, to use up (``AuthStore/consume(_:)``); nil for a
+    /// value this gateway never issues (empty, or over 256 bytes).
+    static func storeKey(for rawNonce: String) -> String? {
+        guard !rawNonce.isEmpty, rawNonce.utf8.count <= 256 else { return nil }
+        return key(for: rawNonce)
     }
 
     private static func key(for rawNonce: String) -> String { "nonce:" + NonceRule.hashed(rawNonce) }
