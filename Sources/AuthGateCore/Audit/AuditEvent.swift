@@ -50,14 +50,23 @@ public struct AuditEvent: Sendable, Hashable {
             detail: detail)
     }
 
-    /// The stored form (compact JSON; `id` is the stream's).
+    /// The stored form (compact JSON; `id` is the stream's): the bytes ``JSONValue`` writes for the
+    /// same members (names in sorted order), written without building a dictionary (a sign-in
+    /// records one event).
     public func encoded() -> [UInt8] {
-        var members: [String: JSONValue] = ["action": .string(action), "actor": .string(actor), "at": .integer(at.unixMilliseconds)]
-        if let userID { members["user_id"] = .string(userID) }
-        if let ip { members["ip"] = .string(ip) }
-        if let requestID { members["request_id"] = .string(requestID) }
-        if !detail.isEmpty { members["detail"] = .object(detail.mapValues { .string($0) }) }
-        return JSONValue.object(members).serialized()
+        var writer = JSONObjectWriter(capacity: 160)
+        writer.string("action", action)
+        writer.string("actor", actor)
+        writer.integer("at", at.unixMilliseconds)
+        if !detail.isEmpty {
+            writer.object("detail") { nested in
+                for name in detail.keys.sorted() { nested.string(named: name, detail[name]) }
+            }
+        }
+        writer.string("ip", ip)
+        writer.string("request_id", requestID)
+        writer.string("user_id", userID)
+        return writer.finished()
     }
 
     /// Reads a stored event; nil for one that does not parse (a trail is read, never trusted to

@@ -42,6 +42,16 @@ package struct JSONObjectWriter {
         JSONValue.writeString(value, into: &output)
     }
 
+    /// A string member whose name is known only at run time (escaped as ``JSONValue`` escapes
+    /// it); nothing when `value` is nil.
+    package mutating func string(named name: String, _ value: String?) {
+        guard let value else { return }
+        if output.count > membersStart { output.append(UInt8(ascii: ",")) }
+        JSONValue.writeString(name, into: &output)
+        output.append(UInt8(ascii: ":"))
+        JSONValue.writeString(value, into: &output)
+    }
+
     /// A date member in RFC 3339 with milliseconds (``Date/rfc3339WithMilliseconds``); nothing
     /// when `value` is nil. Its text needs no escaping, so its bytes are copied as they are.
     package mutating func rfc3339(_ key: StaticString, _ value: Date?) {
