@@ -28,9 +28,6 @@ public struct SingleUseMarks: Sendable {
     /// The key of the server-issued nonce to use up (`GETDEL`); nil unless the provider requires one.
     public let serverNonce: String?
 
-    /// Nothing to take.
-    public var isEmpty: Bool { replay == nil && serverNonce == nil }
-
     /// Why taking the marks failed.
     public enum Refusal: Sendable {
         /// The replay record was already there: the token was used before.
