@@ -46,6 +46,15 @@ struct SingleUseTests {
         return url.path
     }
 
+    /// A token of `provider` for `subject` whose nonce claim is the hash of `nonce`.
+    private static func token(from provider: FakeProvider, nonce: String, subject: String) -> String {
+        FakeProvider.token(
+            claims: FakeProvider.claims(
+                issuer: provider.issuer, audience: "app", subject: subject, extra: ["nonce": .string(NonceRule.hashed(nonce))]),
+            key: FakeProvider.sharedKeys[0]
+        )
+    }
+
     private func code(_ body: () async throws -> VerifiedIdentity) async -> AuthGateError.Code? {
         do {
             _ = try await body()
@@ -98,13 +107,7 @@ struct SingleUseTests {
         let provider = try await FakeProvider.start(keys: FakeProvider.sharedKeys)
         try await withStore(kind) { (store: any AuthStore) async throws in
             let (verifier, nonces) = try signIn(store: store, provider: provider, requireServerNonce: true)
-            func token(nonce: String, subject: String) -> String {
-                FakeProvider.token(
-                    claims: FakeProvider.claims(
-                        issuer: provider.issuer, audience: "app", subject: subject, extra: ["nonce": .string(NonceRule.hashed(nonce))]),
-                    key: FakeProvider.sharedKeys[0]
-                )
-            }
+            func token(nonce: String, subject: String) -> String { Self.token(from: provider, nonce: nonce, subject: subject) }
             let issued = try await nonces.issue(now: Date())
             #expect(issued.nonce.count == 43)
             #expect(issued.expiresAt.timeIntervalSinceNow > 590)
@@ -154,13 +157,7 @@ struct SingleUseTests {
         let provider = try await FakeProvider.start(keys: FakeProvider.sharedKeys)
         try await withStore(kind) { (store: any AuthStore) async throws in
             let (verifier, nonces) = try signIn(store: store, provider: provider, requireServerNonce: true)
-            func token(nonce: String, subject: String) -> String {
-                FakeProvider.token(
-                    claims: FakeProvider.claims(
-                        issuer: provider.issuer, audience: "app", subject: subject, extra: ["nonce": .string(NonceRule.hashed(nonce))]),
-                    key: FakeProvider.sharedKeys[0]
-                )
-            }
+            func token(nonce: String, subject: String) -> String { Self.token(from: provider, nonce: nonce, subject: subject) }
             func lookup(_ idToken: String, _ nonce: String) async -> AuthGateError.Code? {
                 do {
                     let (identity, marks) = try await verifier.check(provider: "fake", idToken: idToken, rawNonce: nonce, now: Date())
@@ -210,6 +207,45 @@ struct SingleUseTests {
             #expect(outcomes.filter { $0 == nil }.count == 1)
             #expect(outcomes.filter { $0 == .replayed }.count == 49)
         }
+        await provider.stop()
+    }
+
+    @Test("a sign-in's lookup names no key outside the store's prefix: it runs for a Redis user whose ACL allows only the prefix")
+    func lookupWithinThePrefix() async throws {
+        let provider = try await FakeProvider.start(keys: FakeProvider.sharedKeys)
+        var url = try await SharedRedis.url()
+        let admin = RedisClient(configuration: .init(url: url, poolSize: 1), logger: Self.logger)
+        let suffix = UInt32.random(in: 0...UInt32.max)
+        let (name, password, prefix) = ("acl-\(suffix)", "pw-\(suffix)", "acl\(suffix):")
+        _ = try await admin.send(RedisCommand("ACL", "SETUSER", .string(name), "on", .string(">\(password)"), .string("~\(prefix)*"), "+@all"))
+        url.username = name
+        url.password = password
+        let client = RedisClient(configuration: .init(url: url, poolSize: 1), logger: Self.logger)
+        do {
+            let store = RedisAuthStore(redis: client, keyPrefix: prefix)
+            let (verifier, nonces) = try signIn(store: store, provider: provider, requireServerNonce: true)
+            // Every optional key present, then none: each shape of the script's KEYS.
+            let issued = try await nonces.issue(now: Date())
+            let (identity, marks) = try await verifier.check(
+                provider: "fake", idToken: Self.token(from: provider, nonce: issued.nonce, subject: "acl"), rawNonce: issued.nonce, now: Date())
+            let full = try await store.signInLookup(provider: "fake", subject: identity.subject, email: "acl@example.com", taking: marks)
+            #expect(full.identityOwner == nil && full.emailHolder == nil)
+            let bare = try await store.signInLookup(provider: "fake", subject: identity.subject, email: nil, taking: nil)
+            #expect(bare.identityOwner == nil)
+            // And the refusal still comes from the script, not from the ACL.
+            let refused = await #expect(throws: AuthGateError.self) {
+                _ = try await store.signInLookup(provider: "fake", subject: identity.subject, email: nil, taking: marks)
+            }
+            #expect(refused?.code == .replayed)
+        } catch {
+            await client.shutdown()
+            _ = try? await admin.send(RedisCommand("ACL", "DELUSER", .string(name)))
+            await admin.shutdown()
+            throw error
+        }
+        await client.shutdown()
+        _ = try await admin.send(RedisCommand("ACL", "DELUSER", .string(name)))
+        await admin.shutdown()
         await provider.stop()
     }
 

@@ -47,18 +47,29 @@ enum RedisAccountScripts {
     static let account = RedisScript(prelude + "return account(ARGV[2], ARGV[3])")
 
     /// A sign-in's reads, after its single-use marks (``SingleUseMarks``) are taken. KEYS: the
-    /// identity index entry, the email index entry, the token's replay record, the server nonce to
-    /// use up (each but the first '' when there is none). ARGV: prefix, the replay record's expiry
-    /// (ms since 1970). Reply: {'replayed'} | {'nonce_unknown'} (nothing read) |
-    /// {'identity', owner, account} | {'email', holder, account} | {'none'}.
+    /// identity index entry, then those of the email index entry, the token's replay record and
+    /// the server nonce to use up that the sign-in has, in that order (no empty key: an ACL that
+    /// allows only the prefix would refuse one). ARGV: prefix, '1' with an email entry, the replay
+    /// record's expiry (ms since 1970; '' without one), '1' with a nonce. Reply: {'replayed'} |
+    /// {'nonce_unknown'} (nothing read) | {'identity', owner, account} | {'email', holder, account}
+    /// | {'none'}.
     static let signInLookup = RedisScript(
         prelude + """
-            if KEYS[3] ~= '' and not redis.call('SET', KEYS[3], '1', 'PXAT', ARGV[2], 'NX') then return {'replayed'} end
-            if KEYS[4] ~= '' and not redis.call('GETDEL', KEYS[4]) then return {'nonce_unknown'} end
+            local position = 1
+            local function optional(present)
+              if not present then return nil end
+              position = position + 1
+              return KEYS[position]
+            end
+            local email = optional(ARGV[2] == '1')
+            local replay = optional(ARGV[3] ~= '')
+            local nonce = optional(ARGV[4] == '1')
+            if replay and not redis.call('SET', replay, '1', 'PXAT', ARGV[3], 'NX') then return {'replayed'} end
+            if nonce and not redis.call('GETDEL', nonce) then return {'nonce_unknown'} end
             local owner = redis.call('GET', KEYS[1])
             if owner then return {'identity', owner, account(owner, '')} end
-            if KEYS[2] ~= '' then
-              local holder = redis.call('GET', KEYS[2])
+            if email then
+              local holder = redis.call('GET', email)
               if holder then return {'email', holder, account(holder, '')} end
             end
             return {'none'}

@@ -34,13 +34,22 @@ extension RedisAuthStore {
     }
 
     public func signInLookup(provider: String, subject: String, email: String?, taking marks: SingleUseMarks?) async throws -> SignInLookup {
-        let lookupKeys = [
-            keys.identityIndex(provider, subject), email.map { keys.emailIndex($0) } ?? "",
-            marks?.replay.map { keys.expiring($0.key) } ?? "", marks?.serverNonce.map { keys.expiring($0) } ?? ""
-        ]
-        let replayExpiry = marks?.replay?.expiresAt.unixMilliseconds(rounded: .up) ?? 0
-        let reply = try await run(
-            RedisAccountScripts.signInLookup, keys: lookupKeys, arguments: [.string(keyPrefix), .integer(replayExpiry)])
+        var lookupKeys = [keys.identityIndex(provider, subject)]
+        lookupKeys.reserveCapacity(4)
+        var arguments: [RedisArgument] = [.string(keyPrefix), "0", "", "0"]
+        if let email {
+            lookupKeys.append(keys.emailIndex(email))
+            arguments[1] = "1"
+        }
+        if let replay = marks?.replay {
+            lookupKeys.append(keys.expiring(replay.key))
+            arguments[2] = .integer(replay.expiresAt.unixMilliseconds(rounded: .up))
+        }
+        if let serverNonce = marks?.serverNonce {
+            lookupKeys.append(keys.expiring(serverNonce))
+            arguments[3] = "1"
+        }
+        let reply = try await run(RedisAccountScripts.signInLookup, keys: lookupKeys, arguments: arguments)
         let fields = reply.array ?? []
         if let marks, fields.count == 1 {
             if marks.replay != nil, fields[0].string == "replayed" { throw marks.error(.replayed) }
