@@ -10,10 +10,17 @@ public import Logging
 #endif
 
 /// A swift-log handler that writes one JSON object per line to standard error:
-/// `{"ts":"…","level":"info","logger":"authgate","msg":"…","gw.request_id":"…",…}`.
+/// `{"ts":"2026-11-26T10:54:24.123Z","level":"info","logger":"authgate","msg":"…","gw.request_id":"…",…}`
+/// (metadata in sorted name order).
 ///
 /// Values are written as given: callers never put tokens, keys or Authorization values in
 /// messages or metadata (see the log-secrets test).
+///
+/// At `info` every request writes its access line here, so a line is built as bytes in one
+/// buffer (``line(label:level:message:metadata:extra:at:)``): the timestamp from
+/// `Date.withRFC3339WithMilliseconds`, strings escaped by
+/// ``JSONValue``'s writer. Foundation's ISO 8601 formatter and a `String` grown scalar by scalar
+/// made an access line cost about as much as the request it described.
 public struct JSONLogHandler: LogHandler {
     public var metadata: Logger.Metadata = [:]
     public var logLevel: Logger.Level
@@ -30,22 +37,9 @@ public struct JSONLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
-        var fields = metadata
-        if let extra = event.metadata { fields.merge(extra) { _, new in new } }
-        var line = "{\"ts\":\"\(Date().formatted(.iso8601))\",\"level\":\"\(event.level.rawValue)\",\"logger\":"
-        Self.appendJSONString(label, to: &line)
-        line += ",\"msg\":"
-        Self.appendJSONString(event.message.description, to: &line)
-        for key in fields.keys.sorted() {
-            guard let value = fields[key] else { continue }
-            line += ","
-            Self.appendJSONString(key, to: &line)
-            line += ":"
-            Self.appendJSONString(value.description, to: &line)
-        }
-        line += "}\n"
-        var bytes = Array(line.utf8)
-        bytes.withUnsafeMutableBytes { raw in
+        let bytes = Self.line(
+            label: label, level: event.level, message: event.message.description, metadata: metadata, extra: event.metadata, at: Date())
+        bytes.withUnsafeBytes { raw in
             var offset = 0
             while offset < raw.count {
                 let written = write(2, raw.baseAddress.map { $0 + offset }, raw.count - offset)
@@ -55,22 +49,31 @@ public struct JSONLogHandler: LogHandler {
         }
     }
 
-    /// Appends `text` as a JSON string literal, escaping quotes, backslashes and control characters.
-    static func appendJSONString(_ text: String, to line: inout String) {
-        line += "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": line += "\\\""
-            case "\\": line += "\\\\"
-            case "\n": line += "\\n"
-            case "\r": line += "\\r"
-            case "\t": line += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                line += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: line.unicodeScalars.append(scalar)
-            }
+    /// One log line, newline included: the handler's metadata with the event's (the event's win
+    /// on a shared name), in sorted name order, every value as its `description`.
+    static func line(
+        label: String, level: Logger.Level, message: String, metadata: Logger.Metadata, extra: Logger.Metadata?, at date: Date
+    ) -> [UInt8] {
+        var line: [UInt8] = []
+        line.reserveCapacity(256)
+        line.append(contentsOf: #"{"ts":""#.utf8)
+        date.withRFC3339WithMilliseconds { line.append(contentsOf: $0) }
+        line.append(contentsOf: #"","level":""#.utf8)
+        line.append(contentsOf: level.rawValue.utf8)
+        line.append(contentsOf: #"","logger":"#.utf8)
+        JSONValue.writeString(label, into: &line)
+        line.append(contentsOf: #","msg":"#.utf8)
+        JSONValue.writeString(message, into: &line)
+        var fields = metadata
+        if let extra, !extra.isEmpty { fields.merge(extra) { _, new in new } }
+        for key in fields.keys.sorted() {
+            guard let value = fields[key] else { continue }
+            line.append(UInt8(ascii: ","))
+            JSONValue.writeString(key, into: &line)
+            line.append(UInt8(ascii: ":"))
+            JSONValue.writeString(value.description, into: &line)
         }
-        line += "\""
+        line.append(contentsOf: "}\n".utf8)
+        return line
     }
 }
