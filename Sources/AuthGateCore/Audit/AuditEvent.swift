@@ -60,7 +60,7 @@ public struct AuditEvent: Sendable, Hashable {
         writer.integer("at", at.unixMilliseconds)
         if !detail.isEmpty {
             writer.object("detail") { nested in
-                for name in detail.keys.sorted() { nested.string(named: name, detail[name]) }
+                for (name, value) in detail.sorted(by: { $0.key < $1.key }) { nested.string(named: name, value) }
             }
         }
         writer.string("ip", ip)

@@ -29,7 +29,7 @@ package struct JSONObjectWriter {
 
     /// A member's name; its value follows.
     package mutating func name(_ name: StaticString) {
-        if output.count > membersStart { output.append(UInt8(ascii: ",")) }
+        separateMember()
         output.append(UInt8(ascii: "\""))
         output.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
         output.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
@@ -46,7 +46,7 @@ package struct JSONObjectWriter {
     /// it); nothing when `value` is nil.
     package mutating func string(named name: String, _ value: String?) {
         guard let value else { return }
-        if output.count > membersStart { output.append(UInt8(ascii: ",")) }
+        separateMember()
         JSONValue.writeString(name, into: &output)
         output.append(UInt8(ascii: ":"))
         JSONValue.writeString(value, into: &output)
@@ -117,6 +117,11 @@ package struct JSONObjectWriter {
     package mutating func finished() -> [UInt8] {
         output.append(UInt8(ascii: "}"))
         return output
+    }
+
+    /// The comma before every member but the first.
+    private mutating func separateMember() {
+        if output.count > membersStart { output.append(UInt8(ascii: ",")) }
     }
 
     /// The buffer, moved out (so appending to it does not copy it).

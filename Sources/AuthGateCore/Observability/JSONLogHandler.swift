@@ -66,8 +66,7 @@ public struct JSONLogHandler: LogHandler {
         JSONValue.writeString(message, into: &line)
         var fields = metadata
         if let extra, !extra.isEmpty { fields.merge(extra) { _, new in new } }
-        for key in fields.keys.sorted() {
-            guard let value = fields[key] else { continue }
+        for (key, value) in fields.sorted(by: { $0.key < $1.key }) {
             line.append(UInt8(ascii: ","))
             JSONValue.writeString(key, into: &line)
             line.append(UInt8(ascii: ":"))
