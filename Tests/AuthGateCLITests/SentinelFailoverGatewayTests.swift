@@ -154,12 +154,15 @@ struct SentinelFailoverGatewayTests {
             #expect(value("authgate_redis_errors_total{code=\"server_error\"}") == 0, "NOSCRIPT after the failover is not an error: \(metrics)")
             #expect(value("authgate_redis_script_loads_total") >= 1, "the new master had no scripts: \(metrics)")
             #expect(value("authgate_redis_master_switches_total") == 1, "\(metrics)")
-            let log = server.log
             let newMaster = try #require(
                 try await [cluster.replicas[0], cluster.replicas[1]].asyncFirst {
                     try await SentinelCluster.info($0.port, "replication").contains("role:master")
                 })
-            #expect(log.contains("redis master switched") && log.contains("127.0.0.1:\(newMaster.port)"), "the log names the new master")
+            // Log lines reach the file from the gateway's log writer thread, a moment after they are logged.
+            try await waitUntil("the log names the new master", deadline: .seconds(5)) {
+                server.log.contains("redis master switched") && server.log.contains("127.0.0.1:\(newMaster.port)")
+            }
+            let log = server.log
             #expect(!log.contains("redis://127.0.0.1:1/0"), "the placeholder URL Sentinel mode ignores is never named")
             #expect(!log.contains("SingleConnectionFailure") && !log.contains("NIOConnectionError"), "no library detail in messages")
             let storeLines = log.split(separator: "\n").filter { $0.contains("rate limit store unavailable") }.count

@@ -118,6 +118,79 @@ struct ServeCommandTests {
         #expect(await silent.receiveUntilClosed().closed, "the silent connection is closed")
     }
 
+    @Test(
+        "a stalled reader of standard error stops nothing: every request is answered, lines past logging.buffer are dropped, counted and reported once the reader is back",
+        arguments: ["json", "text"])
+    func stalledLogReader(format: String) async throws {
+        let files = try GatewayFiles("serve-stalled-log")
+        defer { files.remove() }
+        try files.writeConfig(
+            """
+            server: { host: 127.0.0.1 }
+            logging: { level: info, format: \(format), buffer: 64KiB }
+            """)
+        let capture = try OutputCapture()
+        let server = try await AuthGateServer.start(arguments: ["--config", files.config.path], standardError: capture.writeHandle)
+        capture.closeWriteEnd()
+        // Nothing reads standard error: its socket buffers take a few hundred access lines, the
+        // log writer's 64 KiB as many again. When every line was written by the event loop that
+        // logged it, the loop blocked there and request 270 or so timed out (10 s), /health too.
+        let requests = 2000
+        for index in 0..<requests {
+            let (_, response) = try await HTTP.get(server.baseURL.appendingPathComponent("health"), headers: ["X-Request-Id": "stalled-\(index)"])
+            #expect(response.statusCode == 200)
+        }
+        let output = Task { await capture.readToEnd() }
+        // The reader is back: the writer writes what it kept, then reports what it dropped.
+        var dropped = 0
+        try await waitUntil("the dropped lines are counted at /metrics") {
+            let (data, _) = try await HTTP.get(server.baseURL.appendingPathComponent("metrics"))
+            let family = String(decoding: data, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix("authgate_log_lines_dropped_total ") }
+            dropped = family.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
+            return dropped > 0
+        }
+        #expect(await server.stop(signal: SIGTERM) == 0)
+        var records: [LogRecord] = []
+        // The development banner's lines aside, every line is one whole log line.
+        for line in String(decoding: await output.value, as: UTF8.self).split(separator: "\n") where !line.hasPrefix("*") {
+            let record = LogRecord(line, format: format)
+            #expect(record != nil, "not one whole line: \(line.prefix(200))")
+            if let record { records.append(record) }
+        }
+        let logged = records.compactMap { $0.requestID }.filter { $0.hasPrefix("stalled-") }.compactMap { Int($0.dropFirst("stalled-".count)) }
+        #expect(logged == logged.sorted() && logged.first == 0, "access lines kept in order from the first")
+        #expect(logged.count < requests, "the lines past the buffer were dropped")
+        let reported = records.filter { $0.message == "log lines dropped: standard error was not read fast enough" }.compactMap(\.droppedLines)
+        #expect(reported.reduce(0, +) == dropped, "every dropped line is in a warning and in the metric")
+        #expect(logged.count + dropped >= requests, "each request was logged or counted: \(logged.count) logged, \(dropped) dropped")
+        #expect(records.last?.message == "authgate stopped", "lines logged while stopping are written before exit")
+    }
+
+    /// What ``stalledLogReader(format:)`` reads from one log line, in either format.
+    private struct LogRecord {
+        let requestID: String?
+        let message: String
+        let droppedLines: Int?
+
+        /// Nil unless `line` is one whole line of `format`.
+        init?(_ line: Substring, format: String) {
+            if format == "json" {
+                guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String], let message = object["msg"] else {
+                    return nil
+                }
+                (requestID, self.message, droppedLines) = (object["gw.request_id"], message, object["gw.dropped_lines"].flatMap { Int($0) })
+                return
+            }
+            // swift-log's text: `<time> <level> <label>: <name>=<value> … [<module>] <message>`.
+            guard line.first?.isNumber == true, let source = line.range(of: "] ", options: .backwards) else { return nil }
+            let fields = line[..<source.lowerBound].split(separator: " ")
+            func value(_ name: String) -> String? { fields.first { $0.hasPrefix(name + "=") }.map { String($0.dropFirst(name.count + 1)) } }
+            (requestID, message, droppedLines) = (
+                value("gw.request_id"), String(line[source.upperBound...]), value("gw.dropped_lines").flatMap { Int($0) }
+            )
+        }
+    }
+
     @Test("with Redis: ready while Redis answers")
     func redisStore() async throws {
         let redisURL = try await SharedRedis.url()

@@ -212,6 +212,26 @@ struct ConfigurationTests {
         }
     }
 
+    @Test("logging.buffer: 4MiB by default, read as a size, range-checked, printed and read back")
+    func loggingBuffer() throws {
+        #expect(try parse("").logging.buffer == 4 << 20)
+        let configuration = try parse("logging: { level: warning, format: text, buffer: 512KiB }")
+        #expect(configuration.logging.buffer == 512 << 10)
+        let printed = configuration.renderedYAML()
+        #expect(printed.contains("buffer: 512KiB"))
+        #expect(try parse(printed).logging.buffer == 512 << 10)
+        #expect(try parse("", environment: ["AUTHGATE_LOGGING_BUFFER": "1MiB"]).logging.buffer == 1 << 20)
+        for (value, message) in [
+            ("1KiB", "\"1KiB\" is out of range; use a size from 64KiB to 1GiB"), ("2GiB", "\"2GiB\" is out of range; use a size from 64KiB to 1GiB"),
+            ("lots", "\"lots\" is not a size; use bytes or a unit, like 1048576, 512KiB, 1MiB or 10MB"),
+            ("99999999999999999999", "\"99999999999999999999\" is not a size; use bytes or a unit, like 1048576, 512KiB, 1MiB or 10MB")
+        ] {
+            let found = issues("logging: { buffer: \(value) }")
+            #expect(found.map(\.key) == ["logging.buffer"], "\(value)")
+            #expect(found.first?.message == message)
+        }
+    }
+
     @Test("YAML that does not parse is a clear error")
     func invalidYAML() {
         let found = issues("server: [unclosed")

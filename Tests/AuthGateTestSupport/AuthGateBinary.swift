@@ -75,9 +75,10 @@ public final class AuthGateServer: Sendable {
 
     /// Starts `authgate serve` with `arguments` and `environment` on a free port, and waits until
     /// `/health` answers (with `plainHTTP: false`, a TLS listener: until the port accepts connections).
-    public static func start(arguments: [String] = [], environment: [String: String] = [:], plainHTTP: Bool = true) async throws
-        -> AuthGateServer
-    {
+    /// Standard output and error go to ``log``; standard error to `standardError` instead when given.
+    public static func start(
+        arguments: [String] = [], environment: [String: String] = [:], plainHTTP: Bool = true, standardError: FileHandle? = nil
+    ) async throws -> AuthGateServer {
         let port = try freeLoopbackPort()
         let logFile = FileManager.default.temporaryDirectory.appendingPathComponent("authgate-serve-\(UUID().uuidString).log")
         FileManager.default.createFile(atPath: logFile.path, contents: nil)
@@ -87,7 +88,7 @@ public final class AuthGateServer: Sendable {
         process.environment = AuthGateBinary.mergedEnvironment(environment.merging(["AUTHGATE_SERVER_PORT": String(port)]) { _, new in new })
         let handle = try FileHandle(forWritingTo: logFile)
         process.standardOutput = handle
-        process.standardError = handle
+        process.standardError = standardError ?? handle
         let (stream, continuation) = AsyncStream<Int32>.makeStream()
         process.terminationHandler = { finished in
             continuation.yield(finished.terminationStatus)

@@ -18,7 +18,9 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try options.loadOrExit()
-        LoggingBootstrap.bootstrap(configuration.logging)
+        let logWriter = LoggingBootstrap.bootstrap(configuration.logging)
+        // Last out: every line logged until the gateway has stopped is written before exit.
+        defer { logWriter.close() }
         let logger = Logger(label: "authgate")
         if configuration.isDevelopmentMode {
             printError(Self.developmentBanner)

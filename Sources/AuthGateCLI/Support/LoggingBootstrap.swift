@@ -3,17 +3,21 @@ import Logging
 
 /// Installs the process-wide log handler once, from `logging:`.
 enum LoggingBootstrap {
-    static func bootstrap(_ configuration: LoggingConfiguration) {
+    /// Bootstraps swift-log with lines written by a ``LogLineWriter`` thread holding up to
+    /// `logging.buffer` bytes; the caller closes the returned writer once the gateway has stopped.
+    static func bootstrap(_ configuration: LoggingConfiguration) -> LogLineWriter {
         let level = Logger.Level(rawValue: configuration.level.rawValue) ?? .info
+        let writer = LogLineWriter(capacity: configuration.buffer)
         switch configuration.format {
         case .json:
-            LoggingSystem.bootstrap { label in JSONLogHandler(label: label, level: level) }
+            LoggingSystem.bootstrap { label in JSONLogHandler(label: label, level: level, output: writer) }
         case .text:
             LoggingSystem.bootstrap { label in
-                var handler = StreamLogHandler.standardError(label: label)
+                var handler = StreamLogHandler(label: label, stream: LogLineWriter.TextStream(writer))
                 handler.logLevel = level
                 return handler
             }
         }
+        return writer
     }
 }

@@ -58,7 +58,10 @@ extension AuthGateConfiguration {
                 "max_connections_per_upstream": Node(String(proxy.maxConnectionsPerUpstream)),
                 "max_websocket_frame": Node(ConfigurationValueParsers.format(bytes: proxy.maxWebSocketFrame))
             ],
-            "logging": ["level": Node(logging.level.rawValue), "format": Node(logging.format.rawValue)],
+            "logging": [
+                "level": Node(logging.level.rawValue), "format": Node(logging.format.rawValue),
+                "buffer": Node(ConfigurationValueParsers.format(bytes: logging.buffer))
+            ],
             "tracing": [
                 "enabled": Node(String(tracing.enabled)), "endpoint": Node(tracing.endpoint), "service_name": Node(tracing.serviceName)
             ]

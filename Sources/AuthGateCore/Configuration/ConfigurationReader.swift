@@ -171,10 +171,15 @@ final class ConfigurationSection {
         return value
     }
 
-    func byteSize(_ key: String, default defaultValue: Int) -> Int {
+    func byteSize(_ key: String, default defaultValue: Int, range: ClosedRange<Int>? = nil) -> Int {
         guard let text = rawString(key) else { return defaultValue }
         guard let value = ConfigurationValueParsers.byteSize(text), value > 0 else {
             report(key, "\"\(text)\" is not a size; use bytes or a unit, like 1048576, 512KiB, 1MiB or 10MB")
+            return defaultValue
+        }
+        if let range, !range.contains(value) {
+            let (low, high) = (ConfigurationValueParsers.format(bytes: range.lowerBound), ConfigurationValueParsers.format(bytes: range.upperBound))
+            report(key, "\"\(text)\" is out of range; use a size from \(low) to \(high)")
             return defaultValue
         }
         return value

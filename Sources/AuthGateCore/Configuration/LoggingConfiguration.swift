@@ -15,10 +15,14 @@ public struct LoggingConfiguration: Sendable {
 
     public var level: Level
     public var format: Format
+    /// The most bytes of log lines held while standard error's reader is behind; lines past it
+    /// are dropped and counted (see ``LogLineWriter``).
+    public var buffer: Int
 
     init(reading section: ConfigurationSection) {
         level = section.choice("level", default: .info)
         format = section.choice("format", default: .json)
+        buffer = section.byteSize("buffer", default: 4 << 20, range: (64 << 10)...(1 << 30))
         section.finish()
     }
 }

@@ -27,6 +27,12 @@ public enum GatewayMetrics {
         counter(CounterKey(label: "authgate_sign_ins_total", first: provider, second: outcome), names: ("provider", "outcome")).increment()
     }
 
+    /// Log lines lost: the log writer's queue was full (standard error not read fast enough), or
+    /// writing to standard error failed.
+    public static func logLinesDropped(_ count: Int) {
+        Counter(label: "authgate_log_lines_dropped_total").increment(by: count)
+    }
+
     /// A refresh: `rotated`, `reused_in_window`, `reuse_revoked`, `expired`, `not_found`, `banned`.
     public static func refresh(outcome: String) {
         counter(CounterKey(label: "authgate_refresh_total", first: outcome), names: ("outcome", nil)).increment()

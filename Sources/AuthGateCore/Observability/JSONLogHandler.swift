@@ -5,9 +5,6 @@ public import Logging
 #else
     import Foundation
 #endif
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// A swift-log handler that writes one JSON object per line to standard error:
 /// `{"ts":"2026-11-26T10:54:24.123Z","level":"info","logger":"authgate","msg":"…","gw.request_id":"…",…}`
@@ -25,10 +22,14 @@ public struct JSONLogHandler: LogHandler {
     public var metadata: Logger.Metadata = [:]
     public var logLevel: Logger.Level
     private let label: String
+    private let output: LogLineWriter?
 
-    public init(label: String, level: Logger.Level) {
+    /// A handler writing through `output` (`authgate serve`: a writer thread, so no event loop
+    /// waits on standard error's reader), or straight to standard error when nil.
+    public init(label: String, level: Logger.Level, output: LogLineWriter? = nil) {
         self.label = label
         self.logLevel = level
+        self.output = output
     }
 
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
@@ -39,13 +40,10 @@ public struct JSONLogHandler: LogHandler {
     public func log(event: LogEvent) {
         let bytes = Self.line(
             label: label, level: event.level, message: event.message.description, metadata: metadata, extra: event.metadata, at: Date())
-        bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let written = write(2, raw.baseAddress.map { $0 + offset }, raw.count - offset)
-                if written <= 0 { break }
-                offset += written
-            }
+        if let output {
+            output.write(bytes, urgent: event.level >= .warning)
+        } else {
+            _ = LogLineWriter.writeFully(2, bytes)
         }
     }
 

@@ -1,0 +1,166 @@
+import Dispatch
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Writes log lines to standard error from a thread of its own, so that no event loop ever waits
+/// on the reader of the gateway's logs.
+///
+/// A log line used to be one `write(2)` on the thread that logged it. When the reader of standard
+/// error stalls (a paused `docker logs` driver, a full journald, a stopped `| tee`), the pipe
+/// fills after about 64 KiB and that `write(2)` blocks: at `info`, where every request writes an
+/// access line, the event loop stopped after a few hundred requests and no request was answered,
+/// `/health` included, until the reader came back.
+///
+/// Now a line is queued (``LogLineQueue``, up to `capacity` bytes) and this writer's thread
+/// writes what is queued in one `write(2)`: after at most `flushInterval` (100 ms), at once for 32
+/// KiB of lines or a warning or worse. Waking the writer per line cost more than the `write(2)`
+/// it replaced (a `futex` call and two context switches on the logging core). When the queue is full, lines are dropped and counted:
+/// the writer reports the count in a warning line once it can write again, and in
+/// `authgate_log_lines_dropped_total` (the policy of Docker's `mode: non-blocking`). Audit events
+/// do not go through logs (they are recorded in the store), so nothing but log lines can be lost.
+///
+/// ``close()`` writes what is queued and ends the thread; a line logged after that is written
+/// directly by the thread that logs it.
+public final class LogLineWriter: Sendable {
+    private let descriptor: CInt
+    private let queue: Mutex<LogLineQueue>
+    private let flushInterval: DispatchTimeInterval
+    private let wakeUp = DispatchSemaphore(value: 0)
+    private let thread = Mutex<pthread_t?>(nil)
+
+    /// Starts a writer for `descriptor` (standard error by default) holding up to `capacity`
+    /// bytes of lines not yet written. A line waits at most `flushInterval` (unless the reader is
+    /// behind); 32 KiB of lines or an urgent one are written at once.
+    public init(descriptor: CInt = 2, capacity: Int, flushInterval: Duration = .milliseconds(100)) {
+        self.descriptor = descriptor
+        self.queue = Mutex(LogLineQueue(capacity: capacity))
+        let (seconds, attoseconds) = flushInterval.components
+        self.flushInterval = .nanoseconds(Int(min(max(seconds, 0), 3600) * 1_000_000_000 + attoseconds / 1_000_000_000))
+        startThread()
+    }
+
+    /// Queues one line (newline included); when the writer has ended, writes it at once.
+    /// `urgent` (a warning or worse): written without waiting for the flush interval.
+    public func write(_ line: [UInt8], urgent: Bool = false) {
+        switch queue.withLock({ $0.enqueue(line, urgent: urgent) }) {
+        case .queued(let wakeWriter), .dropped(let wakeWriter):
+            if wakeWriter { wakeUp.signal() }
+        case .closed:
+            _ = Self.writeFully(descriptor, line)
+        }
+    }
+
+    /// Writes every queued line and ends the writer's thread; returns when they are written.
+    /// Later lines are written by the thread that logs them. Call it once the gateway has stopped.
+    public func close() {
+        guard
+            let running = thread.withLock({ running -> pthread_t? in
+                defer { running = nil }
+                return running
+            })
+        else { return }
+        if queue.withLock({ $0.close() }) { wakeUp.signal() }
+        pthread_join(running, nil)
+    }
+
+    /// A stream for swift-log's `StreamLogHandler` (`logging.format: text`) that goes through
+    /// this writer: the handler writes each line in one call.
+    public struct TextStream: TextOutputStream, Sendable {
+        let writer: LogLineWriter
+
+        public init(_ writer: LogLineWriter) {
+            self.writer = writer
+        }
+
+        public mutating func write(_ string: String) {
+            writer.write(Array(string.utf8))
+        }
+    }
+
+    private func startThread() {
+        let context = Unmanaged.passRetained(self).toOpaque()
+        var created = pthread_t()
+        let result = pthread_create(
+            &created, nil,
+            { context in
+                guard let context else { return nil }
+                Unmanaged<LogLineWriter>.fromOpaque(context).takeRetainedValue().run()
+                return nil
+            }, context)
+        guard result == 0 else {
+            // No thread: every line is written by the thread that logs it, as before.
+            Unmanaged<LogLineWriter>.fromOpaque(context).release()
+            _ = queue.withLock { queue in
+                _ = queue.close()
+                _ = queue.next(flushDue: true)
+            }
+            return
+        }
+        thread.withLock { $0 = created }
+    }
+
+    /// The writer's thread: gathers lines for up to `flushInterval`, writes each batch, reports
+    /// drops, sleeps while nothing is queued.
+    private func run() {
+        var flushAt: DispatchTime?
+        while true {
+            let flushDue = flushAt.map { DispatchTime.now() >= $0 } ?? false
+            switch queue.withLock({ $0.next(flushDue: flushDue) }) {
+            case .write(let bytes, let dropped):
+                flushAt = nil
+                var lost = dropped
+                if !Self.writeFully(descriptor, bytes) { lost += bytes.reduce(0) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 } }
+                if lost > 0 { reportLost(lost, queueFull: dropped) }
+            case .gather:
+                let deadline = flushAt ?? DispatchTime.now() + flushInterval
+                flushAt = deadline
+                _ = wakeUp.wait(timeout: deadline)
+            case .sleep:
+                flushAt = nil
+                wakeUp.wait()
+            case .finish:
+                return
+            }
+        }
+    }
+
+    private func reportLost(_ lost: Int, queueFull: Int) {
+        GatewayMetrics.logLinesDropped(lost)
+        guard queueFull > 0 else { return }
+        Logger(label: "authgate.log").warning(
+            "log lines dropped: standard error was not read fast enough",
+            metadata: ["gw.dropped_lines": "\(queueFull)"]
+        )
+    }
+
+    /// Writes all of `bytes` to `descriptor`, through interrupted and would-block writes (waiting
+    /// with `poll` for the latter); false when the descriptor fails (closed reader, bad descriptor).
+    static func writeFully(_ descriptor: CInt, _ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { raw in
+            guard let base = raw.baseAddress else { return true }
+            var offset = 0
+            while offset < raw.count {
+                let written = Glibc.write(descriptor, base + offset, raw.count - offset)
+                if written > 0 {
+                    offset += written
+                    continue
+                }
+                guard written < 0 else { return false }
+                switch errno {
+                case EINTR:
+                    continue
+                case EAGAIN, EWOULDBLOCK:
+                    var ready = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+                    _ = poll(&ready, 1, 1000)
+                default:
+                    return false
+                }
+            }
+            return true
+        }
+    }
+}
