@@ -40,7 +40,7 @@ struct LogLineWriterTests {
                 }
             }
         }
-        writer.close()
+        #expect(writer.close(), "everything written before close returned")
         writer.write(Self.line(producer: 9, sequence: 0))
         capture.closeWriteEnd()
         let lines = Self.parse(await output.value)
@@ -66,6 +66,21 @@ struct LogLineWriterTests {
         #expect(sequences.count < 20_000, "lines past the capacity are dropped")
         #expect(sequences == sequences.sorted() && Set(sequences).count == sequences.count, "out of order or repeated")
         #expect(sequences.first == 0, "the first lines are kept, the latest dropped")
+    }
+
+    @Test("close with a reader stalled for good gives up after its limit: a process never waits on its log reader to exit")
+    func closeGivesUp() async throws {
+        let capture = try OutputCapture()
+        let writer = LogLineWriter(descriptor: capture.writeDescriptor, capacity: 4 << 20)
+        // More than the socket's buffers hold: the writer's thread blocks in write(2).
+        for sequence in 0..<20_000 { writer.write(Self.line(producer: 0, sequence: sequence), urgent: true) }
+        #expect(writer.close(waitingAtMost: .milliseconds(200)) == false)
+        // Lines logged now are queued for the blocked thread, never written by the caller.
+        writer.write(Self.line(producer: 1, sequence: 0))
+        // The reader is back: the thread finishes what it was given.
+        let lines = Self.parse(await capture.read(untilSuffix: Self.line(producer: 1, sequence: 0)))
+        #expect(lines.count == 20_001 && lines.last.map { $0.0 == 1 } == true)
+        capture.closeWriteEnd()
     }
 
     @Test("an urgent line (a warning or worse) is written at once, with the lines gathered before it")

@@ -16,21 +16,25 @@ import Synchronization
 /// `/health` included, until the reader came back.
 ///
 /// Now a line is queued (``LogLineQueue``, up to `capacity` bytes) and this writer's thread
-/// writes what is queued in one `write(2)`: after at most `flushInterval` (100 ms), at once for 32
-/// KiB of lines or a warning or worse. Waking the writer per line cost more than the `write(2)`
-/// it replaced (a `futex` call and two context switches on the logging core). When the queue is full, lines are dropped and counted:
-/// the writer reports the count in a warning line once it can write again, and in
-/// `authgate_log_lines_dropped_total` (the policy of Docker's `mode: non-blocking`). Audit events
-/// do not go through logs (they are recorded in the store), so nothing but log lines can be lost.
+/// writes what is queued in one `write(2)`: after at most `flushInterval` (100 ms), at once for
+/// 32 KiB of lines or a warning or worse. Waking the writer per line cost more than the
+/// `write(2)` it replaced (a `futex` call and two context switches on the logging core). When the
+/// queue is full, lines are dropped and counted: the writer reports the count in a warning line
+/// once it can write again, and in `authgate_log_lines_dropped_total` (the policy of Docker's
+/// `mode: non-blocking`). Audit events do not go through logs (they are recorded in the store),
+/// so nothing but log lines can be lost.
 ///
-/// ``close()`` writes what is queued and ends the thread; a line logged after that is written
-/// directly by the thread that logs it.
+/// ``close(waitingAtMost:)`` writes what is queued and ends the thread, waiting a bounded time
+/// for a stalled reader; a line logged after that is written directly by the thread that logs it.
 public final class LogLineWriter: Sendable {
     private let descriptor: CInt
     private let queue: Mutex<LogLineQueue>
     private let flushInterval: DispatchTimeInterval
     private let wakeUp = DispatchSemaphore(value: 0)
-    private let thread = Mutex<pthread_t?>(nil)
+    /// Signalled once by the thread as it ends.
+    private let ended = DispatchSemaphore(value: 0)
+    /// Whether a thread runs that ``close(waitingAtMost:)`` has not yet waited for.
+    private let running = Mutex(false)
 
     /// Starts a writer for `descriptor` (standard error by default) holding up to `capacity`
     /// bytes of lines not yet written. A line waits at most `flushInterval` (unless the reader is
@@ -38,8 +42,7 @@ public final class LogLineWriter: Sendable {
     public init(descriptor: CInt = 2, capacity: Int, flushInterval: Duration = .milliseconds(100)) {
         self.descriptor = descriptor
         self.queue = Mutex(LogLineQueue(capacity: capacity))
-        let (seconds, attoseconds) = flushInterval.components
-        self.flushInterval = .nanoseconds(Int(min(max(seconds, 0), 3600) * 1_000_000_000 + attoseconds / 1_000_000_000))
+        self.flushInterval = Self.interval(flushInterval)
         startThread()
     }
 
@@ -54,17 +57,27 @@ public final class LogLineWriter: Sendable {
         }
     }
 
-    /// Writes every queued line and ends the writer's thread; returns when they are written.
-    /// Later lines are written by the thread that logs them. Call it once the gateway has stopped.
-    public func close() {
+    /// Writes every queued line and ends the writer's thread; returns when they are written, or
+    /// after `limit` when the reader is stalled (the lines still queued are then lost with the
+    /// process, which must not wait on its log reader to exit). Later lines are written by the
+    /// thread that logs them. Call it once the gateway has stopped.
+    /// - Returns: false when `limit` passed first.
+    @discardableResult
+    public func close(waitingAtMost limit: Duration = .seconds(2)) -> Bool {
         guard
-            let running = thread.withLock({ running -> pthread_t? in
-                defer { running = nil }
+            running.withLock({ running in
+                defer { running = false }
                 return running
             })
-        else { return }
+        else { return true }
         if queue.withLock({ $0.close() }) { wakeUp.signal() }
-        pthread_join(running, nil)
+        return ended.wait(timeout: .now() + Self.interval(limit)) == .success
+    }
+
+    /// `duration` for Dispatch, from 0 to an hour.
+    private static func interval(_ duration: Duration) -> DispatchTimeInterval {
+        let (seconds, attoseconds) = duration.components
+        return .nanoseconds(Int(min(max(seconds, 0), 3600) * 1_000_000_000 + max(attoseconds, 0) / 1_000_000_000))
     }
 
     /// A stream for swift-log's `StreamLogHandler` (`logging.format: text`) that goes through
@@ -83,6 +96,7 @@ public final class LogLineWriter: Sendable {
 
     private func startThread() {
         let context = Unmanaged.passRetained(self).toOpaque()
+        running.withLock { $0 = true }
         var created = pthread_t()
         let result = pthread_create(
             &created, nil,
@@ -94,13 +108,15 @@ public final class LogLineWriter: Sendable {
         guard result == 0 else {
             // No thread: every line is written by the thread that logs it, as before.
             Unmanaged<LogLineWriter>.fromOpaque(context).release()
+            running.withLock { $0 = false }
             _ = queue.withLock { queue in
                 _ = queue.close()
                 _ = queue.next(flushDue: true)
             }
             return
         }
-        thread.withLock { $0 = created }
+        // Nobody joins it: close waits for `ended`, with a limit.
+        pthread_detach(created)
     }
 
     /// The writer's thread: gathers lines for up to `flushInterval`, writes each batch, reports
@@ -123,6 +139,7 @@ public final class LogLineWriter: Sendable {
                 flushAt = nil
                 wakeUp.wait()
             case .finish:
+                ended.signal()
                 return
             }
         }
