@@ -62,6 +62,7 @@ public struct StoreConfiguration: Sendable {
             redisSection.report(
                 "url",
                 "a password in the configuration file is refused; use store.redis.password_file or the AUTHGATE_STORE_REDIS_PASSWORD environment variable"
+                    + " (redis://name@host is the password-only shorthand; an ACL user is redis://name:@host)"
             )
         }
         if redisSection.fileContains("password") {

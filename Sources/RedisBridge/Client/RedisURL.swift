@@ -102,8 +102,9 @@ public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
     /// The URL with any password replaced by `***`, safe to log.
     public var description: String {
         var text = tls ? "rediss://" : "redis://"
+        // Always with the colon: `redis://name@host` would read back as a password-only URL.
         if username != nil || password != nil {
-            text += (username ?? "") + (password == nil ? "" : ":***") + "@"
+            text += Self.percentEncoded(username ?? "") + ":" + (password == nil ? "" : "***") + "@"
         }
         text += host.contains(":") ? "[\(host)]" : host
         return text + ":\(port)/\(database)"
@@ -114,6 +115,23 @@ public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
     static func masked(_ text: String) -> String {
         guard let schemeEnd = text.firstRange(of: "://"), let at = text[schemeEnd.upperBound...].lastIndex(of: "@") else { return text }
         return String(text[..<schemeEnd.upperBound]) + "***" + String(text[at...])
+    }
+
+    /// `text` with every byte outside RFC 3986's unreserved set as `%XX`: reads back through
+    /// ``percentDecoded(_:)`` unchanged, whatever the user name holds (`:`, `@`, `/`).
+    private static func percentEncoded(_ text: String) -> String {
+        var encoded = ""
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                encoded.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                let hex = String(byte, radix: 16, uppercase: true)
+                encoded += "%" + (hex.count == 1 ? "0" : "") + hex
+            }
+        }
+        return encoded
     }
 
     private static func percentDecoded(_ text: Substring) -> String? {
