@@ -74,10 +74,10 @@ public final class LogLineWriter: Sendable {
         return ended.wait(timeout: .now() + Self.interval(limit)) == .success
     }
 
-    /// `duration` for Dispatch, from 0 to an hour.
+    /// `duration` for Dispatch: its saturating whole nanoseconds (`Duration.nanoseconds`), at
+    /// least 0.
     private static func interval(_ duration: Duration) -> DispatchTimeInterval {
-        let (seconds, attoseconds) = duration.components
-        return .nanoseconds(Int(min(max(seconds, 0), 3600) * 1_000_000_000 + max(attoseconds, 0) / 1_000_000_000))
+        .nanoseconds(Int(clamping: max(duration.nanoseconds, 0)))
     }
 
     /// A stream for swift-log's `StreamLogHandler` (`logging.format: text`) that goes through
