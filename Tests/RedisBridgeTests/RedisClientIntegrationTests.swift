@@ -113,6 +113,33 @@ struct RedisClientIntegrationTests {
         }
     }
 
+    @Test(
+        "a user named without a password signs in with an empty one: a `nopass` user is that user, any other a refused handshake, never the default user"
+    )
+    func userWithoutPassword() async throws {
+        try await withRedisServer { server in
+            try await withClient(url: server.url) { (redis: RedisClient) async throws in
+                try await redis.send(RedisCommand("ACL", "SETUSER", "open", "on", "nopass", "~*", "+@all"))
+                try await redis.send(RedisCommand("ACL", "SETUSER", "closed", "on", ">s3cret", "~*", "+@all"))
+            }
+            var open = server.url
+            open.username = "open"
+            try await withClient(url: open) { (redis: RedisClient) async throws in
+                #expect(try await redis.send(RedisCommand("ACL", "WHOAMI")).string == "open")
+            }
+            var closed = server.url
+            closed.username = "closed"
+            try await withClient(url: closed) { (redis: RedisClient) async throws in
+                await #expect {
+                    try await redis.ping()
+                } throws: { error in
+                    let error = error as? RedisError
+                    return error?.code == .connectionFailed && error?.message.contains("refused the handshake") == true
+                }
+            }
+        }
+    }
+
     @Test("EVALSHA answered NOSCRIPT sends the script whole (EVAL, one more round trip), which caches it for the next EVALSHA")
     func scripts() async throws {
         // A Redis of its own: SCRIPT FLUSH on the shared one once made another suite's script

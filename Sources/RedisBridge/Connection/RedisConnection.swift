@@ -251,12 +251,13 @@ public final class RedisConnection: Sendable {
     }
 
     private func handshake(url: RedisURL, clientName: String?, timeout: TimeAmount) async throws {
-        if let password = url.password {
-            if let username = url.username {
-                try await send(RedisCommand("AUTH", .string(username), .string(password)), timeout: timeout)
-            } else {
-                try await send(RedisCommand("AUTH", .string(password)), timeout: timeout)
-            }
+        // A named user always signs in, with an empty password when none is given (what a
+        // `nopass` user accepts and any other refuses): a user named without its password is a
+        // refused handshake, never a connection as the default user.
+        if let username = url.username {
+            try await send(RedisCommand("AUTH", .string(username), .string(url.password ?? "")), timeout: timeout)
+        } else if let password = url.password {
+            try await send(RedisCommand("AUTH", .string(password)), timeout: timeout)
         }
         if url.database != 0 {
             try await send(RedisCommand("SELECT", .integer(Int64(url.database))), timeout: timeout)
