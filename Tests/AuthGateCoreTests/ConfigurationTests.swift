@@ -174,6 +174,39 @@ struct ConfigurationTests {
         #expect(reparsed.renderedYAML() == printed)
     }
 
+    @Test(
+        "the Sentinels: master name, nodes and user read (the user also from the environment), the password from the environment only and masked in the printout"
+    )
+    func sentinels() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("authgate-config-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try TestKeys.es256PEM().write(to: directory.appendingPathComponent("k1.pem"), atomically: true, encoding: .utf8)
+        func parse(_ yaml: String, environment: [String: String] = [:]) throws -> AuthGateConfiguration {
+            try AuthGateConfiguration.parse(yaml: yaml, baseDirectory: directory.path, environment: environment)
+        }
+        let yaml = """
+            store: { kind: redis, redis: { url: "redis://authgate:@cache:6379/0", sentinel: { master_name: main, nodes: ["10.0.0.1:26379", "[::1]:26380"], username: watcher } } }
+            tokens: { signing_keys: [ { kid: k1, file: k1.pem } ] }
+            """
+        let configuration = try parse(yaml, environment: ["AUTHGATE_STORE_REDIS_SENTINEL_PASSWORD": "hunter2"])
+        let sentinel = try #require(configuration.store.redis?.sentinel)
+        #expect(sentinel.masterName == "main")
+        #expect(sentinel.nodes == [.init(host: "10.0.0.1", port: 26379), .init(host: "::1", port: 26380)])
+        #expect(sentinel.username == "watcher")
+        #expect(sentinel.password == "hunter2")
+        let printed = configuration.renderedYAML()
+        #expect(printed.contains("username: watcher") && !printed.contains("hunter2"))
+        #expect(try parse(yaml).store.redis?.sentinel?.password == nil)
+        #expect(try parse(yaml.replacingOccurrences(of: ", username: watcher", with: "")).store.redis?.sentinel?.username == nil, "the default user")
+        let overridden = try parse(yaml, environment: ["AUTHGATE_STORE_REDIS_SENTINEL_USERNAME": "other"])
+        #expect(overridden.store.redis?.sentinel?.username == "other", "overridden from the environment")
+        #expect(
+            issues(yaml.replacingOccurrences(of: "username: watcher", with: "username: watcher, password: hunter2")).contains {
+                $0.key == "store.redis.sentinel.password" && !$0.message.contains("hunter2")
+            })
+    }
+
     @Test("replica acknowledgement and the reconnect policy: read, range-checked, printed and read back")
     func replicaAcknowledgementAndReconnect() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("authgate-config-\(UUID().uuidString)")

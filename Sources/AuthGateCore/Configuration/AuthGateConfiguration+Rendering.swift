@@ -123,6 +123,7 @@ extension AuthGateConfiguration {
                     "master_name": Node(sentinel.masterName),
                     "nodes": Node(sentinel.nodes.map { Node($0.description) })
                 ]
+                if let username = sentinel.username { sentinelNode["username"] = Node(username) }
                 if sentinel.password != nil { sentinelNode["password"] = Node("***") }
                 redisNode["sentinel"] = sentinelNode
             }

@@ -107,10 +107,12 @@ public struct StoreConfiguration: Sendable {
         section.finish()
     }
 
-    /// `store.redis.sentinel: { master_name, nodes: [host:port, …], password_file }`; nil when absent.
+    /// `store.redis.sentinel: { master_name, nodes: [host:port, …], username, password_file }`;
+    /// nil when absent.
     private static func sentinel(reading section: ConfigurationSection, secrets: SecretReader) -> RedisSentinelConfiguration? {
         let masterName = section.string("master_name", default: "")
         let nodeTexts = section.stringList("nodes")
+        let username = section.string("username", default: "")
         if section.fileContains("password") {
             section.report("password", "secrets are refused in the configuration file; use password_file or AUTHGATE_STORE_REDIS_SENTINEL_PASSWORD")
         }
@@ -126,7 +128,7 @@ public struct StoreConfiguration: Sendable {
             }
             return node
         }
-        return RedisSentinelConfiguration(masterName: masterName, nodes: nodes, password: password)
+        return RedisSentinelConfiguration(masterName: masterName, nodes: nodes, username: username.isEmpty ? nil : username, password: password)
     }
 
     private static func node(_ text: String) -> RedisSentinelConfiguration.Node? {

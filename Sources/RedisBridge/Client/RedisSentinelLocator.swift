@@ -56,13 +56,14 @@ enum RedisSentinelLocator {
         return RedisServerAddress(host: host, port: port)
     }
 
-    /// A connection to one Sentinel: its own password, no database, no client name; TLS when the
-    /// URL is `rediss://`.
+    /// A connection to one Sentinel: its own user and password, no database, no client name; TLS
+    /// when the URL is `rediss://`.
     static func connect(
         sentinel node: RedisSentinelConfiguration.Node, _ sentinel: RedisSentinelConfiguration, configuration: RedisClientConfiguration,
         eventLoop: any EventLoop, logger: Logger
     ) async throws -> RedisConnection {
         var url = RedisURL(host: node.host, port: node.port, tls: configuration.url.tls)
+        url.username = sentinel.username
         url.password = sentinel.password
         var sentinelConfiguration = configuration
         sentinelConfiguration.clientName = nil

@@ -7,7 +7,8 @@ import NIOCore
 ///
 /// Every Sentinel is watched, not one: only the Sentinel that leads a failover announces the
 /// promotion, the others hear of it up to two seconds later. A watch that loses its
-/// Sentinel reconnects with the client's backoff; ``run()`` returns when its task is cancelled.
+/// Sentinel (or is refused by it) logs a warning once and reconnects with the client's backoff;
+/// ``run()`` returns when its task is cancelled.
 struct RedisSentinelWatcher: Sendable {
     let sentinel: RedisSentinelConfiguration
     let configuration: RedisClientConfiguration
@@ -47,9 +48,12 @@ struct RedisSentinelWatcher: Sendable {
                 }
                 connection.closeNow()
             } catch {
+                guard !Task.isCancelled else { return }
                 failures += 1
+                // Once per run of failures: a Sentinel that is down, or one that refuses AuthGate's
+                // user (a missing channel grant), leaves failovers to be found by reconnecting.
                 if failures == 1 {
-                    logger.debug(
+                    logger.warning(
                         "cannot watch a Redis Sentinel for failovers",
                         metadata: ["gw.redis.sentinel": "\(node)", "gw.redis.error": "\((error as? RedisError)?.message ?? "\(type(of: error))")"])
                 }
