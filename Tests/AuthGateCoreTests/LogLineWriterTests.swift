@@ -1,5 +1,6 @@
 import AuthGateTestSupport
 import Foundation
+import Logging
 import Testing
 
 @testable import AuthGateCore
@@ -96,6 +97,27 @@ struct LogLineWriterTests {
         writer.close()
         capture.closeWriteEnd()
         #expect(Self.parse(await capture.readToEnd()).map(\.1) == [2], "close writes what was gathered")
+    }
+
+    @Test("format text: a warning is written at once with the lines gathered before it, an info line waits; metadata reaches both")
+    func textWarningsAreUrgent() async throws {
+        let capture = try OutputCapture()
+        let writer = LogLineWriter(descriptor: capture.writeDescriptor, capacity: 1 << 20, flushInterval: .seconds(3600))
+        var logger = Logger(label: "text-test") { TextLogHandler(label: $0, level: .info, output: writer) }
+        logger[metadataKey: "gw.request_id"] = "r-1"
+        logger.debug("below the level")
+        logger.info("first")
+        logger.warning("second")
+        let arrived = String(decoding: await capture.read(untilSuffix: Array(" second\n".utf8)), as: UTF8.self).split(separator: "\n")
+        #expect(arrived.count == 2, "\(arrived)")
+        #expect(arrived.first?.contains(" info text-test: ") == true && arrived.first?.hasSuffix(" first") == true, "\(arrived)")
+        #expect(arrived.allSatisfy { $0.contains("gw.request_id=r-1") }, "\(arrived)")
+        #expect(arrived.last?.contains(" warning text-test: ") == true, "\(arrived)")
+        logger.info("third")
+        writer.close()
+        capture.closeWriteEnd()
+        let rest = String(decoding: await capture.readToEnd(), as: UTF8.self)
+        #expect(rest.hasSuffix(" third\n") && rest.split(separator: "\n").count == 1, "close writes the gathered info line: \(rest)")
     }
 
     @Test("a reader that went away: writes fail, nothing stops the process, close still returns")

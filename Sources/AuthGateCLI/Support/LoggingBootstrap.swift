@@ -12,11 +12,7 @@ enum LoggingBootstrap {
         case .json:
             LoggingSystem.bootstrap { label in JSONLogHandler(label: label, level: level, output: writer) }
         case .text:
-            LoggingSystem.bootstrap { label in
-                var handler = StreamLogHandler(label: label, stream: LogLineWriter.TextStream(writer))
-                handler.logLevel = level
-                return handler
-            }
+            LoggingSystem.bootstrap { label in TextLogHandler(label: label, level: level, output: writer) }
         }
         return writer
     }

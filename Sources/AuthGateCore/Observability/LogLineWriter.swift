@@ -84,13 +84,16 @@ public final class LogLineWriter: Sendable {
     /// this writer: the handler writes each line in one call.
     public struct TextStream: TextOutputStream, Sendable {
         let writer: LogLineWriter
+        /// Whether each line is urgent (``TextLogHandler`` keeps a stream for warnings and worse).
+        let urgent: Bool
 
-        public init(_ writer: LogLineWriter) {
+        public init(_ writer: LogLineWriter, urgent: Bool = false) {
             self.writer = writer
+            self.urgent = urgent
         }
 
         public mutating func write(_ string: String) {
-            writer.write(Array(string.utf8))
+            writer.write(Array(string.utf8), urgent: urgent)
         }
     }
 
