@@ -120,6 +120,21 @@ struct LogLineWriterTests {
         #expect(rest.hasSuffix(" third\n") && rest.split(separator: "\n").count == 1, "close writes the gathered info line: \(rest)")
     }
 
+    @Test("the writer's thread is named, so that top -H and ps -L tell it from the event loops")
+    func threadIsNamed() async throws {
+        let capture = try OutputCapture()
+        let writer = LogLineWriter(descriptor: capture.writeDescriptor, capacity: 1 << 20)
+        let tasks = URL(fileURLWithPath: "/proc/self/task")
+        try await waitUntil("a thread of this process is named \(LogLineWriter.threadName)", deadline: .seconds(10)) {
+            try FileManager.default.contentsOfDirectory(atPath: tasks.path).contains { task in
+                let comm = try? String(contentsOf: tasks.appendingPathComponent(task).appendingPathComponent("comm"), encoding: .utf8)
+                return comm == LogLineWriter.threadName + "\n"
+            }
+        }
+        writer.close()
+        capture.closeWriteEnd()
+    }
+
     @Test("a reader that went away: writes fail, nothing stops the process, close still returns")
     func closedReader() async throws {
         // The reading end is closed: a write raises SIGPIPE (ignored here, as by `authgate`) and

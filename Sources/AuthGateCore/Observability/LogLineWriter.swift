@@ -125,6 +125,7 @@ public final class LogLineWriter: Sendable {
     /// The writer's thread: gathers lines for up to `flushInterval`, writes each batch, reports
     /// drops, sleeps while nothing is queued.
     private func run() {
+        Self.nameThisThread()
         var flushAt: DispatchTime?
         while true {
             let flushDue = flushAt.map { DispatchTime.now() >= $0 } ?? false
@@ -146,6 +147,19 @@ public final class LogLineWriter: Sendable {
                 return
             }
         }
+    }
+
+    /// The name `top -H`, `ps -L` and `/proc/PID/task/*/comm` show for the writer's thread.
+    static let threadName = "authgate-log"
+
+    /// Names the calling thread ``threadName`` through `/proc/thread-self/comm` (what
+    /// `pthread_setname_np` does on Linux; the function itself is hidden from Swift by glibc's
+    /// `_GNU_SOURCE` guard). Best effort: an unnamed thread works the same.
+    private static func nameThisThread() {
+        let file = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+        guard file >= 0 else { return }
+        _ = writeFully(file, Array(threadName.utf8))
+        Glibc.close(file)
     }
 
     private func reportLost(_ lost: Int, queueFull: Int) {
