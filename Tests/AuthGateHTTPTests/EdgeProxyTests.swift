@@ -390,7 +390,13 @@ struct EdgeProxyTests {
             "POST /public/x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: identity, chunked\r\n\r\n0\r\n\r\n",
             "GET /public/x HTTP/1.1\r\nHost: a\r\nContent-Length : 0\r\n\r\n",
             "GET /public/x HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
-            "GET /public/x HTTP/1.1\r\n\r\n"
+            "GET /public/x HTTP/1.1\r\n\r\n",
+            // RFC 9112, 6.1: Transfer-Encoding in HTTP/1.0 is faulty framing.
+            "POST /public/x HTTP/1.0\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+            "POST /public/x HTTP/1.0\r\nHost: a\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+            // One set of credentials is decided on.
+            "GET /public/x HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\n\r\n",
+            "GET /public/x HTTP/1.1\r\nHost: a\r\nauthorization: Bearer a\r\nAUTHORIZATION: Basic b\r\n\r\n"
         ]
     )
     func smuggling(request: String) async throws {
@@ -402,7 +408,8 @@ struct EdgeProxyTests {
                 connection.send(request)
                 let (bytes, closed) = await connection.receiveUntilClosed()
                 let text = String(decoding: bytes, as: UTF8.self)
-                #expect(text.hasPrefix("HTTP/1.1 400 Bad Request\r\n"), "got \(text)")
+                let version = request.contains(" HTTP/1.0\r\n") ? "HTTP/1.0" : "HTTP/1.1"
+                #expect(text.hasPrefix("\(version) 400 Bad Request\r\n"), "got \(text)")
                 #expect(closed, "the connection must close after the 400")
             }
         } catch {
@@ -411,6 +418,86 @@ struct EdgeProxyTests {
             throw error
         }
         #expect(upstream.requestCount == 0, "nothing may reach the upstream")
+        await client.shutdown()
+        await upstream.stop()
+    }
+
+    @Test(
+        "a chunked body whose framing breaks: 400 validation_failed and a closed connection, proxied or for AuthGate's own endpoints; the upstream connection that got part of it serves no one else",
+        arguments: [
+            "ffffffffffffffffff\r\nabc\r\n0\r\n\r\n", "zz\r\nabc\r\n0\r\n\r\n", "3\r\nabcXX0\r\n\r\n", "-3\r\nabc\r\n0\r\n\r\n",
+            "3\r\nabc\r\nzz\r\n0\r\n\r\n", "3\r\nabc\r\n3\r\ndef\n0\r\n\r\n"
+        ]
+    )
+    func brokenChunkedBody(chunks: String) async throws {
+        let upstream = try await EchoUpstream.start()
+        let (app, _, client) = try gateway(yaml: routes(upstream))
+        do {
+            try await app.test(.live) { client in
+                let port = try #require(client.port)
+                // A kept-alive upstream connection first, which the broken request may take.
+                try await client.execute(uri: "/public/warm", method: .get) { #expect($0.status == .ok) }
+                for path in ["/public/x", "/auth/v1/signup"] {
+                    let connection = try RawConnection(port: port)
+                    connection.send(
+                        "POST \(path) HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks)
+                    let (bytes, closed) = await connection.receiveUntilClosed()
+                    let text = String(decoding: bytes, as: UTF8.self)
+                    #expect(text.hasPrefix("HTTP/1.1 400 Bad Request\r\n"), "\(path): \(text)")
+                    #expect(text.contains("\"error_code\":\"validation_failed\""), "\(path): \(text)")
+                    #expect(closed, "\(path): the connection must close after the 400")
+                }
+                // Were the upstream connection that took part of the body handed back, the next
+                // request would be read by the upstream as the rest of that body.
+                for index in 0..<3 {
+                    try await client.execute(uri: "/public/after\(index)", method: .get) { response in
+                        #expect(response.status == .ok)
+                        let echo = try JSONDecoder().decode(Echo.self, from: Data(response.body.readableBytesView))
+                        #expect(echo.method == "GET" && echo.path == "/public/after\(index)")
+                    }
+                }
+            }
+        } catch {
+            await client.shutdown()
+            await upstream.stop()
+            throw error
+        }
+        await client.shutdown()
+        await upstream.stop()
+    }
+
+    @Test("two Authorization headers: 400 on AuthGate's endpoints and on proxied routes, whichever comes first")
+    func severalAuthorizations() async throws {
+        let upstream = try await EchoUpstream.start()
+        let (app, _, client) = try gateway(yaml: routes(upstream))
+        do {
+            try await app.test(.live) { client in
+                let (access, _) = try await signUp(client)
+                let port = try #require(client.port)
+                for path in ["/auth/v1/user", "/api/x"] {
+                    for (first, second) in [
+                        ("Bearer \(access)", "Bearer x.y.z"), ("Bearer x.y.z", "Bearer \(access)"), ("Bearer \(access)", "Bearer \(access)")
+                    ] {
+                        // The refusal closes the connection: one of its own for each.
+                        let connection = try RawConnection(port: port)
+                        connection.send("GET \(path) HTTP/1.1\r\nHost: a\r\nAuthorization: \(first)\r\nAuthorization: \(second)\r\n\r\n")
+                        let (bytes, closed) = await connection.receiveUntilClosed()
+                        let text = String(decoding: bytes, as: UTF8.self)
+                        #expect(
+                            text.hasPrefix("HTTP/1.1 400 Bad Request\r\n") && text.contains("More than one Authorization header"), "\(path): \(text)")
+                        #expect(closed, "\(path)")
+                    }
+                    try await client.execute(uri: path, method: .get, headers: [.authorization: "Bearer \(access)"]) {
+                        #expect($0.status == .ok, "one is fine: \(path)")
+                    }
+                }
+            }
+        } catch {
+            await client.shutdown()
+            await upstream.stop()
+            throw error
+        }
+        #expect(upstream.requestCount == 1, "only the proxied request with one Authorization reached the upstream")
         await client.shutdown()
         await upstream.stop()
     }

@@ -77,6 +77,35 @@ struct ProxyExchangeStateMachineTests {
         #expect(connecting.connected() == .closeBoth, "a connection made after the answer is not used")
     }
 
+    @Test(
+        "a body whose framing breaks: 400 before the response head (the upstream connection closed, never reused), both close after it; the client connection closes either way"
+    )
+    func unparsableBody() {
+        var connecting = Machine(hasBody: true, idempotent: false, maxBody: 100, clientKeepAlive: true)
+        #expect(connecting.requestBody(bytes(5)) == .none)
+        #expect(connecting.requestBodyUnparsable() == .respond(.unparsableBody, then: .closeClient))
+        #expect(connecting.connected() == .closeBoth, "a connection made afterwards is not used")
+        var sending = Machine(hasBody: true, idempotent: false, maxBody: 100, clientKeepAlive: true)
+        _ = sending.connected()
+        #expect(sending.requestBody(bytes(5)) == .forwardBody(bytes(5)))
+        #expect(sending.requestBodyUnparsable() == .respond(.unparsableBody, then: .closeClient))
+        #expect(sending.responseHead(okHead) == .closeBoth, "the upstream's late answer is not relayed")
+        var streaming = Machine(hasBody: true, idempotent: false, maxBody: 100, clientKeepAlive: true)
+        _ = streaming.connected()
+        _ = streaming.responseHead(okHead)
+        #expect(streaming.requestBodyUnparsable() == .closeBoth, "the head is out: only closing can end it")
+        var draining = Machine(hasBody: true, idempotent: false, maxBody: 100, clientKeepAlive: true)
+        _ = draining.connected()
+        _ = draining.responseHead(okHead)
+        _ = draining.responseEnd(keepAlive: true)
+        #expect(draining.isDraining)
+        #expect(draining.requestBodyUnparsable() == .closeBoth)
+        var refused = Machine(refusedWithBody: true, maxBody: 100, clientKeepAlive: true)
+        #expect(refused.requestBodyUnparsable() == .closeBoth)
+        var complete = Machine(hasBody: false, idempotent: true, maxBody: 100, clientKeepAlive: true)
+        #expect(complete.requestBodyUnparsable() == .closeBoth, "not about this request: never trapped on")
+    }
+
     @Test("the client hangs up mid-body: both connections close")
     func clientHangsUp() {
         var machine = Machine(hasBody: true, idempotent: false, maxBody: 100, clientKeepAlive: true)

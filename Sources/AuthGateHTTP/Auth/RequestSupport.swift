@@ -1,6 +1,7 @@
 import AuthGateCore
 import HTTPTypes
 import Hummingbird
+import NIOCore
 
 #if canImport(FoundationEssentials)
     import FoundationEssentials
@@ -53,14 +54,17 @@ enum RequestSupport {
         }
     }
 
-    /// The body's bytes, `{}` when empty; 413 over `limit` (1 MiB at most).
+    /// The body's bytes, `{}` when empty; 413 over `limit` (1 MiB at most), 400 when it cannot be
+    /// read (its chunked framing broke).
     private static func bodyBytes(_ request: Request, limit: Int) async throws -> [UInt8] {
         var request = request
         let buffer: ByteBuffer
         do {
             buffer = try await request.collectBody(upTo: min(limit, maximumBodyBytes))
-        } catch {
+        } catch is NIOTooManyBytesError {
             throw GoTrueError(.contentTooLarge, code: "request_entity_too_large", message: "Request body too large")
+        } catch {
+            throw GoTrueError(.badRequest, code: "validation_failed", message: "The request body could not be parsed")
         }
         return buffer.readableBytes == 0 ? Array("{}".utf8) : Array(buffer.readableBytesView)
     }

@@ -93,8 +93,11 @@ public final class EdgeProxy: Sendable {
             return badRequest(error.rawValue, "Invalid request target")
         }
         path = target.path
-        if let problem = facts.framingProblem { return badRequest(problem, "Ambiguous request framing") }
+        if let problem = facts.framingProblem(version: head.version) { return badRequest(problem, "Ambiguous request framing") }
         if facts.hostCount > 1 { return badRequest("several_hosts", "More than one Host header") }
+        // The credentials are decided on once: with two, the gateway would check one and an
+        // upstream given both (forward_authorization) might act on the other.
+        if facts.authorizationCount > 1 { return badRequest("several_authorizations", "More than one Authorization header") }
         if facts.hostCount == 0, target.authority == nil, head.version.isAtLeastHTTP11 { return badRequest("missing_host", "Missing Host header") }
         let host: String?
         if let authority = target.authority ?? facts.host {

@@ -57,6 +57,9 @@ struct ProxyExchangeStateMachine {
     enum Failure: Equatable {
         /// 413: the body went over the route's `max_body`.
         case bodyTooLarge
+        /// 400: the body's framing broke (a chunk size that is not one, a chunk without its
+        /// line end): nothing after it can be read.
+        case unparsableBody
         /// 502: no connection, or it broke before the response head.
         case badGateway(UpstreamError)
         /// 504: the upstream took the request but did not answer in time.
@@ -205,6 +208,23 @@ struct ProxyExchangeStateMachine {
             return .forwardEnd
         case .finished:
             return response == .complete ? .drained(then: afterResponse) : .none
+        }
+    }
+
+    /// The rest of the client's body cannot be parsed, so the request will never end. Before the
+    /// response head the client is answered 400 and the upstream connection (which may hold
+    /// part of the body) is closed; after it, both connections close. Either way the client's
+    /// connection closes: nothing after the broken framing can be read.
+    mutating func requestBodyUnparsable() -> Action {
+        guard case .receiving = request else { return .closeBoth }
+        request = .complete
+        upstream = .finished
+        switch response {
+        case .awaitingHead:
+            response = .complete
+            return .respond(.unparsableBody, then: .closeClient)
+        case .streaming, .complete:
+            return .closeBoth
         }
     }
 

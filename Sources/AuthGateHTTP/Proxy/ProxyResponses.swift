@@ -29,6 +29,7 @@ enum ProxyResponses {
     static func reason(_ failure: ProxyExchangeStateMachine.Failure) -> String {
         switch failure {
         case .bodyTooLarge: "body_too_large"
+        case .unparsableBody: "body_parse_error"
         case .badGateway(let error), .gatewayTimeout(let error): "upstream_\(error.metricKind)"
         }
     }
@@ -36,6 +37,7 @@ enum ProxyResponses {
     private static func error(for failure: ProxyExchangeStateMachine.Failure) -> GoTrueError {
         switch failure {
         case .bodyTooLarge: GoTrueError(.contentTooLarge, code: "request_entity_too_large", message: "Request body too large")
+        case .unparsableBody: GoTrueError(.badRequest, code: "validation_failed", message: "The request body could not be parsed")
         case .badGateway: GoTrueError(.badGateway, code: "bad_gateway", message: "The upstream could not be reached")
         case .gatewayTimeout: GoTrueError(.gatewayTimeout, code: "request_timeout", message: "The upstream did not answer in time")
         }

@@ -17,6 +17,8 @@ struct RequestHeadFacts {
     var upgradesToWebSocket = false
     var connectionUpgrade = false
     var expectsContinue = false
+    /// `Authorization` lines, and the first one's value.
+    var authorizationCount = 0
     var authorization: String?
     var requestID: String?
     var apiVersion: String?
@@ -48,6 +50,7 @@ struct RequestHeadFacts {
             case 12 where Self.is(name, "x-request-id"):
                 if requestID == nil { requestID = value }
             case 13 where Self.is(name, "authorization"):
+                authorizationCount += 1
                 if authorization == nil { authorization = value }
             case 14 where Self.is(name, "content-length"):
                 contentLengthCount += 1
@@ -81,9 +84,13 @@ struct RequestHeadFacts {
     /// Why the body's length is ambiguous, or nil. NIO's parser already refuses `Content-Length`
     /// with `Transfer-Encoding`, repeated or listed `Content-Length` and obs-fold; this adds what it
     /// lets through: a transfer coding other than exactly `chunked` (RFC 9112 §6.3: the length
-    /// cannot be determined), and a `Content-Length` that is not a plain number.
-    var framingProblem: String? {
+    /// cannot be determined), any transfer coding in an HTTP/1.0 request (§6.1), and a
+    /// `Content-Length` that is not a plain number.
+    func framingProblem(version: HTTPVersion) -> String? {
         if hasTransferEncoding {
+            // RFC 9112, 6.1: an HTTP/1.0 message with Transfer-Encoding has faulty framing (a
+            // 1.0 hop before or after the gateway may not read it as chunked).
+            guard version.major > 1 || version.minor >= 1 else { return "transfer_coding_in_http_1_0" }
             guard transferCodings == ["chunked"] else { return "transfer_coding_not_chunked" }
             guard contentLengthCount == 0 else { return "length_and_transfer_coding" }
         }

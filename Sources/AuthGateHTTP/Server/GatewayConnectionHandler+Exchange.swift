@@ -99,6 +99,12 @@ extension GatewayConnectionHandler: UpstreamExchangeDelegate {
         }
     }
 
+    /// The rest of the exchange's request body cannot be parsed.
+    func exchangeRequestUnparsable() {
+        guard let exchange else { return }
+        perform(exchange.machine.requestBodyUnparsable(), exchange)
+    }
+
     // MARK: Upstream events
 
     func upstreamResponseHead(_ head: HTTPResponseHead) {

@@ -171,9 +171,11 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
             // Hummingbird answers what it is serving; nothing more is read afterwards.
             closeAfterResponse = true
             context.fireErrorCaught(error)
-        case _ where error is HTTPParserError && currentRequestIsRead:
-            // Bytes after complete requests cannot be parsed (NIO's decoder stops there): the
-            // requests before them are answered first, then a 400, then the connection closes.
+        case _ where error is HTTPParserError:
+            // Bytes NIO's decoder cannot parse (it stops there). After complete requests: those
+            // are answered first, then a 400. Inside the current request's body (broken chunked
+            // framing): that request is answered 400 unless its answer has begun. Either way the
+            // connection then closes.
             pending.append(.unparsable)
             processPending()
         default:
@@ -199,16 +201,6 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
         }
     }
 
-    /// Every byte of the current request has been read (or there is none): a decoder error is
-    /// about the next one.
-    private var currentRequestIsRead: Bool {
-        switch mode {
-        case .idle, .answering: true
-        case .exchange: exchange?.acceptsRequestParts == false
-        case .application, .gathering, .deciding, .tunnel, .closed: false
-        }
-    }
-
     private func closeWhenIdleOrAfterResponse(_ context: ChannelHandlerContext) {
         closeAfterResponse = true
         if mode == .idle, pending.isEmpty { context.close(promise: nil) }
@@ -226,10 +218,26 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
                 take(part, context)
                 continue
             case .unparsable:
-                guard mode == .idle else { break }
-                pending.removeFirst()
-                refuseUnparsable()
-                continue
+                switch mode {
+                case .idle:
+                    pending.removeFirst()
+                    refuseUnparsable()
+                    continue
+                case .exchange where exchange?.acceptsRequestParts == true:
+                    pending.removeFirst()
+                    exchangeRequestUnparsable()
+                    continue
+                case .gathering:
+                    // Not reached: a gathered body has a `Content-Length`, which cannot break.
+                    pending.removeFirst()
+                    gathered = nil
+                    mode = .idle
+                    refuseUnparsable()
+                    continue
+                default:
+                    // After the current request: answered once it is.
+                    break
+                }
             }
             break
         }
