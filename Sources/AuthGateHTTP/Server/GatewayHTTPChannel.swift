@@ -136,8 +136,10 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     /// An HTTP/2 connection: NIO's handler with its flood guards (rapid reset, CONTINUATION and
     /// control-frame floods, glitches) at their defaults, the configured stream and header list
     /// limits, and connection management (idle close after `keep_alive_timeout` with no stream
-    /// open, GOAWAY on graceful shutdown). The connection guard's per-request deadlines stop: a
-    /// connection carries many requests at once.
+    /// open, also when none was ever opened; GOAWAY on graceful shutdown, and a close
+    /// `client_idle_timeout` after the first GOAWAY whether the client answers or not,
+    /// ``HTTP2GracefulCloseDeadline``; its stream events in order, ``HTTP2OrderedStreamDelegate``).
+    /// The connection guard's per-request deadlines stop: a connection carries many requests at once.
     private func configureHTTP2(_ channel: any Channel, connectionGuard: ClientConnectionGuard) throws {
         connectionGuard.becameMultiplexed()
         let management = NIOHTTP2ServerConnectionManagementHandler(
@@ -153,7 +155,7 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
         try channel.pipeline.syncOperations.addHandler(HTTP2FlushBatcher())
         _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
             mode: .server, connectionConfiguration: configuration.connection, streamConfiguration: configuration.stream,
-            streamDelegate: management.http2StreamDelegate
+            streamDelegate: HTTP2OrderedStreamDelegate(passingTo: management.http2StreamDelegate, eventLoop: channel.eventLoop)
         ) { [limit = NIOLoopBound(streams, eventLoop: channel.eventLoop)] stream in
             stream.eventLoop.makeCompletedFuture {
                 guard try limit.value.admit(stream) else { return }
@@ -170,8 +172,14 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
                 try pipeline.addHandler(handler)
             }
         }
+        try channel.pipeline.syncOperations.addHandler(HTTP2GracefulCloseDeadline(limit: drainTimeout))
         try channel.pipeline.syncOperations.addHandler(management)
         try channel.pipeline.syncOperations.addHandler(HTTP2ConnectionCloser(streams: streams, logger: self.logger))
+        // NIO's connection manager starts its idle timer (`keep_alive_timeout`) on channelActive,
+        // which it never sees here: this pipeline is built on a connection already active (after
+        // the preface, or ALPN). Without the timer a connection that opens no stream stayed open
+        // for good. The handlers after NIO's HTTP/2 handler are told now, and only they.
+        if channel.isActive { try channel.pipeline.syncOperations.context(handlerType: NIOHTTP2Handler.self).fireChannelActive() }
     }
 
     /// The gateway's decision for the requests of `channel` (a connection or an HTTP/2 stream).
