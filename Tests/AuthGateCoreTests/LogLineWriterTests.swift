@@ -84,6 +84,38 @@ struct LogLineWriterTests {
         capture.closeWriteEnd()
     }
 
+    @Test(
+        "a thread that close gave up on writes on through its own descriptor: once the caller has closed its own and the number is reused, nothing reaches the new owner"
+    )
+    func abandonedThreadKeepsItsDescriptor() async throws {
+        let capture = try OutputCapture()
+        let writer = LogLineWriter(descriptor: capture.writeDescriptor, capacity: 4 << 20)
+        // More than the socket's buffers hold: the writer's thread blocks in write(2).
+        for sequence in 0..<20_000 { writer.write(Self.line(producer: 0, sequence: sequence), urgent: true) }
+        #expect(writer.close(waitingAtMost: .milliseconds(200)) == false)
+        // The caller is done with its descriptor, and a new socket takes the number.
+        let number = capture.writeDescriptor
+        capture.closeWriteEnd()
+        var opened: [Int32] = []
+        defer { for descriptor in opened { close(descriptor) } }
+        var reusing: (taken: Int32, other: Int32)?
+        for _ in 0..<64 where reusing == nil {
+            var ends: [Int32] = [-1, -1]
+            guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else { break }
+            opened += ends
+            if ends[0] == number { reusing = (ends[0], ends[1]) } else if ends[1] == number { reusing = (ends[1], ends[0]) }
+        }
+        let reused = try #require(reusing, "no new socket took descriptor \(number)")
+        // The reader is back: the thread writes the rest of what it was given to the first socket.
+        let lines = Self.parse(await capture.readToEnd())
+        #expect(lines.count == 20_000, "every line reached the socket it was meant for")
+        // Nothing reached the socket that took the number.
+        _ = fcntl(reused.other, F_SETFL, O_NONBLOCK)
+        var byte: UInt8 = 0
+        let count = read(reused.other, &byte, 1)
+        #expect(count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK), "log lines reached a socket that reused the closed descriptor")
+    }
+
     @Test("an urgent line (a warning or worse) is written at once, with the lines gathered before it")
     func urgentLineFlushes() async throws {
         let capture = try OutputCapture()

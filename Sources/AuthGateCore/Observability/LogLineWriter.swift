@@ -27,7 +27,14 @@ import Synchronization
 /// ``close(waitingAtMost:)`` writes what is queued and ends the thread, waiting a bounded time
 /// for a stalled reader; a line logged after that is written directly by the thread that logs it.
 public final class LogLineWriter: Sendable {
+    /// The caller's descriptor: lines logged after ``close(waitingAtMost:)`` are written to it.
     private let descriptor: CInt
+    /// What the thread writes to: its own duplicate of `descriptor` (close-on-exec), closed when
+    /// the thread ends. A thread that `close` gave up on may still be writing after its caller
+    /// closed `descriptor`; with the caller's number it would write into whatever file or socket
+    /// reused that number (seen in the tests: log lines reached a Redis connection and a child's
+    /// pipe). `descriptor` itself only when it cannot be duplicated.
+    private let threadDescriptor: CInt
     private let queue: Mutex<LogLineQueue>
     private let flushInterval: DispatchTimeInterval
     private let wakeUp = DispatchSemaphore(value: 0)
@@ -41,6 +48,8 @@ public final class LogLineWriter: Sendable {
     /// behind); 32 KiB of lines or an urgent one are written at once.
     public init(descriptor: CInt = 2, capacity: Int, flushInterval: Duration = .milliseconds(100)) {
         self.descriptor = descriptor
+        let duplicate = fcntl(descriptor, F_DUPFD_CLOEXEC, 0)
+        self.threadDescriptor = duplicate >= 0 ? duplicate : descriptor
         self.queue = Mutex(LogLineQueue(capacity: capacity))
         self.flushInterval = Self.interval(flushInterval)
         startThread()
@@ -111,6 +120,7 @@ public final class LogLineWriter: Sendable {
         guard result == 0 else {
             // No thread: every line is written by the thread that logs it, as before.
             Unmanaged<LogLineWriter>.fromOpaque(context).release()
+            releaseThreadDescriptor()
             running.withLock { $0 = false }
             _ = queue.withLock { queue in
                 _ = queue.close()
@@ -133,7 +143,7 @@ public final class LogLineWriter: Sendable {
             case .write(let bytes, let dropped):
                 flushAt = nil
                 var lost = dropped
-                if !Self.writeFully(descriptor, bytes) { lost += bytes.reduce(0) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 } }
+                if !Self.writeFully(threadDescriptor, bytes) { lost += bytes.reduce(0) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 } }
                 if lost > 0 { reportLost(lost, queueFull: dropped) }
             case .gather:
                 let deadline = flushAt ?? DispatchTime.now() + flushInterval
@@ -143,10 +153,16 @@ public final class LogLineWriter: Sendable {
                 flushAt = nil
                 wakeUp.wait()
             case .finish:
+                releaseThreadDescriptor()
                 ended.signal()
                 return
             }
         }
+    }
+
+    /// Closes the thread's duplicate of the descriptor (never the caller's).
+    private func releaseThreadDescriptor() {
+        if threadDescriptor != descriptor { Glibc.close(threadDescriptor) }
     }
 
     /// The name `top -H`, `ps -L` and `/proc/PID/task/*/comm` show for the writer's thread.
