@@ -68,6 +68,24 @@ struct EdgeProxyTests {
         """
     }
 
+    /// Runs `body` on a live gateway configured by `yaml` for a fresh echo upstream; the upstream
+    /// and the gateway's upstream connections are stopped however `body` ends.
+    private func withEchoGateway(
+        _ yaml: (EchoUpstream) -> String, _ body: @escaping @Sendable (any TestClientProtocol, EchoUpstream) async throws -> Void
+    ) async throws {
+        let upstream = try await EchoUpstream.start()
+        let (app, _, client) = try gateway(yaml: yaml(upstream))
+        do {
+            try await app.test(.live) { testClient in try await body(testClient, upstream) }
+        } catch {
+            await client.shutdown()
+            await upstream.stop()
+            throw error
+        }
+        await client.shutdown()
+        await upstream.stop()
+    }
+
     private func signUp(_ client: some TestClientProtocol) async throws -> (access: String, userID: String) {
         try await client.execute(uri: "/auth/v1/signup", method: .post) { response in
             let body = try JSONDecoder().decode([String: JSONValue].self, from: Data(response.body.readableBytesView))
@@ -400,26 +418,17 @@ struct EdgeProxyTests {
         ]
     )
     func smuggling(request: String) async throws {
-        let upstream = try await EchoUpstream.start()
-        let (app, _, client) = try gateway(yaml: "routes: [ { name: open, path_prefix: /public/, upstreams: [\(upstream.url)], auth: public } ]")
-        do {
-            try await app.test(.live) { client in
-                let connection = try RawConnection(port: try #require(client.port))
-                connection.send(request)
-                let (bytes, closed) = await connection.receiveUntilClosed()
-                let text = String(decoding: bytes, as: UTF8.self)
-                let version = request.contains(" HTTP/1.0\r\n") ? "HTTP/1.0" : "HTTP/1.1"
-                #expect(text.hasPrefix("\(version) 400 Bad Request\r\n"), "got \(text)")
-                #expect(closed, "the connection must close after the 400")
-            }
-        } catch {
-            await client.shutdown()
-            await upstream.stop()
-            throw error
+        try await withEchoGateway({ upstream in "routes: [ { name: open, path_prefix: /public/, upstreams: [\(upstream.url)], auth: public } ]" }) {
+            client, upstream in
+            let connection = try RawConnection(port: try #require(client.port))
+            connection.send(request)
+            let (bytes, closed) = await connection.receiveUntilClosed()
+            let text = String(decoding: bytes, as: UTF8.self)
+            let version = request.contains(" HTTP/1.0\r\n") ? "HTTP/1.0" : "HTTP/1.1"
+            #expect(text.hasPrefix("\(version) 400 Bad Request\r\n"), "got \(text)")
+            #expect(closed, "the connection must close after the 400")
+            #expect(upstream.requestCount == 0, "nothing may reach the upstream")
         }
-        #expect(upstream.requestCount == 0, "nothing may reach the upstream")
-        await client.shutdown()
-        await upstream.stop()
     }
 
     @Test(
@@ -430,76 +439,56 @@ struct EdgeProxyTests {
         ]
     )
     func brokenChunkedBody(chunks: String) async throws {
-        let upstream = try await EchoUpstream.start()
-        let (app, _, client) = try gateway(yaml: routes(upstream))
-        do {
-            try await app.test(.live) { client in
-                let port = try #require(client.port)
-                // A kept-alive upstream connection first, which the broken request may take.
-                try await client.execute(uri: "/public/warm", method: .get) { #expect($0.status == .ok) }
-                for path in ["/public/x", "/auth/v1/signup"] {
-                    let connection = try RawConnection(port: port)
-                    connection.send(
-                        "POST \(path) HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks)
-                    let (bytes, closed) = await connection.receiveUntilClosed()
-                    let text = String(decoding: bytes, as: UTF8.self)
-                    #expect(text.hasPrefix("HTTP/1.1 400 Bad Request\r\n"), "\(path): \(text)")
-                    #expect(text.contains("\"error_code\":\"validation_failed\""), "\(path): \(text)")
-                    #expect(closed, "\(path): the connection must close after the 400")
-                }
-                // Were the upstream connection that took part of the body handed back, the next
-                // request would be read by the upstream as the rest of that body.
-                for index in 0..<3 {
-                    try await client.execute(uri: "/public/after\(index)", method: .get) { response in
-                        #expect(response.status == .ok)
-                        let echo = try JSONDecoder().decode(Echo.self, from: Data(response.body.readableBytesView))
-                        #expect(echo.method == "GET" && echo.path == "/public/after\(index)")
-                    }
+        try await withEchoGateway({ upstream in routes(upstream) }) { client, upstream in
+            let port = try #require(client.port)
+            // A kept-alive upstream connection first, which the broken request may take.
+            try await client.execute(uri: "/public/warm", method: .get) { #expect($0.status == .ok) }
+            for path in ["/public/x", "/auth/v1/signup"] {
+                let connection = try RawConnection(port: port)
+                connection.send(
+                    "POST \(path) HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks)
+                let (bytes, closed) = await connection.receiveUntilClosed()
+                let text = String(decoding: bytes, as: UTF8.self)
+                #expect(text.hasPrefix("HTTP/1.1 400 Bad Request\r\n"), "\(path): \(text)")
+                #expect(text.contains("\"error_code\":\"validation_failed\""), "\(path): \(text)")
+                #expect(closed, "\(path): the connection must close after the 400")
+            }
+            // Were the upstream connection that took part of the body handed back, the next
+            // request would be read by the upstream as the rest of that body.
+            for index in 0..<3 {
+                try await client.execute(uri: "/public/after\(index)", method: .get) { response in
+                    #expect(response.status == .ok)
+                    let echo = try JSONDecoder().decode(Echo.self, from: Data(response.body.readableBytesView))
+                    #expect(echo.method == "GET" && echo.path == "/public/after\(index)")
                 }
             }
-        } catch {
-            await client.shutdown()
-            await upstream.stop()
-            throw error
         }
-        await client.shutdown()
-        await upstream.stop()
     }
 
     @Test("two Authorization headers: 400 on AuthGate's endpoints and on proxied routes, whichever comes first")
     func severalAuthorizations() async throws {
-        let upstream = try await EchoUpstream.start()
-        let (app, _, client) = try gateway(yaml: routes(upstream))
-        do {
-            try await app.test(.live) { client in
-                let (access, _) = try await signUp(client)
-                let port = try #require(client.port)
-                for path in ["/auth/v1/user", "/api/x"] {
-                    for (first, second) in [
-                        ("Bearer \(access)", "Bearer x.y.z"), ("Bearer x.y.z", "Bearer \(access)"), ("Bearer \(access)", "Bearer \(access)")
-                    ] {
-                        // The refusal closes the connection: one of its own for each.
-                        let connection = try RawConnection(port: port)
-                        connection.send("GET \(path) HTTP/1.1\r\nHost: a\r\nAuthorization: \(first)\r\nAuthorization: \(second)\r\n\r\n")
-                        let (bytes, closed) = await connection.receiveUntilClosed()
-                        let text = String(decoding: bytes, as: UTF8.self)
-                        #expect(
-                            text.hasPrefix("HTTP/1.1 400 Bad Request\r\n") && text.contains("More than one Authorization header"), "\(path): \(text)")
-                        #expect(closed, "\(path)")
-                    }
-                    try await client.execute(uri: path, method: .get, headers: [.authorization: "Bearer \(access)"]) {
-                        #expect($0.status == .ok, "one is fine: \(path)")
-                    }
+        try await withEchoGateway({ upstream in routes(upstream) }) { client, upstream in
+            let (access, _) = try await signUp(client)
+            let port = try #require(client.port)
+            for path in ["/auth/v1/user", "/api/x"] {
+                for (first, second) in [
+                    ("Bearer \(access)", "Bearer x.y.z"), ("Bearer x.y.z", "Bearer \(access)"), ("Bearer \(access)", "Bearer \(access)")
+                ] {
+                    // The refusal closes the connection: one of its own for each.
+                    let connection = try RawConnection(port: port)
+                    connection.send("GET \(path) HTTP/1.1\r\nHost: a\r\nAuthorization: \(first)\r\nAuthorization: \(second)\r\n\r\n")
+                    let (bytes, closed) = await connection.receiveUntilClosed()
+                    let text = String(decoding: bytes, as: UTF8.self)
+                    #expect(
+                        text.hasPrefix("HTTP/1.1 400 Bad Request\r\n") && text.contains("More than one Authorization header"), "\(path): \(text)")
+                    #expect(closed, "\(path)")
+                }
+                try await client.execute(uri: path, method: .get, headers: [.authorization: "Bearer \(access)"]) {
+                    #expect($0.status == .ok, "one is fine: \(path)")
                 }
             }
-        } catch {
-            await client.shutdown()
-            await upstream.stop()
-            throw error
+            #expect(upstream.requestCount == 1, "only the proxied request with one Authorization reached the upstream")
         }
-        #expect(upstream.requestCount == 1, "only the proxied request with one Authorization reached the upstream")
-        await client.shutdown()
-        await upstream.stop()
     }
 
     @Test("a dead upstream is skipped without failing a request; a connect that hangs gives up at the route's connect_timeout, then tries the next")
