@@ -64,7 +64,7 @@ enum RequestSupport {
         } catch is NIOTooManyBytesError {
             throw GoTrueError(.contentTooLarge, code: "request_entity_too_large", message: "Request body too large")
         } catch {
-            throw GoTrueError(.badRequest, code: "validation_failed", message: "The request body could not be parsed")
+            throw unparsableBody
         }
         return buffer.readableBytes == 0 ? Array("{}".utf8) : Array(buffer.readableBytesView)
     }
@@ -82,6 +82,10 @@ enum RequestSupport {
         let token = value[value.utf8.index(after: space)...].trimmingOWS
         return token.isEmpty ? nil : token
     }
+
+    /// A body that cannot be read: its chunked framing broke (AuthGate's endpoints and proxied
+    /// routes alike).
+    static let unparsableBody = GoTrueError(.badRequest, code: "validation_failed", message: "The request body could not be parsed")
 
     static let missingBearer = GoTrueError(.unauthorized, code: "no_authorization", message: "This endpoint requires a valid Bearer token")
 

@@ -325,6 +325,6 @@ public final class EdgeProxy: Sendable {
 }
 
 extension HTTPVersion {
-    /// HTTP/1.1 or later (HTTP/1.0 needs no `Host` and knows no `Expect`).
+    /// HTTP/1.1 or later (HTTP/1.0 needs no `Host`, knows no `Expect` and no `Transfer-Encoding`).
     var isAtLeastHTTP11: Bool { major > 1 || (major == 1 && minor >= 1) }
 }

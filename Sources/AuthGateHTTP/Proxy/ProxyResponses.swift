@@ -37,7 +37,7 @@ enum ProxyResponses {
     private static func error(for failure: ProxyExchangeStateMachine.Failure) -> GoTrueError {
         switch failure {
         case .bodyTooLarge: GoTrueError(.contentTooLarge, code: "request_entity_too_large", message: "Request body too large")
-        case .unparsableBody: GoTrueError(.badRequest, code: "validation_failed", message: "The request body could not be parsed")
+        case .unparsableBody: RequestSupport.unparsableBody
         case .badGateway: GoTrueError(.badGateway, code: "bad_gateway", message: "The upstream could not be reached")
         case .gatewayTimeout: GoTrueError(.gatewayTimeout, code: "request_timeout", message: "The upstream did not answer in time")
         }

@@ -90,7 +90,7 @@ struct RequestHeadFacts {
         if hasTransferEncoding {
             // RFC 9112, 6.1: an HTTP/1.0 message with Transfer-Encoding has faulty framing (a
             // 1.0 hop before or after the gateway may not read it as chunked).
-            guard version.major > 1 || version.minor >= 1 else { return "transfer_coding_in_http_1_0" }
+            guard version.isAtLeastHTTP11 else { return "transfer_coding_in_http_1_0" }
             guard transferCodings == ["chunked"] else { return "transfer_coding_not_chunked" }
             guard contentLengthCount == 0 else { return "length_and_transfer_coding" }
         }
