@@ -23,6 +23,16 @@ struct ConfigurationTests {
         }
     }
 
+    /// Runs `body` with a temporary directory holding `k1.pem` (a signing key), as a Redis
+    /// store's configuration needs; removes the directory afterwards.
+    private func withSigningKeyDirectory(_ body: (URL) throws -> Void) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("authgate-config-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try TestKeys.es256PEM().write(to: directory.appendingPathComponent("k1.pem"), atomically: true, encoding: .utf8)
+        try body(directory)
+    }
+
     @Test("an empty file gives the development defaults")
     func defaults() throws {
         let configuration = try parse("")
@@ -178,70 +188,67 @@ struct ConfigurationTests {
         "the Sentinels: master name, nodes and user read (the user also from the environment), the password from the environment only and masked in the printout"
     )
     func sentinels() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("authgate-config-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        try TestKeys.es256PEM().write(to: directory.appendingPathComponent("k1.pem"), atomically: true, encoding: .utf8)
-        func parse(_ yaml: String, environment: [String: String] = [:]) throws -> AuthGateConfiguration {
-            try AuthGateConfiguration.parse(yaml: yaml, baseDirectory: directory.path, environment: environment)
+        try withSigningKeyDirectory { directory in
+            func parse(_ yaml: String, environment: [String: String] = [:]) throws -> AuthGateConfiguration {
+                try AuthGateConfiguration.parse(yaml: yaml, baseDirectory: directory.path, environment: environment)
+            }
+            let yaml = """
+                store: { kind: redis, redis: { url: "redis://authgate:@cache:6379/0", sentinel: { master_name: main, nodes: ["10.0.0.1:26379", "[::1]:26380"], username: watcher } } }
+                tokens: { signing_keys: [ { kid: k1, file: k1.pem } ] }
+                """
+            let configuration = try parse(yaml, environment: ["AUTHGATE_STORE_REDIS_SENTINEL_PASSWORD": "hunter2"])
+            let sentinel = try #require(configuration.store.redis?.sentinel)
+            #expect(sentinel.masterName == "main")
+            #expect(sentinel.nodes == [.init(host: "10.0.0.1", port: 26379), .init(host: "::1", port: 26380)])
+            #expect(sentinel.username == "watcher")
+            #expect(sentinel.password == "hunter2")
+            let printed = configuration.renderedYAML()
+            #expect(printed.contains("username: watcher") && !printed.contains("hunter2"))
+            #expect(try parse(yaml).store.redis?.sentinel?.password == nil)
+            #expect(
+                try parse(yaml.replacingOccurrences(of: ", username: watcher", with: "")).store.redis?.sentinel?.username == nil, "the default user")
+            let overridden = try parse(yaml, environment: ["AUTHGATE_STORE_REDIS_SENTINEL_USERNAME": "other"])
+            #expect(overridden.store.redis?.sentinel?.username == "other", "overridden from the environment")
+            #expect(
+                issues(yaml.replacingOccurrences(of: "username: watcher", with: "username: watcher, password: hunter2")).contains {
+                    $0.key == "store.redis.sentinel.password" && !$0.message.contains("hunter2")
+                })
         }
-        let yaml = """
-            store: { kind: redis, redis: { url: "redis://authgate:@cache:6379/0", sentinel: { master_name: main, nodes: ["10.0.0.1:26379", "[::1]:26380"], username: watcher } } }
-            tokens: { signing_keys: [ { kid: k1, file: k1.pem } ] }
-            """
-        let configuration = try parse(yaml, environment: ["AUTHGATE_STORE_REDIS_SENTINEL_PASSWORD": "hunter2"])
-        let sentinel = try #require(configuration.store.redis?.sentinel)
-        #expect(sentinel.masterName == "main")
-        #expect(sentinel.nodes == [.init(host: "10.0.0.1", port: 26379), .init(host: "::1", port: 26380)])
-        #expect(sentinel.username == "watcher")
-        #expect(sentinel.password == "hunter2")
-        let printed = configuration.renderedYAML()
-        #expect(printed.contains("username: watcher") && !printed.contains("hunter2"))
-        #expect(try parse(yaml).store.redis?.sentinel?.password == nil)
-        #expect(try parse(yaml.replacingOccurrences(of: ", username: watcher", with: "")).store.redis?.sentinel?.username == nil, "the default user")
-        let overridden = try parse(yaml, environment: ["AUTHGATE_STORE_REDIS_SENTINEL_USERNAME": "other"])
-        #expect(overridden.store.redis?.sentinel?.username == "other", "overridden from the environment")
-        #expect(
-            issues(yaml.replacingOccurrences(of: "username: watcher", with: "username: watcher, password: hunter2")).contains {
-                $0.key == "store.redis.sentinel.password" && !$0.message.contains("hunter2")
-            })
     }
 
     @Test("replica acknowledgement and the reconnect policy: read, range-checked, printed and read back")
     func replicaAcknowledgementAndReconnect() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("authgate-config-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        try TestKeys.es256PEM().write(to: directory.appendingPathComponent("k1.pem"), atomically: true, encoding: .utf8)
-        func parseRedis(_ redis: String) throws -> AuthGateConfiguration {
-            try AuthGateConfiguration.parse(
-                yaml: "store: { kind: redis, redis: \(redis) }\ntokens: { signing_keys: [ { kid: k1, file: k1.pem } ] }",
-                baseDirectory: directory.path, environment: [:])
-        }
-        let configuration = try parseRedis(
-            "{ url: \"redis://cache:6379/0\", min_replicas_acked: 2, replica_ack_timeout: 250ms, reconnect: { min_backoff: 10ms, max_backoff: 500ms }, record_cache_size: 0 }"
-        )
-        let redis = try #require(configuration.store.redis)
-        #expect(redis.recordCacheSize == 0)
-        #expect(try parseRedis("{}").store.redis?.recordCacheSize == 10_000, "the default")
-        #expect(redis.replicaAcknowledgement?.replicas == 2)
-        #expect(redis.replicaAcknowledgement?.timeout == .milliseconds(250))
-        #expect(redis.minReconnectBackoff == .milliseconds(10) && redis.maxReconnectBackoff == .milliseconds(500))
-        let printed = configuration.renderedYAML()
-        let reparsed = try AuthGateConfiguration.parse(yaml: printed, baseDirectory: directory.path, environment: [:])
-        #expect(reparsed.renderedYAML() == printed)
-        #expect(try parseRedis("{}").store.redis?.replicaAcknowledgement == nil, "off by default")
-        do {
-            _ = try parseRedis(
-                "{ min_replicas_acked: 17, replica_ack_timeout: 0s, reconnect: { min_backoff: 2s, max_backoff: 1s, jitter: 3 }, record_cache_size: -1 }"
+        try withSigningKeyDirectory { directory in
+            func parseRedis(_ redis: String) throws -> AuthGateConfiguration {
+                try AuthGateConfiguration.parse(
+                    yaml: "store: { kind: redis, redis: \(redis) }\ntokens: { signing_keys: [ { kid: k1, file: k1.pem } ] }",
+                    baseDirectory: directory.path, environment: [:])
+            }
+            let configuration = try parseRedis(
+                "{ url: \"redis://cache:6379/0\", min_replicas_acked: 2, replica_ack_timeout: 250ms, reconnect: { min_backoff: 10ms, max_backoff: 500ms }, record_cache_size: 0 }"
             )
-            Issue.record("out-of-range settings must be refused")
-        } catch let error as ConfigurationError {
-            #expect(
-                Set(error.issues.map(\.key)).isSuperset(of: [
-                    "store.redis.min_replicas_acked", "store.redis.replica_ack_timeout", "store.redis.reconnect.max_backoff",
-                    "store.redis.reconnect.jitter", "store.redis.record_cache_size"
-                ]), "\(error.issues)")
+            let redis = try #require(configuration.store.redis)
+            #expect(redis.recordCacheSize == 0)
+            #expect(try parseRedis("{}").store.redis?.recordCacheSize == 10_000, "the default")
+            #expect(redis.replicaAcknowledgement?.replicas == 2)
+            #expect(redis.replicaAcknowledgement?.timeout == .milliseconds(250))
+            #expect(redis.minReconnectBackoff == .milliseconds(10) && redis.maxReconnectBackoff == .milliseconds(500))
+            let printed = configuration.renderedYAML()
+            let reparsed = try AuthGateConfiguration.parse(yaml: printed, baseDirectory: directory.path, environment: [:])
+            #expect(reparsed.renderedYAML() == printed)
+            #expect(try parseRedis("{}").store.redis?.replicaAcknowledgement == nil, "off by default")
+            do {
+                _ = try parseRedis(
+                    "{ min_replicas_acked: 17, replica_ack_timeout: 0s, reconnect: { min_backoff: 2s, max_backoff: 1s, jitter: 3 }, record_cache_size: -1 }"
+                )
+                Issue.record("out-of-range settings must be refused")
+            } catch let error as ConfigurationError {
+                #expect(
+                    Set(error.issues.map(\.key)).isSuperset(of: [
+                        "store.redis.min_replicas_acked", "store.redis.replica_ack_timeout", "store.redis.reconnect.max_backoff",
+                        "store.redis.reconnect.jitter", "store.redis.record_cache_size"
+                    ]), "\(error.issues)")
+            }
         }
     }
 

@@ -493,46 +493,37 @@ struct EdgeProxyTests {
 
     @Test("a dead upstream is skipped without failing a request; a connect that hangs gives up at the route's connect_timeout, then tries the next")
     func failedUpstreams() async throws {
-        let upstream = try await EchoUpstream.start()
         let dead = try freeLoopbackPort()
         let hanging = try FullBacklogListener()
-        let (app, _, client) = try gateway(
-            yaml: """
-                routes:
-                  - { name: failover, path_prefix: /failover/, upstreams: ["http://127.0.0.1:\(dead)", \(upstream.url)], auth: public }
-                  - { name: hangs, path_prefix: /hangs/, upstreams: ["http://127.0.0.1:\(hanging.port)"], auth: public, connect_timeout: 300ms }
-                  - { name: hangs_then_live, path_prefix: /slow-first/, upstreams: ["http://127.0.0.1:\(hanging.port)", \(upstream.url)], auth: public, connect_timeout: 300ms }
-                """)
-        do {
-            try await app.test(.live) { client in
-                // Round-robin starts on the dead upstream: its refused connect moves the request
-                // to the live one, and the dead one is then skipped (quarantined).
-                for index in 0..<10 {
-                    try await client.execute(uri: "/failover/\(index)", method: .get) { response in
-                        #expect(response.status == .ok, "request \(index) failed over")
-                    }
+        try await withEchoGateway({ upstream in
+            """
+            routes:
+              - { name: failover, path_prefix: /failover/, upstreams: ["http://127.0.0.1:\(dead)", \(upstream.url)], auth: public }
+              - { name: hangs, path_prefix: /hangs/, upstreams: ["http://127.0.0.1:\(hanging.port)"], auth: public, connect_timeout: 300ms }
+              - { name: hangs_then_live, path_prefix: /slow-first/, upstreams: ["http://127.0.0.1:\(hanging.port)", \(upstream.url)], auth: public, connect_timeout: 300ms }
+            """
+        }) { client, upstream in
+            // Round-robin starts on the dead upstream: its refused connect moves the request
+            // to the live one, and the dead one is then skipped (quarantined).
+            for index in 0..<10 {
+                try await client.execute(uri: "/failover/\(index)", method: .get) { response in
+                    #expect(response.status == .ok, "request \(index) failed over")
                 }
-                #expect(upstream.requestCount == 10)
-                // The default connect timeout is 5 s; this route's 300 ms must apply.
-                let clock = ContinuousClock()
-                let start = clock.now
-                try await client.execute(uri: "/hangs/x", method: .get) { response in
-                    #expect(response.status == .badGateway)
-                    #expect(response.headers[HTTPField.Name("x-sb-error-code") ?? .via] == "bad_gateway")
-                }
-                #expect(clock.now - start < .seconds(4), "gave up after \(clock.now - start), not at the route's 300 ms")
-                try await client.execute(uri: "/slow-first/x", method: .get) { response in
-                    #expect(response.status == .ok, "after the hanging upstream's connect timed out, the live one answered")
-                }
-                #expect(upstream.requestCount == 11)
             }
-        } catch {
-            await client.shutdown()
-            await upstream.stop()
-            throw error
+            #expect(upstream.requestCount == 10)
+            // The default connect timeout is 5 s; this route's 300 ms must apply.
+            let clock = ContinuousClock()
+            let start = clock.now
+            try await client.execute(uri: "/hangs/x", method: .get) { response in
+                #expect(response.status == .badGateway)
+                #expect(response.headers[HTTPField.Name("x-sb-error-code") ?? .via] == "bad_gateway")
+            }
+            #expect(clock.now - start < .seconds(4), "gave up after \(clock.now - start), not at the route's 300 ms")
+            try await client.execute(uri: "/slow-first/x", method: .get) { response in
+                #expect(response.status == .ok, "after the hanging upstream's connect timed out, the live one answered")
+            }
+            #expect(upstream.requestCount == 11)
         }
-        await client.shutdown()
-        await upstream.stop()
     }
 
     @Test("Redis stopped: authenticated routes answer 503 (fail closed) once the feed is stale; public routes still proxy")
