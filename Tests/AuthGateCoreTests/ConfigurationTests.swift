@@ -105,6 +105,23 @@ struct ConfigurationTests {
         #expect(found.first?.message.contains("at least one upstream") == true)
     }
 
+    @Test(
+        "a route's host is written in the canonical form requests are matched on; any other form is named with the form to write",
+        arguments: [
+            ("api.example.com:443", "write it as \"api.example.com\""), ("api.example.com.", "write it as \"api.example.com\""),
+            ("[0:0::1]", "write it as \"[::1]\""), ("127.1", "is not a host name"), ("api example", "is not a host name"),
+            ("API.Example.com", nil), ("10.0.0.5", nil), ("[2001:db8::1]", nil)
+        ])
+    func routeHost(host: String, problem: String?) {
+        let found = issues("routes: [ { name: api, path_prefix: /api/, host: \"\(host)\", upstreams: [http://127.0.0.1:8080] } ]")
+        if let problem {
+            #expect(found.map(\.key) == ["routes[0].host"])
+            #expect(found.first?.message.contains(problem) == true, "\(found)")
+        } else {
+            #expect(found.isEmpty, "\(found)")
+        }
+    }
+
     @Test("every problem is reported at once, typos included")
     func manyProblems() {
         let found = issues(

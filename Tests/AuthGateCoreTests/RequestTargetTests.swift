@@ -131,7 +131,9 @@ struct RequestTargetTests {
         "hosts compare in one form: lower case, no port, no trailing dot; malformed ones are refused",
         arguments: [
             ("API.Example.com", "api.example.com"), ("api.example.com:443", "api.example.com"), ("api.example.com.", "api.example.com"),
-            ("[::1]:8080", "[::1]"), ("127.0.0.1:80", "127.0.0.1")
+            ("[::1]:8080", "[::1]"), ("127.0.0.1:80", "127.0.0.1"), ("host:1", "host"), ("host:65535", "host"), ("[0:0::01]:443", "[::1]"),
+            ("[2001:DB8:0:0:0:0:0:1]", "[2001:db8::1]"), ("[::FFFF:1.2.3.4]", "[::ffff:1.2.3.4]"), ("10.0.0.5.", "10.0.0.5"), ("0.0.0.0", "0.0.0.0"),
+            ("255.255.255.255", "255.255.255.255"), ("1.2.3.4.example", "1.2.3.4.example"), ("a1.b2", "a1.b2"), ("0x.example", "0x.example")
         ]
     )
     func canonicalHost(raw: String, expected: String) {
@@ -144,7 +146,14 @@ struct RequestTargetTests {
         "malformed hosts, empty labels included",
         arguments: [
             "", "a b", "user@host", "host/x", "host:", "host:123456", "[::1", "a,b", "host:8a", ".", "..", ".a", "a..b", "a..", "...:80",
-            "API..example.com."
+            "API..example.com.",
+            // A second spelling of a port: zero, a leading zero, out of range.
+            "host:0", "host:080", "host:00443", "host:65536", "host:99999",
+            // A second spelling of an IPv4 address (what resolvers and browsers read as one).
+            "127.1", "0x7f.0.0.1", "0X7F.0.0.1", "2130706433", "127.000.0.1", "0177.0.0.1", "127.0.0.256", "1.2.3.4.5", "a.1", "example.0x1f",
+            "1.2.3.",
+            // Not an IPv6 address.
+            "[]", "[::1::]", "[1:2:3:4:5:6:7:8:9]", "[1.2.3.4]", "[:::]", "[12345::]", "[::1]x", "[::1]:", "[::1]:0"
         ])
     func invalidHost(raw: String) {
         #expect(HostName.canonical(raw) == nil)
@@ -156,16 +165,28 @@ struct RequestTargetTests {
     func randomHosts() {
         func expected(_ raw: String) -> String? {
             guard HostName.isValidAuthority(Array(raw.utf8)[...]) else { return nil }
-            if raw.hasPrefix("[") { return raw.firstIndex(of: "]").map { String(raw[...$0]).lowercased() } }
+            if raw.hasPrefix("[") {
+                guard let close = raw.firstIndex(of: "]"), let address = IPNetwork.parseAddress(String(raw[...close])), address.count == 16,
+                    let text = IPNetwork.text(of: address)
+                else { return nil }
+                return "[\(text)]"
+            }
             var host = String(raw.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)[0])
             if host.hasSuffix(".") { host.removeLast() }
-            guard !host.isEmpty, !host.split(separator: ".", omittingEmptySubsequences: false).contains("") else { return nil }
+            let labels = host.split(separator: ".", omittingEmptySubsequences: false)
+            guard !host.isEmpty, !labels.contains("") else { return nil }
+            let last = labels[labels.count - 1].lowercased()
+            if last.allSatisfy(\.isNumber) || (last.hasPrefix("0x") && last.dropFirst(2).allSatisfy(\.isHexDigit)) {
+                // A number: only dotted decimal, each part as Int prints it.
+                guard labels.count == 4, labels.allSatisfy({ label in Int(label).map { (0...255).contains($0) && String($0) == label } ?? false })
+                else { return nil }
+            }
             return host.lowercased()
         }
         var generator = SeededGenerator(seed: 0x4057)
         let pieces = [
             "a", "Z", "0", "9", ".", "..", "-", "_", "~", ":", ":80", ":123456", "[", "]", "[::1]", "[AB:cd]", "@", ",", " ", "é", "%41", "EXAMPLE",
-            "com"
+            "com", ":0", ":08", ":65535", ":65536", "0x", "0X1f", "1", "255", "256", "010", "[0:0::1]", "[::FFFF:1.2.3.4]", "[1.2.3.4]"
         ]
         var accepted = 0
         for _ in 0..<20_000 {

@@ -409,6 +409,12 @@ struct EdgeProxyTests {
             "GET /public/x HTTP/1.1\r\nHost: a\r\nContent-Length : 0\r\n\r\n",
             "GET /public/x HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
             "GET /public/x HTTP/1.1\r\n\r\n",
+            // A host with a second spelling, which an upstream reading X-Forwarded-Host (or a
+            // route's host) would take its own way.
+            "GET /public/x HTTP/1.1\r\nHost: a:99999\r\n\r\n", "GET /public/x HTTP/1.1\r\nHost: a:0\r\n\r\n",
+            "GET /public/x HTTP/1.1\r\nHost: a:0080\r\n\r\n", "GET /public/x HTTP/1.1\r\nHost: 127.1\r\n\r\n",
+            "GET /public/x HTTP/1.1\r\nHost: 0x7f.0.0.1\r\n\r\n", "GET /public/x HTTP/1.1\r\nHost: [::1::2]\r\n\r\n",
+            "GET http://a:65536/public/x HTTP/1.1\r\nHost: a\r\n\r\n",
             // RFC 9112, 6.1: Transfer-Encoding in HTTP/1.0 is faulty framing.
             "POST /public/x HTTP/1.0\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
             "POST /public/x HTTP/1.0\r\nHost: a\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",

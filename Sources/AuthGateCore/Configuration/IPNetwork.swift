@@ -36,15 +36,19 @@ public struct IPNetwork: Sendable, Hashable, CustomStringConvertible {
         return Self.mask(candidate, prefixLength: prefixLength) == bytes
     }
 
-    public var description: String {
+    public var description: String { "\(Self.text(of: bytes) ?? "?")/\(prefixLength)" }
+
+    /// The text form of 4 or 16 address bytes (RFC 5952 for IPv6: lower case, no leading zeros,
+    /// the longest run of zero groups as `::`); nil for any other count.
+    public static func text(of bytes: [UInt8]) -> String? {
+        guard bytes.count == 4 || bytes.count == 16 else { return nil }
         var buffer = [CChar](repeating: 0, count: 64)
         let family = bytes.count == 4 ? AF_INET : AF_INET6
-        let text = bytes.withUnsafeBytes { raw in
+        return bytes.withUnsafeBytes { raw in
             inet_ntop(family, raw.baseAddress, &buffer, socklen_t(buffer.count)).map { _ in
                 String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
             }
         }
-        return "\(text ?? "?")/\(prefixLength)"
     }
 
     /// The bytes of an IPv4 (4) or IPv6 (16) address in text form; nil when it is not one.

@@ -116,6 +116,14 @@ public struct RouteConfiguration: Sendable, Hashable {
             section.report("path_prefix", "\"\(pathPrefix)\" overlaps /auth/v1, which AuthGate serves itself")
         }
         host = section.optionalString("host")?.lowercased()
+        if let host {
+            // Requests are matched on their canonical host, so a host in any other form would never match.
+            if let canonical = HostName.canonical(host), canonical != host {
+                section.report("host", "\"\(host)\" is not in canonical form (no port, no trailing dot); write it as \"\(canonical)\"")
+            } else if HostName.canonical(host) == nil {
+                section.report("host", "\"\(host)\" is not a host name, a dotted-decimal IPv4 address or a bracketed IPv6 address")
+            }
+        }
         methods = section.stringList("methods").map { $0.uppercased() }
         for method in methods where !Self.knownMethods.contains(method) {
             section.report("methods", "\"\(method)\" is not an HTTP method")
