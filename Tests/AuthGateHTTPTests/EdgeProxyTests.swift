@@ -395,6 +395,30 @@ struct EdgeProxyTests {
         #expect(trusted.first(name: "x-forwarded-for") == "198.51.100.1, 198.51.100.1")
     }
 
+    /// A trusted proxy may pass a client's `X-Forwarded-Proto` or `-Host` on as it came. Only a
+    /// scheme and a valid authority are believed: anything else would be written into
+    /// `Forwarded` (`https;for=6.6.6.6` adds a parameter an upstream may read as the client).
+    @Test(
+        "a trusted proxy's X-Forwarded-Proto and -Host are believed only when they are a scheme and an authority",
+        arguments: [
+            ("HTTPS", "api.example.com:8443", "https", "api.example.com:8443"), ("https;for=6.6.6.6", "a.example", "http", "a.example"),
+            ("https, http", "a.example", "http", "a.example"), ("javascript", "x\";for=6.6.6.6", "http", "gw.example"),
+            ("http", "a.example, b.example", "http", "gw.example"), ("https", "a.example:99999", "https", "gw.example"),
+            ("", "", "http", "gw.example")
+        ])
+    func trustedForwardedValues(proto: String, host: String, expectedProto: String, expectedHost: String) throws {
+        let configuration = try AuthGateConfiguration.parse(
+            yaml: "routes: [ { name: r, path_prefix: /r/, upstreams: [http://127.0.0.1:1] } ]", baseDirectory: "", environment: [:])
+        let route = try #require(configuration.routes.first)
+        let headers = ProxyHeaders.upstreamHeaders(
+            from: ["X-Forwarded-Proto": proto, "X-Forwarded-Host": host], claims: nil, route: route, identityPrefix: "X-AuthGate-",
+            clientAddress: "198.51.100.1", peerIsTrusted: true, scheme: "http", authority: "gw.example", requestID: "r1"
+        )
+        #expect(headers[canonicalForm: "x-forwarded-proto"] == [Substring(expectedProto)])
+        #expect(headers[canonicalForm: "x-forwarded-host"] == [Substring(expectedHost)])
+        #expect(headers["forwarded"] == ["for=198.51.100.1;proto=\(expectedProto);host=\"\(expectedHost)\""])
+    }
+
     @Test(
         "smuggling attempts get exactly 400 and a closed connection, and never reach the upstream",
         arguments: [

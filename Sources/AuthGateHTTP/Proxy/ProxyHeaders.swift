@@ -158,9 +158,12 @@ public enum ProxyHeaders {
                 // A chain is kept only when it comes from a trusted proxy; otherwise it is a spoof.
                 if peerIsTrusted, exact { forwardedFor.append(value) }
             case .forwardedProto:
-                if peerIsTrusted, exact { forwardedProto = value }
+                // Even a trusted proxy may pass a client's value on unchecked; only a scheme is
+                // believed, since it is written into `Forwarded`, where `https;for=…` would add a
+                // parameter.
+                if peerIsTrusted, exact { forwardedProto = Self.scheme(value) }
             case .forwardedHost:
-                if peerIsTrusted, exact { forwardedHost = value }
+                if peerIsTrusted, exact { forwardedHost = HostName.isValidAuthority(value.utf8) ? value : nil }
             }
         }
         forwardedFor.append(clientAddress)
@@ -219,6 +222,13 @@ public enum ProxyHeaders {
     }
 
     /// RFC 7239 node: IPv6 addresses are quoted and bracketed.
+    /// `http` or `https` (any case) in lower case; nil for anything else.
+    static func scheme(_ value: String) -> String? {
+        if value.utf8.count == 4, value.lowercased() == "http" { return "http" }
+        if value.utf8.count == 5, value.lowercased() == "https" { return "https" }
+        return nil
+    }
+
     static func forwardedNode(_ address: String) -> String {
         address.contains(":") ? "\"[\(address)]\"" : address
     }
