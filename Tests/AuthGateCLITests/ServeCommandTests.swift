@@ -80,6 +80,43 @@ struct ServeCommandTests {
         await upstream.stop()
     }
 
+    /// An open WebSocket tunnel used to hold the drain until `shutdown_timeout` and then be cut
+    /// without a close frame; clients now hear 1001 (going away) at once and reconnect elsewhere.
+    @Test("SIGTERM ends open WebSocket tunnels at once with 1001 to both sides, then serve exits 0 long before shutdown_timeout")
+    func endsWebSocketsOnShutdown() async throws {
+        let upstream = try await EchoUpstream.start()
+        let files = try GatewayFiles("serve-websocket")
+        defer { files.remove() }
+        try files.writeConfig(
+            """
+            server: { host: 127.0.0.1, shutdown_timeout: 30s }
+            routes:
+              - { name: ws, path_prefix: /ws/, upstreams: [\(upstream.url)], auth: public }
+            """)
+        let server = try await AuthGateServer.start(arguments: ["--config", files.config.path])
+        let connection = try RawConnection(port: server.port)
+        connection.send(
+            "GET /ws/chat HTTP/1.1\r\nHost: gw\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+                + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+        let greeting: [UInt8] = [0x81, 9] + Array("user=none".utf8)
+        var received: [UInt8] = []
+        while !(received.count >= greeting.count && received.suffix(greeting.count).elementsEqual(greeting)) {
+            let more = await connection.receive()
+            try #require(!more.isEmpty, "no tunnel: \(String(decoding: received, as: UTF8.self))")
+            received += more
+        }
+        let signalled = ContinuousClock.now
+        let exit = Task { await server.stop(signal: SIGTERM) }
+        let (rest, closed) = await connection.receiveUntilClosed()
+        #expect(rest == [0x88, 2, 0x03, 0xE9], "a close frame with 1001 (going away): \(rest)")
+        #expect(closed)
+        #expect(await exit.value == 0)
+        let elapsed = ContinuousClock.now - signalled
+        #expect(elapsed < .seconds(10), "serve took \(elapsed) to stop; the drain allows 30 s")
+        try await waitUntil("the upstream's WebSocket ended", deadline: .seconds(10)) { upstream.webSocketsEnded == 1 }
+        await upstream.stop()
+    }
+
     @Test(
         "SIGTERM closes connections that have not sent a request yet at once (plain with h2c detection, and TLS before ALPN), not after request_head_timeout",
         arguments: [false, true])

@@ -333,6 +333,77 @@ struct EdgeProxyTests {
         await upstream.stop()
     }
 
+    /// A client that sends a frame in the same write as the handshake (before the 101, which
+    /// RFC 6455 §4.1 forbids: it is dropped with the HTTP decoder's buffer), then one in the
+    /// tunnel, then stops sending (a FIN). The tunnel's frame is echoed, and the FIN ends the
+    /// tunnel at once: the upstream is told 1001 and the client's connection closes. The gateway
+    /// used to ignore the FIN, keeping both connections until the other end wrote or shutdown's
+    /// drain ran out (`shutdown_timeout`, 30 s).
+    @Test("WebSocket: a client's FIN ends the tunnel at once; a frame sent with the handshake, before the 101, is dropped", arguments: [false, true])
+    func webSocketClientFinishes(eagerFrame: Bool) async throws {
+        try await withEchoGateway({ upstream in routes(upstream) }) { client, upstream in
+            let port = try #require(client.port)
+            let (token, userID) = try await signUp(client)
+            let connection = try RawConnection(port: port)
+            let handshake = Array(Self.handshake("/api/ws/chat", extra: "Authorization: Bearer \(token)\r\n").utf8)
+            connection.send(bytes: eagerFrame ? handshake + Self.maskedTextFrame("early") : handshake)
+            var received: [UInt8] = []
+            func receive(until tail: [UInt8]) async throws {
+                while !(received.count >= tail.count && received.suffix(tail.count).elementsEqual(tail)) {
+                    let more = await connection.receive()
+                    try #require(!more.isEmpty, "the tunnel ended early: \(String(decoding: received, as: UTF8.self))")
+                    received += more
+                }
+            }
+            try await receive(until: Self.textFrame("user=\(userID)"))
+            #expect(received.starts(with: Array("HTTP/1.1 101 Switching Protocols\r\n".utf8)))
+            let opened = received.count
+            connection.send(bytes: Self.maskedTextFrame("in the tunnel"))
+            try await receive(until: Self.textFrame("in the tunnel"))
+            #expect(received.count - opened == Self.textFrame("in the tunnel").count, "only the tunnel's frame is echoed")
+            connection.shutdownWrite()
+            let (rest, closed) = await connection.receiveUntilClosed()
+            #expect(closed, "the gateway must close the client's connection after its FIN")
+            #expect(rest.isEmpty, "nothing after the FIN: \(rest)")
+            try await waitUntil("the upstream's WebSocket ended", deadline: .seconds(10)) { upstream.webSocketsEnded == 1 }
+        }
+    }
+
+    /// A client that sends the handshake and its FIN together: the FIN is read while the
+    /// upstream is still answering, before any relay exists to see it. The 101 is relayed, then
+    /// the tunnel ends at once (1001 to both sides, each written only once that side's HTTP
+    /// decoder has left its pipeline: written earlier, the frame would reach the decoder as an
+    /// HTTP part, a trap).
+    @Test("WebSocket: a FIN that comes with the handshake ends the tunnel as soon as the upstream has agreed to it")
+    func webSocketClientFinishesBeforeTheAnswer() async throws {
+        try await withEchoGateway({ upstream in routes(upstream) }) { client, upstream in
+            let port = try #require(client.port)
+            let (token, _) = try await signUp(client)
+            for round in 1...5 {
+                let connection = try RawConnection(port: port)
+                connection.send(Self.handshake("/api/ws/chat", extra: "Authorization: Bearer \(token)\r\n"))
+                connection.shutdownWrite()
+                let (bytes, closed) = await connection.receiveUntilClosed()
+                let text = String(decoding: bytes, as: UTF8.self)
+                #expect(text.hasPrefix("HTTP/1.1 101 Switching Protocols\r\n"), "\(text)")
+                #expect(bytes.suffix(4).elementsEqual([0x88, 2, 0x03, 0xE9]), "a close frame with 1001 last: \(bytes.suffix(16))")
+                #expect(closed)
+                try await waitUntil("the upstream's WebSocket ended", deadline: .seconds(10)) { upstream.webSocketsEnded == round }
+            }
+        }
+    }
+
+    /// A server's unmasked text frame of `text` (under 126 bytes).
+    private static func textFrame(_ text: String) -> [UInt8] {
+        [0x81, UInt8(text.utf8.count)] + Array(text.utf8)
+    }
+
+    /// A client's masked text frame of `text` (under 126 bytes).
+    private static func maskedTextFrame(_ text: String) -> [UInt8] {
+        let mask: [UInt8] = [0x12, 0x34, 0x56, 0x78]
+        return [0x81, 0x80 | UInt8(text.utf8.count)] + mask + text.utf8.enumerated().map { $0.element ^ mask[$0.offset % 4] }
+    }
+
     /// A WebSocket handshake for `path` with RFC 6455's sample key.
     private static func handshake(_ path: String, extra: String = "") -> String {
         "GET \(path) HTTP/1.1\r\nHost: gateway\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\(extra)\r\n"

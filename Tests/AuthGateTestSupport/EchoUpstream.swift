@@ -9,7 +9,7 @@ import Synchronization
 /// A local upstream for proxy tests: answers every request with a JSON object describing what
 /// it received (method, path, query, headers, body size), and counts requests. WebSocket upgrades
 /// to `/ws/...` are accepted (choosing the first subprotocol offered): the first message is
-/// `user=<X-AuthGate-User-Id received>`, then every message is echoed.
+/// `user=<X-AuthGate-User-Id received>`, then every message is echoed; ended ones are counted.
 public final class EchoUpstream: Sendable {
     private let server: LocalServer
     private let counter: Counter
@@ -17,6 +17,7 @@ public final class EchoUpstream: Sendable {
     /// Counts requests; shared between the router's closures and the upstream.
     final class Counter: Sendable {
         let value = Mutex(0)
+        let webSocketsEnded = Mutex(0)
     }
 
     public static func start() async throws -> EchoUpstream {
@@ -34,6 +35,7 @@ public final class EchoUpstream: Sendable {
                 answer[HTTPField.Name.test("Sec-WebSocket-Protocol")] = offered.trimmingCharacters(in: .whitespaces)
             }
             return .upgrade(answer) { inbound, outbound, _ in
+                defer { counter.webSocketsEnded.withLock { $0 += 1 } }
                 try await outbound.write(.text("user=\(user)"))
                 for try await message in inbound.messages(maxSize: 1 << 20) {
                     switch message {
@@ -57,6 +59,9 @@ public final class EchoUpstream: Sendable {
     public var url: String { server.url }
     /// Requests answered so far.
     public var requestCount: Int { counter.value.withLock { $0 } }
+    /// WebSocket connections whose handler has returned (a close frame came, or the connection
+    /// ended).
+    public var webSocketsEnded: Int { counter.webSocketsEnded.withLock { $0 } }
 
     public func stop() async {
         await server.stop()

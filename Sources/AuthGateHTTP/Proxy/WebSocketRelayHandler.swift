@@ -19,6 +19,14 @@ import NIOWebSocket
 /// 1009 and the other with 1001. On the client side, the caller's session is checked against
 /// the revocation view every ``recheckInterval``: once it ends (revoked, signed out, banned,
 /// expired, or its state unknowable), the client is closed with 1008 and the upstream with 1001.
+/// Nothing is written to a side until its HTTP handlers are gone (``becameReady()``): the HTTP
+/// decoder leaves the pipeline a task later than it is asked to, and would take a frame for an
+/// HTTP part (a trap). Frames for it meanwhile (sent with the handshake, or right after the
+/// 101) wait, and the other side is not read.
+/// A side that stops sending (a FIN: the client connections allow half-closure) ends the relay:
+/// the other side gets 1001, or just the close of its connection after a close frame relayed to
+/// it. At graceful shutdown both sides get 1001, so that clients reconnect to another replica at
+/// once rather than holding the drain until `shutdown_timeout`.
 final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = WebSocketFrame
     typealias OutboundIn = WebSocketFrame
@@ -44,6 +52,13 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
     private var readHeld = false
     private var wroteSinceFlush = false
     private var closing = false
+    /// A close frame from the other side was written here: its closing handshake is under way.
+    private var closeRelayed = false
+    /// The HTTP handlers have left this side's pipeline: frames may be written.
+    private(set) var ready = false
+    /// Frames for this side, and the close to send, from before it was ready.
+    private var held: [WebSocketFrame] = []
+    private var closeOnceReady: (code: WebSocketErrorCode, reason: String?)?
     private var watcher: RepeatedTask?
     private var checkingStore = false
 
@@ -83,12 +98,34 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// Writes a frame read on the other side to this side (flushed at the end of that read cycle).
     private func relay(_ frame: WebSocketFrame) {
         guard let context, !closing else { return }
+        if frame.opcode == .connectionClose { closeRelayed = true }
+        guard ready else {
+            held.append(Self.adapted(frame, for: side))
+            return
+        }
         context.write(wrapOutboundOut(Self.adapted(frame, for: side)), promise: nil)
         wroteSinceFlush = true
     }
 
+    /// This side's HTTP handlers are gone: what waited is written, and the other side is read.
+    func becameReady() {
+        guard !ready else { return }
+        ready = true
+        let waiting = held
+        held = []
+        if let context, !closing, !waiting.isEmpty {
+            for frame in waiting { context.write(wrapOutboundOut(frame), promise: nil) }
+            context.flush()
+        }
+        if let close = closeOnceReady {
+            closeOnceReady = nil
+            sendCloseAndClose(close.code, reason: close.reason)
+        }
+        peer?.resumeReading()
+    }
+
     private func flushRelayed() {
-        guard wroteSinceFlush, let context else { return }
+        guard wroteSinceFlush, ready, let context else { return }
         wroteSinceFlush = false
         context.flush()
     }
@@ -107,7 +144,7 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
     // MARK: Back-pressure
 
     func read(context: ChannelHandlerContext) {
-        if peer?.context?.channel.isWritable == false {
+        if let peer, !peer.ready || peer.context?.channel.isWritable == false {
             readHeld = true
         } else {
             context.read()
@@ -138,6 +175,34 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
         context.fireChannelInactive()
     }
 
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        switch event {
+        case ChannelEvent.inputClosed:
+            // A FIN: nothing more will come from this side (without a closing handshake first,
+            // RFC 6455's abnormal closure), and a tunnel nobody can write into would hold both
+            // connections until the other end happened to write.
+            logger.info("websocket closed", metadata: ["gw.outcome": "input_closed", "gw.side": "\(side.rawValue)"])
+            finished()
+        case is ChannelShouldQuiesceEvent:
+            logger.info("websocket closed", metadata: ["gw.outcome": "shutdown"])
+            end(.goingAway, reason: nil, peerCode: .goingAway)
+        default:
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+
+    /// This side stopped sending: the other side gets 1001 (or, when this side's close frame
+    /// already reached it, only the close of its connection); this side's connection is closed.
+    private func finished() {
+        let peer = self.peer
+        self.peer = nil
+        peer?.peer = nil
+        if let peer {
+            if peer.closeRelayed { peer.closeConnection() } else { peer.sendCloseAndClose(.goingAway, reason: nil) }
+        }
+        closeConnection()
+    }
+
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         let code: WebSocketErrorCode = (error as? NIOWebSocketError) == .invalidFrameLength ? .messageTooLarge : .protocolError
         logger.info("websocket closed", metadata: ["gw.outcome": "frame_refused", "gw.side": "\(side.rawValue)", "gw.code": "\(code)"])
@@ -155,6 +220,10 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     private func sendCloseAndClose(_ code: WebSocketErrorCode, reason: String?) {
         guard let context, !closing else { return }
+        guard ready else {
+            if closeOnceReady == nil { closeOnceReady = (code, reason) }
+            return
+        }
         closing = true
         var data = context.channel.allocator.buffer(capacity: 2 + (reason?.utf8.count ?? 0))
         data.write(webSocketErrorCode: code)
@@ -163,7 +232,7 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
         context.writeAndFlush(wrapOutboundOut(frame)).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
     }
 
-    private func closeConnection() {
+    func closeConnection() {
         closing = true
         context?.close(promise: nil)
     }

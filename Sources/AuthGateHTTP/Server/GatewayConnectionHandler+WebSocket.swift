@@ -42,6 +42,13 @@ extension GatewayConnectionHandler {
                 try Self.installRelay(clientRelay, maxFrame: maxFrame, on: clientChannel.pipeline.syncOperations, side: .client)
                 try Self.installRelay(upstreamRelay, maxFrame: maxFrame, on: upstreamChannel.pipeline.syncOperations, side: .upstream)
                 log.info("websocket opened", metadata: ["gw.user_id": "\(plan.claims?.sub ?? "")"])
+                // The client stopped sending, or graceful shutdown began, before the relay was
+                // there to see it (while the upstream answered, or in this read cycle): the
+                // tunnel ends at once rather than never.
+                if self.shutdownOrClientFinished {
+                    log.info("websocket closed", metadata: ["gw.outcome": "ended_before_relay"])
+                    clientRelay.end(.goingAway, reason: nil, peerCode: .goingAway)
+                }
             } catch {
                 log.warning("websocket relay could not start", metadata: ["gw.error": "\(error)"])
                 clientChannel.close(promise: nil)
@@ -52,29 +59,32 @@ extension GatewayConnectionHandler {
     }
 
     /// Replaces a connection's HTTP handlers by WebSocket framing and `relay`. Bytes the HTTP
-    /// decoder holds past the handshake reach the frame decoder.
+    /// decoder holds past the handshake reach the frame decoder. The decoder leaves a task later
+    /// (after handing those bytes on): only then may `relay` write (``WebSocketRelayHandler/becameReady()``);
+    /// if it cannot leave (the connection closed meanwhile), the connection is closed.
     private static func installRelay(
         _ relay: WebSocketRelayHandler, maxFrame: Int, on pipeline: ChannelPipeline.SynchronousOperations, side: WebSocketRelayHandler.Side
     ) throws {
+        let decoder: any RemovableChannelHandler
+        var others: [any RemovableChannelHandler]
         switch side {
         case .client:
-            let decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
-            let encoder = try pipeline.handler(type: HTTPResponseEncoder.self)
-            try pipeline.addHandlers(
-                [ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: maxFrame)), WebSocketFrameEncoder(), relay], position: .after(decoder)
-            )
-            pipeline.removeHandler(encoder, promise: nil)
-            pipeline.removeHandler(decoder, promise: nil)
+            decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
+            others = [try pipeline.handler(type: HTTPResponseEncoder.self)]
         case .upstream:
-            let decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPResponseDecoder>.self)
-            let encoder = try pipeline.handler(type: HTTPRequestEncoder.self)
-            let upstreamHandler = try pipeline.handler(type: UpstreamChannelHandler.self)
-            try pipeline.addHandlers(
-                [ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: maxFrame)), WebSocketFrameEncoder(), relay], position: .after(decoder)
-            )
-            pipeline.removeHandler(upstreamHandler, promise: nil)
-            pipeline.removeHandler(encoder, promise: nil)
-            pipeline.removeHandler(decoder, promise: nil)
+            decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPResponseDecoder>.self)
+            others = [try pipeline.handler(type: UpstreamChannelHandler.self), try pipeline.handler(type: HTTPRequestEncoder.self)]
         }
+        try pipeline.addHandlers(
+            [ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: maxFrame)), WebSocketFrameEncoder(), relay], position: .after(decoder))
+        for handler in others { pipeline.removeHandler(handler, promise: nil) }
+        let decoderRemoved = pipeline.eventLoop.makePromise(of: Void.self)
+        decoderRemoved.futureResult.assumeIsolated().whenComplete { result in
+            switch result {
+            case .success: relay.becameReady()
+            case .failure: relay.closeConnection()
+            }
+        }
+        pipeline.removeHandler(decoder, promise: decoderRemoved)
     }
 }

@@ -94,6 +94,9 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
     /// The connection closes once the current response is written (graceful shutdown, the
     /// client's half-close, a request after which the decoder stops).
     var closeAfterResponse = false
+    /// Graceful shutdown began or the client stopped sending (a FIN): a WebSocket tunnel set up
+    /// after that ends at once.
+    var shutdownOrClientFinished = false
     /// The gateway serves a request without a body: the decoder's `end` for it is taken
     /// whenever it comes, even after the exchange is over.
     private var skipsClientEnd = false
@@ -203,6 +206,7 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
 
     private func closeWhenIdleOrAfterResponse(_ context: ChannelHandlerContext) {
         closeAfterResponse = true
+        shutdownOrClientFinished = true
         if mode == .idle, pending.isEmpty { context.close(promise: nil) }
     }
 
