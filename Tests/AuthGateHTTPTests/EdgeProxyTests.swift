@@ -393,6 +393,45 @@ struct EdgeProxyTests {
         }
     }
 
+    /// What the upstream receives when the client stops: with a close frame first (the frame,
+    /// as the client masked it, then the connection's close; the frame was once dropped, the
+    /// connection closed before it was flushed), or with a FIN alone (a close frame with 1001).
+    @Test("WebSocket: a client's close frame and FIN reach the upstream in that order; a FIN alone reaches it as 1001", arguments: [true, false])
+    func webSocketEndReachesUpstream(sendsClose: Bool) async throws {
+        let upstream = try await RawWebSocketUpstream.start()
+        let (app, _, client) = try gateway(yaml: "routes: [ { name: raw, path_prefix: /raw/, upstreams: [\(upstream.url)], auth: public } ]")
+        do {
+            try await app.test(.live) { client in
+                let connection = try RawConnection(port: try #require(client.port))
+                connection.send(Self.handshake("/raw/ws"))
+                let answer = String(decoding: await connection.receive(), as: UTF8.self)
+                #expect(answer.hasPrefix("HTTP/1.1 101 Switching Protocols\r\n"), "\(answer)")
+                // A close frame with 1000, masked as a client must.
+                let mask: [UInt8] = [9, 8, 7, 6]
+                let close: [UInt8] = [0x88, 0x82] + mask + [0x03 ^ mask[0], 0xE8 ^ mask[1]]
+                if sendsClose { connection.send(bytes: close) }
+                connection.shutdownWrite()
+                let (_, closed) = await connection.receiveUntilClosed()
+                #expect(closed)
+                try await waitUntil("the upstream connection closed", deadline: .seconds(10)) { upstream.recorded.first?.ended == true }
+                let received = try #require(upstream.recorded.first).bytes
+                if sendsClose {
+                    #expect(received == close, "the client's close frame, as sent: \(received)")
+                } else {
+                    // One masked close frame whose code is 1001.
+                    try #require(received.count == 8 && received[0] == 0x88 && received[1] == 0x82, "one close frame: \(received)")
+                    #expect([received[6] ^ received[2], received[7] ^ received[3]] == [0x03, 0xE9], "1001 (going away): \(received)")
+                }
+            }
+        } catch {
+            await client.shutdown()
+            await upstream.stop()
+            throw error
+        }
+        await client.shutdown()
+        await upstream.stop()
+    }
+
     /// A server's unmasked text frame of `text` (under 126 bytes).
     private static func textFrame(_ text: String) -> [UInt8] {
         [0x81, UInt8(text.utf8.count)] + Array(text.utf8)

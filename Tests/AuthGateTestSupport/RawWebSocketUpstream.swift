@@ -1,0 +1,93 @@
+import NIOCore
+import NIOPosix
+import Synchronization
+
+/// An upstream that agrees to every WebSocket handshake (with the accept for RFC 6455's sample
+/// key) and then only records the bytes it receives, as they came, until the gateway closes the
+/// connection: for tests that check exactly what reached the upstream (which frames, which close
+/// code) and that it was closed.
+public final class RawWebSocketUpstream: Sendable {
+    private let channel: any Channel
+    private let box: ConnectionsBox
+
+    /// What one connection received after its handshake, and whether it has ended.
+    public struct Recorded: Sendable {
+        public var bytes: [UInt8] = []
+        public var ended = false
+    }
+
+    /// The loopback port it listens on.
+    public let port: Int
+    /// `http://127.0.0.1:<port>`.
+    public var url: String { "http://127.0.0.1:\(port)" }
+
+    /// Every connection so far, in the order they were accepted.
+    public var recorded: [Recorded] { box.connections.withLock { $0 } }
+
+    private init(channel: any Channel, port: Int, box: ConnectionsBox) {
+        self.channel = channel
+        self.port = port
+        self.box = box
+    }
+
+    public static func start() async throws -> RawWebSocketUpstream {
+        let box = ConnectionsBox()
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .childChannelInitializer { child in
+                child.eventLoop.makeCompletedFuture {
+                    let index = box.connections.withLock { connections in
+                        connections.append(Recorded())
+                        return connections.count - 1
+                    }
+                    try child.pipeline.syncOperations.addHandler(Handler(box: box, index: index))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        guard let port = channel.localAddress?.port else { throw TestSupportError("the raw WebSocket upstream has no port") }
+        return RawWebSocketUpstream(channel: channel, port: port, box: box)
+    }
+
+    public func stop() async {
+        try? await channel.close()
+    }
+
+    /// Shares the recordings between the connection handlers and the upstream.
+    private final class ConnectionsBox: Sendable {
+        let connections = Mutex<[Recorded]>([])
+    }
+
+    private final class Handler: ChannelInboundHandler {
+        typealias InboundIn = ByteBuffer
+        typealias OutboundOut = ByteBuffer
+
+        private let box: ConnectionsBox
+        private let index: Int
+        private var head: [UInt8] = []
+        private var upgraded = false
+
+        init(box: ConnectionsBox, index: Int) {
+            self.box = box
+            self.index = index
+        }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            var bytes = Array(unwrapInboundIn(data).readableBytesView)
+            if !upgraded {
+                head += bytes
+                guard let end = head.indices.dropLast(3).first(where: { head[$0..<$0 + 4].elementsEqual("\r\n\r\n".utf8) }) else { return }
+                upgraded = true
+                bytes = Array(head[(end + 4)...])
+                let answer =
+                    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                    + "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n"
+                context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: answer)), promise: nil)
+            }
+            box.connections.withLock { $0[index].bytes += bytes }
+        }
+
+        func channelInactive(context: ChannelHandlerContext) {
+            box.connections.withLock { $0[index].ended = true }
+            context.fireChannelInactive()
+        }
+    }
+}
