@@ -250,6 +250,27 @@ struct HTTP2Tests {
         }
     }
 
+    /// RFC 9113 §8.3.1: a `host` field naming another host than `:authority` makes the request
+    /// malformed. NIO's codec kept `host` and dropped `:authority`, so the gateway routed on a
+    /// host a proxy in front of it never saw.
+    @Test(
+        "HTTP/2: a host field that differs from :authority is refused with 400, one that matches it (in any case) is served",
+        arguments: [("other.example", "400"), ("localhost:8443", "400"), ("LocalHost", "200")])
+    func authorityAndHost(host: String, expected: String) async throws {
+        try await withGateway("http2-authority-host") { server, upstream, _ in
+            let block =
+                HTTP2Frames.requestHeaderBlock(method: 0x82, path: "/echo/x", authority: "localhost") + HTTP2Frames.literal(name: "host", value: host)
+            let bytes = HTTP2Frames.preface + HTTP2Frames.settings + HTTP2Frames.frame(.headers, flags: 0x1 | 0x4, stream: 1, payload: block)
+            let answered = try await HTTP2Frames.exchange(port: server.port, sending: bytes) { frames in
+                frames.contains { $0.stream == 1 && ($0.flags & 0x1 != 0 || $0.type == HTTP2Frames.FrameType.rstStream.rawValue) }
+            }
+            let head = try #require(answered.frames.first { $0.stream == 1 && $0.type == HTTP2Frames.FrameType.headers.rawValue }, "no answer")
+            // :status 200 and 400 are entries 8 and 12 of HPACK's static table.
+            #expect(head.payload.first == (expected == "200" ? 0x88 : 0x8C), "\(host): \(head.payload.prefix(4))")
+            #expect(upstream.requestCount == (expected == "200" ? 1 : 0))
+        }
+    }
+
     /// Runs `body` against a gateway (with `serverSettings` added to `server:`) whose route `/r/`
     /// goes to a recording upstream, and stops both whatever happens.
     private func withRecordingRoute(_ name: String, serverSettings: String = "", _ body: (AuthGateServer, RecordingUpstream) async throws -> Void)

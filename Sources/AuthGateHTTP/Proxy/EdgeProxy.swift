@@ -94,7 +94,11 @@ public final class EdgeProxy: Sendable {
         }
         path = target.path
         if let problem = facts.framingProblem(version: head.version) { return badRequest(problem, "Ambiguous request framing") }
-        if facts.hostCount > 1 { return badRequest("several_hosts", "More than one Host header") }
+        if facts.hostCount > 1 {
+            // On HTTP/2, also a `host` field that differs from `:authority` (HTTP2AuthorityHostCheck).
+            let message = head.version.major >= 2 ? "More than one host: Host differs from :authority, or is repeated" : "More than one Host header"
+            return badRequest("several_hosts", message)
+        }
         // The credentials are decided on once: with two, the gateway would check one and an
         // upstream given both (forward_authorization) might act on the other.
         if facts.authorizationCount > 1 { return badRequest("several_authorizations", "More than one Authorization header") }

@@ -161,6 +161,7 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
                 guard try limit.value.admit(stream) else { return }
                 let pipeline = stream.pipeline.syncOperations
                 try pipeline.addHandler(HTTP2StreamDeadlines(clientIdle: timeouts.clientIdle))
+                try pipeline.addHandler(HTTP2AuthorityHostCheck())
                 try pipeline.addHandler(HTTP2FramePayloadToHTTP1ServerCodec())
                 let handler = makeConnectionHandler(stream, connectionGuard: nil, headerListLimit: http2.maxHeaderListSize)
                 handler.attachRouterChannel = { stream in

@@ -1,0 +1,38 @@
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+
+/// One host per HTTP/2 request. RFC 9113 §8.3.1 calls a request malformed when its `host` field
+/// names another host than `:authority`. NIO's codec then keeps `host` and drops `:authority`, so
+/// the gateway would route and forward on `host` while a proxy in front of it decided on
+/// `:authority`. Such a request (or one with several `host` fields) reaches the gateway with each
+/// of them as a `Host` header, which it refuses with 400 (`several_hosts`), as on HTTP/1.1.
+///
+/// Sits before NIO's codec on each stream; only the request's first HEADERS is looked at.
+final class HTTP2AuthorityHostCheck: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTP2Frame.FramePayload
+    typealias InboundOut = HTTP2Frame.FramePayload
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard case .headers(var frame) = unwrapInboundIn(data) else {
+            context.fireChannelRead(data)
+            return
+        }
+        if Self.disagree(frame.headers), let authority = frame.headers.first(name: ":authority") {
+            frame.headers.add(name: "host", value: authority)
+            context.fireChannelRead(wrapInboundOut(.headers(frame)))
+        } else {
+            context.fireChannelRead(data)
+        }
+        context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+    }
+
+    /// The request names exactly one `host`, and it differs from `:authority` (compared without
+    /// regard to case). Several `host` fields are refused as they are; none is the usual form.
+    static func disagree(_ headers: HPACKHeaders) -> Bool {
+        guard let authority = headers.first(name: ":authority") else { return false }
+        let hosts = headers["host"]
+        guard hosts.count == 1 else { return false }
+        return hosts[0].lowercased() != authority.lowercased()
+    }
+}
