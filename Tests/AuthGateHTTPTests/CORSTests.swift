@@ -86,9 +86,29 @@ struct CORSTests {
         }
     }
 
+    /// Browsers leave the scheme's default port out of `Origin` (RFC 6454 §6.2): an origin
+    /// configured with it used never to match. Both sides are compared in one form.
+    @Test("an origin configured with its scheme's default port matches what browsers send; a request's Origin is read in the same form")
+    func defaultPort() async throws {
+        try await app("[\"https://app.example.com:443\", \"http://localhost:80\"]").test(.router) { client in
+            for (origin, allowed) in [
+                ("https://app.example.com", true), ("https://APP.example.com:443", true), ("http://localhost", true),
+                ("https://app.example.com:8443", false), ("http://app.example.com", false), ("https://app.example.com:0443", false)
+            ] {
+                try await client.execute(uri: "/auth/v1/signup", method: .post, headers: [Self.origin: origin]) { response in
+                    #expect(response.status == .ok)
+                    #expect(response.headers[.accessControlAllowOrigin] == (allowed ? origin : nil), "\(origin)")
+                }
+            }
+        }
+    }
+
     @Test("cors_allowed_origins refuses what is not an origin")
     func configuration() throws {
-        for bad in ["app.example.com", "https://app.example.com/", "https://app.example.com/path", "ftp://x", "[\"*\", \"https://a.example\"]"] {
+        for bad in [
+            "app.example.com", "https://app.example.com/", "https://app.example.com/path", "ftp://x", "[\"*\", \"https://a.example\"]",
+            "https://app.example.com:99999", "https://app.example.com:0", "https://a..example", "https://[::1::]"
+        ] {
             let value = bad.hasPrefix("[") ? bad : "[\"\(bad)\"]"
             #expect(throws: ConfigurationError.self, "\(bad)") {
                 try AuthGateConfiguration.parse(yaml: "server: { cors_allowed_origins: \(value) }", baseDirectory: "", environment: [:])
@@ -97,5 +117,10 @@ struct CORSTests {
         let parsed = try AuthGateConfiguration.parse(
             yaml: "server: { cors_allowed_origins: [\"HTTPS://App.Example.com:8443\"] }", baseDirectory: "", environment: [:])
         #expect(parsed.server.corsAllowedOrigins == ["https://app.example.com:8443"])
+        let defaults = try AuthGateConfiguration.parse(
+            yaml:
+                "server: { cors_allowed_origins: [\"https://a.example:443\", \"http://b.example:80\", \"http://[::1]:80\", \"https://c.example:80\"] }",
+            baseDirectory: "", environment: [:])
+        #expect(defaults.server.corsAllowedOrigins == ["https://a.example", "http://b.example", "http://[::1]", "https://c.example:80"])
     }
 }

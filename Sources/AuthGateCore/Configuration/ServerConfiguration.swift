@@ -69,23 +69,31 @@ public struct ServerConfiguration: Sendable {
         section.finish()
     }
 
-    /// An origin in the one form browsers send it (`Origin`): `*`, or a lower-case
-    /// `http(s)://host[:port]` with nothing after; nil for anything else.
+    /// An origin in the one form browsers send it (`Origin`, RFC 6454 §6.2): `*`, or
+    /// `http(s)://host[:port]` in lower case with nothing after, the scheme's default port left
+    /// out (`https://App.example.com:443` is `https://app.example.com`); nil for anything else,
+    /// a port outside 1-65535 included. Configured origins and a request's `Origin` are compared
+    /// in this form.
     public static func canonicalOrigin(_ text: String) -> String? {
         if text == "*" { return text }
         let lower = text.lowercased()
         let scheme: String
+        let defaultPort: Substring
         if lower.hasPrefix("https://") {
-            scheme = "https://"
+            (scheme, defaultPort) = ("https://", "443")
         } else if lower.hasPrefix("http://") {
-            scheme = "http://"
+            (scheme, defaultPort) = ("http://", "80")
         } else {
             return nil
         }
-        let rest = lower.dropFirst(scheme.count)
+        var rest = lower.dropFirst(scheme.count)
         guard !rest.isEmpty, rest.utf8.count <= 253 + 6,
-            rest.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == ":" || $0 == "[" || $0 == "]") })
+            rest.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == ":" || $0 == "[" || $0 == "]") }),
+            HostName.canonical(String(rest)) != nil
         else { return nil }
+        if !rest.hasSuffix("]"), let colon = rest.lastIndex(of: ":"), rest[rest.index(after: colon)...] == defaultPort {
+            rest = rest[..<colon]
+        }
         return scheme + rest
     }
 }

@@ -37,7 +37,9 @@ public struct CORSPolicyMiddleware: RouterMiddleware {
     @concurrent public func handle(_ request: Request, context: Context, next: @concurrent (Request, Context) async throws -> Response) async throws
         -> Response
     {
-        guard let origin = request.headers[.origin], allowed.contains("*") || allowed.contains(origin.lowercased()) else {
+        guard let origin = request.headers[.origin],
+            allowed.contains("*") || ServerConfiguration.canonicalOrigin(origin).map({ allowed.contains($0) }) == true
+        else {
             return try await next(request, context)
         }
         return try await cors.handle(request, context: context, next: next)
