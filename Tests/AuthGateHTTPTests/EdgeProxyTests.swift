@@ -73,17 +73,26 @@ struct EdgeProxyTests {
     private func withEchoGateway(
         _ yaml: (EchoUpstream) -> String, _ body: @escaping @Sendable (any TestClientProtocol, EchoUpstream) async throws -> Void
     ) async throws {
-        let upstream = try await EchoUpstream.start()
+        try await withGateway(upstream: EchoUpstream.start, stop: { await $0.stop() }, yaml, body)
+    }
+
+    /// Runs `body` against a live gateway in front of an upstream `start` gives, with the routes
+    /// `yaml` names for it; stops both whatever happens.
+    private func withGateway<Upstream: Sendable>(
+        upstream start: () async throws -> Upstream, stop: (Upstream) async -> Void, _ yaml: (Upstream) -> String,
+        _ body: @escaping @Sendable (any TestClientProtocol, Upstream) async throws -> Void
+    ) async throws {
+        let upstream = try await start()
         let (app, _, client) = try gateway(yaml: yaml(upstream))
         do {
             try await app.test(.live) { testClient in try await body(testClient, upstream) }
         } catch {
             await client.shutdown()
-            await upstream.stop()
+            await stop(upstream)
             throw error
         }
         await client.shutdown()
-        await upstream.stop()
+        await stop(upstream)
     }
 
     private func signUp(_ client: some TestClientProtocol) async throws -> (access: String, userID: String) {
@@ -393,43 +402,36 @@ struct EdgeProxyTests {
         }
     }
 
-    /// What the upstream receives when the client stops: with a close frame first (the frame,
-    /// as the client masked it, then the connection's close; the frame was once dropped, the
-    /// connection closed before it was flushed), or with a FIN alone (a close frame with 1001).
+    /// What the upstream receives when the client stops: with a close frame first, that frame
+    /// as the client masked it and then the connection's close; with a FIN alone, a close frame
+    /// with 1001 (the gateway used to pass nothing on, keeping the connection open).
     @Test("WebSocket: a client's close frame and FIN reach the upstream in that order; a FIN alone reaches it as 1001", arguments: [true, false])
     func webSocketEndReachesUpstream(sendsClose: Bool) async throws {
-        let upstream = try await RawWebSocketUpstream.start()
-        let (app, _, client) = try gateway(yaml: "routes: [ { name: raw, path_prefix: /raw/, upstreams: [\(upstream.url)], auth: public } ]")
-        do {
-            try await app.test(.live) { client in
-                let connection = try RawConnection(port: try #require(client.port))
-                connection.send(Self.handshake("/raw/ws"))
-                let answer = String(decoding: await connection.receive(), as: UTF8.self)
-                #expect(answer.hasPrefix("HTTP/1.1 101 Switching Protocols\r\n"), "\(answer)")
-                // A close frame with 1000, masked as a client must.
-                let mask: [UInt8] = [9, 8, 7, 6]
-                let close: [UInt8] = [0x88, 0x82] + mask + [0x03 ^ mask[0], 0xE8 ^ mask[1]]
-                if sendsClose { connection.send(bytes: close) }
-                connection.shutdownWrite()
-                let (_, closed) = await connection.receiveUntilClosed()
-                #expect(closed)
-                try await waitUntil("the upstream connection closed", deadline: .seconds(10)) { upstream.recorded.first?.ended == true }
-                let received = try #require(upstream.recorded.first).bytes
-                if sendsClose {
-                    #expect(received == close, "the client's close frame, as sent: \(received)")
-                } else {
-                    // One masked close frame whose code is 1001.
-                    try #require(received.count == 8 && received[0] == 0x88 && received[1] == 0x82, "one close frame: \(received)")
-                    #expect([received[6] ^ received[2], received[7] ^ received[3]] == [0x03, 0xE9], "1001 (going away): \(received)")
-                }
+        try await withGateway(
+            upstream: RawWebSocketUpstream.start, stop: { await $0.stop() },
+            { upstream in "routes: [ { name: raw, path_prefix: /raw/, upstreams: [\(upstream.url)], auth: public } ]" }
+        ) { client, upstream in
+            let connection = try RawConnection(port: try #require(client.port))
+            connection.send(Self.handshake("/raw/ws"))
+            let answer = String(decoding: await connection.receive(), as: UTF8.self)
+            #expect(answer.hasPrefix("HTTP/1.1 101 Switching Protocols\r\n"), "\(answer)")
+            // A close frame with 1000, masked as a client must.
+            let mask: [UInt8] = [9, 8, 7, 6]
+            let close: [UInt8] = [0x88, 0x82] + mask + [0x03 ^ mask[0], 0xE8 ^ mask[1]]
+            if sendsClose { connection.send(bytes: close) }
+            connection.shutdownWrite()
+            let (_, closed) = await connection.receiveUntilClosed()
+            #expect(closed)
+            try await waitUntil("the upstream connection closed", deadline: .seconds(10)) { upstream.recorded.first?.ended == true }
+            let received = try #require(upstream.recorded.first).bytes
+            if sendsClose {
+                #expect(received == close, "the client's close frame, as sent: \(received)")
+            } else {
+                // One masked close frame whose code is 1001.
+                try #require(received.count == 8 && received[0] == 0x88 && received[1] == 0x82, "one close frame: \(received)")
+                #expect([received[6] ^ received[2], received[7] ^ received[3]] == [0x03, 0xE9], "1001 (going away): \(received)")
             }
-        } catch {
-            await client.shutdown()
-            await upstream.stop()
-            throw error
         }
-        await client.shutdown()
-        await upstream.stop()
     }
 
     /// A server's unmasked text frame of `text` (under 126 bytes).
