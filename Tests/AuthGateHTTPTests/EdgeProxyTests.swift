@@ -408,7 +408,7 @@ struct EdgeProxyTests {
     @Test("WebSocket: a client's close frame and FIN reach the upstream in that order; a FIN alone reaches it as 1001", arguments: [true, false])
     func webSocketEndReachesUpstream(sendsClose: Bool) async throws {
         try await withGateway(
-            upstream: RawWebSocketUpstream.start, stop: { await $0.stop() },
+            upstream: { try await RawWebSocketUpstream.start() }, stop: { await $0.stop() },
             { upstream in "routes: [ { name: raw, path_prefix: /raw/, upstreams: [\(upstream.url)], auth: public } ]" }
         ) { client, upstream in
             let connection = try RawConnection(port: try #require(client.port))
@@ -430,6 +430,30 @@ struct EdgeProxyTests {
                 // One masked close frame whose code is 1001.
                 try #require(received.count == 8 && received[0] == 0x88 && received[1] == 0x82, "one close frame: \(received)")
                 #expect([received[6] ^ received[2], received[7] ^ received[3]] == [0x03, 0xE9], "1001 (going away): \(received)")
+            }
+        }
+    }
+
+    /// An upstream that sends its first frame in the same write as its `101`: the gateway reads
+    /// both at once, and the frame reaches the relay as the HTTP decoder's leftover bytes, outside
+    /// any read cycle. It used to wait unflushed until the upstream sent something more.
+    @Test("WebSocket: a frame the upstream sends with its 101 reaches the client at once")
+    func webSocketFrameWithTheAnswer() async throws {
+        try await withGateway(
+            upstream: { try await RawWebSocketUpstream.start(greeting: "hello") }, stop: { await $0.stop() },
+            { upstream in "routes: [ { name: raw, path_prefix: /raw/, upstreams: [\(upstream.url)], auth: public } ]" }
+        ) { client, _ in
+            for _ in 0..<5 {
+                let connection = try RawConnection(port: try #require(client.port))
+                connection.send(Self.handshake("/raw/ws"))
+                var received: [UInt8] = []
+                let greeting = Self.textFrame("hello")
+                while !(received.count >= greeting.count && received.suffix(greeting.count).elementsEqual(greeting)) {
+                    let more = await connection.receive()
+                    try #require(!more.isEmpty, "no frame after the 101: \(String(decoding: received, as: UTF8.self))")
+                    received += more
+                }
+                #expect(received.starts(with: Array("HTTP/1.1 101 Switching Protocols\r\n".utf8)))
             }
         }
     }

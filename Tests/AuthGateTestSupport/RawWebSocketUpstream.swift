@@ -3,9 +3,10 @@ import NIOPosix
 import Synchronization
 
 /// An upstream that agrees to every WebSocket handshake (with the accept for RFC 6455's sample
-/// key) and then only records the bytes it receives, as they came, until the gateway closes the
-/// connection: for tests that check exactly what reached the upstream (which frames, which close
-/// code) and that it was closed.
+/// key), optionally with a text frame in the same write as its `101`, and then only records the
+/// bytes it receives, as they came, until the gateway closes the connection: for tests that
+/// check exactly what reached the upstream (which frames, which close code) and that it was
+/// closed.
 public final class RawWebSocketUpstream: Sendable {
     private let channel: any Channel
     private let box: ConnectionsBox
@@ -30,7 +31,8 @@ public final class RawWebSocketUpstream: Sendable {
         self.box = box
     }
 
-    public static func start() async throws -> RawWebSocketUpstream {
+    /// - Parameter greeting: a text frame (under 126 bytes) sent in the same write as the `101`.
+    public static func start(greeting: String? = nil) async throws -> RawWebSocketUpstream {
         let box = ConnectionsBox()
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .childChannelInitializer { child in
@@ -39,7 +41,7 @@ public final class RawWebSocketUpstream: Sendable {
                         connections.append(Recorded())
                         return connections.count - 1
                     }
-                    try child.pipeline.syncOperations.addHandler(Handler(box: box, index: index))
+                    try child.pipeline.syncOperations.addHandler(Handler(box: box, index: index, greeting: greeting))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
@@ -64,10 +66,12 @@ public final class RawWebSocketUpstream: Sendable {
         private let index: Int
         private var head: [UInt8] = []
         private var upgraded = false
+        private let greeting: String?
 
-        init(box: ConnectionsBox, index: Int) {
+        init(box: ConnectionsBox, index: Int, greeting: String?) {
             self.box = box
             self.index = index
+            self.greeting = greeting
         }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -80,7 +84,9 @@ public final class RawWebSocketUpstream: Sendable {
                 let answer =
                     "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                     + "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n"
-                context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: answer)), promise: nil)
+                var buffer = ByteBuffer(string: answer)
+                if let greeting { buffer.writeBytes([0x81, UInt8(greeting.utf8.count)] + Array(greeting.utf8)) }
+                context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
             }
             box.connections.withLock { $0[index].bytes += bytes }
         }

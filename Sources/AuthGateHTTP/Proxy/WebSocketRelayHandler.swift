@@ -56,9 +56,15 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
     private var closeRelayed = false
     /// The HTTP handlers have left this side's pipeline: frames may be written.
     private(set) var ready = false
-    /// Frames for this side, and the close to send, from before it was ready.
+    /// Frames for this side, and how it is to end, from before it was ready.
     private var held: [WebSocketFrame] = []
-    private var closeOnceReady: (code: WebSocketErrorCode, reason: String?)?
+    private var endOnceReady: PendingEnd?
+
+    /// How a side asked to end before it was ready ends once it is, after what waited.
+    private enum PendingEnd {
+        case closeFrame(WebSocketErrorCode, reason: String?)
+        case connectionClose
+    }
     private var watcher: RepeatedTask?
     private var checkingStore = false
 
@@ -108,20 +114,24 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     /// This side's HTTP handlers are gone: what waited is written, and the other side is read.
+    /// The bytes this side's HTTP decoder held past the handshake have just been decoded and
+    /// relayed to the other side, outside any read cycle: no `channelReadComplete` flushes them.
     func becameReady() {
         guard !ready else { return }
         ready = true
+        peer?.flushRelayed()
         let waiting = held
         held = []
         if let context, !closing, !waiting.isEmpty {
             for frame in waiting { context.write(wrapOutboundOut(frame), promise: nil) }
             context.flush()
         }
-        if let close = closeOnceReady {
-            closeOnceReady = nil
-            sendCloseAndClose(close.code, reason: close.reason)
+        switch endOnceReady {
+        case .closeFrame(let code, let reason): sendCloseAndClose(code, reason: reason)
+        case .connectionClose: closeConnection()
+        case nil: peer?.resumeReading()
         }
-        peer?.resumeReading()
+        endOnceReady = nil
     }
 
     private func flushRelayed() {
@@ -221,7 +231,7 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
     private func sendCloseAndClose(_ code: WebSocketErrorCode, reason: String?) {
         guard let context, !closing else { return }
         guard ready else {
-            if closeOnceReady == nil { closeOnceReady = (code, reason) }
+            if endOnceReady == nil { endOnceReady = .closeFrame(code, reason: reason) }
             return
         }
         closing = true
@@ -232,7 +242,17 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
         context.writeAndFlush(wrapOutboundOut(frame)).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
     }
 
-    func closeConnection() {
+    /// Closes this side's connection, once what waits for it is written.
+    private func closeConnection() {
+        guard ready else {
+            if endOnceReady == nil { endOnceReady = .connectionClose }
+            return
+        }
+        closeNow()
+    }
+
+    /// Closes this side's connection at once (its HTTP decoder could not leave: it is closing).
+    func closeNow() {
         closing = true
         context?.close(promise: nil)
     }

@@ -82,7 +82,7 @@ extension GatewayConnectionHandler {
         decoderRemoved.futureResult.assumeIsolated().whenComplete { result in
             switch result {
             case .success: relay.becameReady()
-            case .failure: relay.closeConnection()
+            case .failure: relay.closeNow()
             }
         }
         pipeline.removeHandler(decoder, promise: decoderRemoved)
