@@ -10,7 +10,8 @@ public func fuzzRequestTargetMain(_ argc: CInt, _ argv: UnsafeMutablePointer<Uns
 
 /// The request-target normalizer, the host canonicalizer and the route matcher: the first field
 /// is a request target, the second a `Host` value, the third a method.
-/// Properties: never a trap; normalizing is idempotent; a normalized path starts with `/`, has no
+/// Properties: never a trap; normalizing is idempotent (targets, hosts, origins); an accepted
+/// host's port is 1-65535 without a leading zero; a normalized path starts with `/`, has no
 /// empty, `.` or `..` segment, no `\`, no raw byte a path may not hold, and no percent-encoded
 /// unreserved character or lower-case hex digit; a matched route's prefix is a segment prefix of
 /// the normalized path; a path forwarded to an upstream has no dot segment either.
@@ -23,6 +24,19 @@ public func fuzzRequestTarget(_ start: UnsafeRawPointer?, _ count: Int) -> CInt 
         fuzzCheck(
             HostName.canonical(host) == host, "host canonicalization is not idempotent: \(hostValue.debugDescription) -> \(host.debugDescription)")
         fuzzCheck(host == host.lowercased() && !host.hasSuffix("."), "a host kept upper case or its trailing dot: \(host.debugDescription)")
+        // The port of an accepted value is in its one spelling: 1-65535, no leading zero.
+        let afterHost =
+            hostValue.hasPrefix("[") ? hostValue.split(separator: "]", maxSplits: 1).dropFirst().first ?? "" : hostValue.drop { $0 != ":" }[...]
+        if let port = afterHost.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).dropFirst().first {
+            fuzzCheck(
+                port.first != "0" && Int(port).map { (1...65_535).contains($0) } == true,
+                "a port with a second spelling was accepted: \(hostValue.debugDescription)")
+        }
+    }
+    if let origin = ServerConfiguration.canonicalOrigin(hostValue) {
+        fuzzCheck(
+            ServerConfiguration.canonicalOrigin(origin) == origin,
+            "origin canonicalization is not idempotent: \(hostValue.debugDescription) -> \(origin.debugDescription)")
     }
     guard let target = try? RequestTarget.normalize(raw) else { return 0 }
     checkCanonical(target.path, from: raw)
