@@ -66,7 +66,7 @@ extension GatewayConnectionHandler {
         _ relay: WebSocketRelayHandler, maxFrame: Int, on pipeline: ChannelPipeline.SynchronousOperations, side: WebSocketRelayHandler.Side
     ) throws {
         let decoder: any RemovableChannelHandler
-        var others: [any RemovableChannelHandler]
+        let others: [any RemovableChannelHandler]
         switch side {
         case .client:
             decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
