@@ -17,4 +17,16 @@ struct LoopbackPortTests {
             #expect(seen.insert(port).inserted, "\(port) handed out twice")
         }
     }
+
+    /// A blocking connect to a listener that drops SYNs waits out the kernel's retransmissions
+    /// (31 s to the fifth, about two minutes in all), and tests connect from Swift concurrency's
+    /// threads: two on a two-core machine. A CI run once stalled every test for 30 s, twice.
+    @Test("RawConnection gives up on a connect that hangs after 5 s rather than holding its thread for the kernel's retransmissions")
+    func boundedConnect() throws {
+        let hanging = try FullBacklogListener()
+        let clock = ContinuousClock()
+        let start = clock.now
+        #expect(throws: TestSupportError.self) { _ = try RawConnection(port: hanging.port) }
+        #expect(clock.now - start < .seconds(15), "gave up after \(clock.now - start)")
+    }
 }

@@ -23,13 +23,31 @@ public final class RawConnection: Sendable {
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) { pointer in
+        // The connect is bounded (5 s): a listener whose accept queue is full drops the SYN, and a
+        // blocking connect then waits out the kernel's retransmissions (about 31 s to the fifth).
+        // Tests call this from Swift concurrency's threads, two on a two-core machine: two such
+        // connects (probes of a gateway shutting down) once held every test for 30 s, twice.
+        let flags = fcntl(descriptor, F_GETFL)
+        _ = fcntl(descriptor, F_SETFL, flags | O_NONBLOCK)
+        let started = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         // No close here: every stored property is set, so a throw runs deinit, which closes the
         // descriptor. Closing it here too closed it twice, and the second close hit whatever
         // socket another test had opened on the reused number meanwhile (recv: EBADF).
-        guard connected == 0 else { throw TestSupportError("connect() failed") }
+        if started != 0 {
+            guard errno == EINPROGRESS else { throw TestSupportError("connect() failed") }
+            var poller = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+            var ready: Int32
+            repeat { ready = poll(&poller, 1, 5_000) } while ready < 0 && errno == EINTR
+            guard ready == 1 else { throw TestSupportError("connect() did not complete within 5 s") }
+            var failure: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            guard getsockopt(descriptor, SOL_SOCKET, SO_ERROR, &failure, &length) == 0, failure == 0 else {
+                throw TestSupportError("connect() failed")
+            }
+        }
+        _ = fcntl(descriptor, F_SETFL, flags)
     }
 
     deinit { close(descriptor) }
