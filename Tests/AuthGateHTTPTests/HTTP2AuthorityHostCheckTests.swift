@@ -23,7 +23,7 @@ struct HTTP2AuthorityHostCheckTests {
             ([(":authority", "api.example"), ("host", "a.example"), ("host", "b.example")], false)
         ])
     func disagree(fields: [(String, String)], expected: Bool) {
-        #expect(HTTP2AuthorityHostCheck.disagree(request(fields)) == expected)
+        #expect((HTTP2AuthorityHostCheck.disagreeingAuthority(request(fields)) == "api.example") == expected)
     }
 
     @Test("a request whose host disagrees is passed on with :authority as a second host field; later frames and agreeing requests as they are")

@@ -118,10 +118,13 @@ public struct RouteConfiguration: Sendable, Hashable {
         host = section.optionalString("host")?.lowercased()
         if let host {
             // Requests are matched on their canonical host, so a host in any other form would never match.
-            if let canonical = HostName.canonical(host), canonical != host {
-                section.report("host", "\"\(host)\" is not in canonical form (no port, no trailing dot); write it as \"\(canonical)\"")
-            } else if HostName.canonical(host) == nil {
+            switch HostName.canonical(host) {
+            case nil:
                 section.report("host", "\"\(host)\" is not a host name, a dotted-decimal IPv4 address or a bracketed IPv6 address")
+            case let canonical? where canonical != host:
+                section.report("host", "\"\(host)\" is not in canonical form (no port, no trailing dot); write it as \"\(canonical)\"")
+            default:
+                break
             }
         }
         methods = section.stringList("methods").map { $0.uppercased() }

@@ -221,7 +221,6 @@ public enum ProxyHeaders {
         for name in names { headers.remove(name: name) }
     }
 
-    /// RFC 7239 node: IPv6 addresses are quoted and bracketed.
     /// `http` or `https` (any case) in lower case; nil for anything else.
     static func scheme(_ value: String) -> String? {
         if value.utf8.count == 4, value.lowercased() == "http" { return "http" }
@@ -229,6 +228,7 @@ public enum ProxyHeaders {
         return nil
     }
 
+    /// RFC 7239 node: IPv6 addresses are quoted and bracketed.
     static func forwardedNode(_ address: String) -> String {
         address.contains(":") ? "\"[\(address)]\"" : address
     }

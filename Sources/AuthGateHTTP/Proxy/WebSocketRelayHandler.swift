@@ -135,7 +135,7 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     private func flushRelayed() {
-        guard wroteSinceFlush, ready, let context else { return }
+        guard wroteSinceFlush, let context else { return }
         wroteSinceFlush = false
         context.flush()
     }
@@ -178,10 +178,7 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
         watcher?.cancel()
         watcher = nil
         closing = true
-        let peer = self.peer
-        self.peer = nil
-        peer?.peer = nil
-        peer?.closeConnection()
+        detachPeer()?.closeConnection()
         context.fireChannelInactive()
     }
 
@@ -204,10 +201,7 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// This side stopped sending: the other side gets 1001 (or, when this side's close frame
     /// already reached it, only the close of its connection); this side's connection is closed.
     private func finished() {
-        let peer = self.peer
-        self.peer = nil
-        peer?.peer = nil
-        if let peer {
+        if let peer = detachPeer() {
             if peer.closeRelayed { peer.closeConnection() } else { peer.sendCloseAndClose(.goingAway, reason: nil) }
         }
         closeConnection()
@@ -221,11 +215,16 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     /// Sends a close frame with `code` on this side and `peerCode` on the other, then closes both.
     func end(_ code: WebSocketErrorCode, reason: String?, peerCode: WebSocketErrorCode) {
+        detachPeer()?.sendCloseAndClose(peerCode, reason: nil)
+        sendCloseAndClose(code, reason: reason)
+    }
+
+    /// Unlinks the two sides (nothing more is relayed either way) and returns the other one.
+    private func detachPeer() -> WebSocketRelayHandler? {
         let peer = self.peer
         self.peer = nil
         peer?.peer = nil
-        peer?.sendCloseAndClose(peerCode, reason: nil)
-        sendCloseAndClose(code, reason: reason)
+        return peer
     }
 
     private func sendCloseAndClose(_ code: WebSocketErrorCode, reason: String?) {

@@ -18,7 +18,7 @@ final class HTTP2AuthorityHostCheck: ChannelInboundHandler, RemovableChannelHand
             context.fireChannelRead(data)
             return
         }
-        if Self.disagree(frame.headers), let authority = frame.headers.first(name: ":authority") {
+        if let authority = Self.disagreeingAuthority(frame.headers) {
             frame.headers.add(name: "host", value: authority)
             context.fireChannelRead(wrapInboundOut(.headers(frame)))
         } else {
@@ -27,12 +27,13 @@ final class HTTP2AuthorityHostCheck: ChannelInboundHandler, RemovableChannelHand
         context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
     }
 
-    /// The request names exactly one `host`, and it differs from `:authority` (compared without
-    /// regard to case). Several `host` fields are refused as they are; none is the usual form.
-    static func disagree(_ headers: HPACKHeaders) -> Bool {
-        guard let authority = headers.first(name: ":authority") else { return false }
+    /// `:authority`, when the request names exactly one `host` and it differs from it (compared
+    /// without regard to case); nil otherwise. Several `host` fields are refused as they are;
+    /// none is the usual form.
+    static func disagreeingAuthority(_ headers: HPACKHeaders) -> String? {
+        guard let authority = headers.first(name: ":authority") else { return nil }
         let hosts = headers["host"]
-        guard hosts.count == 1 else { return false }
-        return hosts[0].lowercased() != authority.lowercased()
+        guard hosts.count == 1, hosts[0].lowercased() != authority.lowercased() else { return nil }
+        return authority
     }
 }
