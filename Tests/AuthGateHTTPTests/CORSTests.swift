@@ -103,6 +103,23 @@ struct CORSTests {
         }
     }
 
+    /// Browsers write an IPv6 origin in RFC 5952 form (the WHATWG URL parser's); one configured
+    /// in another spelling, or with its host's trailing dot, used never to match.
+    @Test("an IPv6 origin configured in any spelling matches the one browsers send; a trailing dot is the same host")
+    func ipv6AndTrailingDot() async throws {
+        try await app("[\"http://[0:0::01]:8080\", \"https://app.example.com.\"]").test(.router) { client in
+            for (origin, allowed) in [
+                ("http://[::1]:8080", true), ("http://[0::1]:8080", true), ("https://app.example.com", true),
+                ("https://app.example.com.", true), ("http://[::1]", false), ("http://[::2]:8080", false)
+            ] {
+                try await client.execute(uri: "/auth/v1/signup", method: .post, headers: [Self.origin: origin]) { response in
+                    #expect(response.status == .ok)
+                    #expect(response.headers[.accessControlAllowOrigin] == (allowed ? origin : nil), "\(origin)")
+                }
+            }
+        }
+    }
+
     @Test("cors_allowed_origins refuses what is not an origin")
     func configuration() throws {
         for bad in [
@@ -122,5 +139,9 @@ struct CORSTests {
                 "server: { cors_allowed_origins: [\"https://a.example:443\", \"http://b.example:80\", \"http://[::1]:80\", \"https://c.example:80\"] }",
             baseDirectory: "", environment: [:])
         #expect(defaults.server.corsAllowedOrigins == ["https://a.example", "http://b.example", "http://[::1]", "https://c.example:80"])
+        let spellings = try AuthGateConfiguration.parse(
+            yaml: "server: { cors_allowed_origins: [\"http://[0:0::01]:8080\", \"https://[::FFFF:1.2.3.4]:443\", \"https://d.example.:8443\"] }",
+            baseDirectory: "", environment: [:])
+        #expect(spellings.server.corsAllowedOrigins == ["http://[::1]:8080", "https://[::ffff:1.2.3.4]", "https://d.example:8443"])
     }
 }

@@ -70,10 +70,12 @@ public struct ServerConfiguration: Sendable {
     }
 
     /// An origin in the one form browsers send it (`Origin`, RFC 6454 §6.2): `*`, or
-    /// `http(s)://host[:port]` in lower case with nothing after, the scheme's default port left
-    /// out (`https://App.example.com:443` is `https://app.example.com`); nil for anything else,
-    /// a port outside 1-65535 included. Configured origins and a request's `Origin` are compared
-    /// in this form.
+    /// `http(s)://host[:port]` with nothing after, its host in ``HostName``'s form (lower case,
+    /// no trailing dot, an IPv6 literal in RFC 5952 form as the WHATWG URL parser writes it) and
+    /// the scheme's default port left out (`https://App.example.com:443` is
+    /// `https://app.example.com`, `http://[0:0::01]:8080` is `http://[::1]:8080`); nil for
+    /// anything else, a port outside 1-65535 included. Configured origins and a request's
+    /// `Origin` are compared in this form.
     public static func canonicalOrigin(_ text: String) -> String? {
         if text == "*" { return text }
         let lower = text.lowercased()
@@ -86,14 +88,16 @@ public struct ServerConfiguration: Sendable {
         } else {
             return nil
         }
-        var rest = lower.dropFirst(scheme.count)
-        guard !rest.isEmpty, rest.utf8.count <= 253 + 6,
-            rest.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == ":" || $0 == "[" || $0 == "]") }),
-            HostName.canonical(String(rest)) != nil
+        let authority = lower.dropFirst(scheme.count)
+        guard !authority.isEmpty, authority.utf8.count <= 253 + 6,
+            authority.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == ":" || $0 == "[" || $0 == "]") }),
+            let host = HostName.canonical(String(authority))
         else { return nil }
-        if !rest.hasSuffix("]"), let colon = rest.lastIndex(of: ":"), rest[rest.index(after: colon)...] == defaultPort {
-            rest = rest[..<colon]
-        }
-        return scheme + rest
+        // HostName has checked the port (1-65535, one spelling); it is what follows the last
+        // colon outside an IPv6 literal's brackets.
+        let afterLiteral = authority.lastIndex(of: "]").map { authority[authority.index(after: $0)...] } ?? authority
+        guard let colon = afterLiteral.lastIndex(of: ":") else { return scheme + host }
+        let port = afterLiteral[afterLiteral.index(after: colon)...]
+        return port == defaultPort ? scheme + host : scheme + host + ":" + port
     }
 }
