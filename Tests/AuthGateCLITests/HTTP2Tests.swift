@@ -260,14 +260,43 @@ struct HTTP2Tests {
         try await withGateway("http2-authority-host") { server, upstream, _ in
             let block =
                 HTTP2Frames.requestHeaderBlock(method: 0x82, path: "/echo/x", authority: "localhost") + HTTP2Frames.literal(name: "host", value: host)
-            let bytes = HTTP2Frames.preface + HTTP2Frames.settings + HTTP2Frames.frame(.headers, flags: 0x1 | 0x4, stream: 1, payload: block)
-            let answered = try await HTTP2Frames.exchange(port: server.port, sending: bytes) { frames in
-                frames.contains { $0.stream == 1 && ($0.flags & 0x1 != 0 || $0.type == HTTP2Frames.FrameType.rstStream.rawValue) }
-            }
-            let head = try #require(answered.frames.first { $0.stream == 1 && $0.type == HTTP2Frames.FrameType.headers.rawValue }, "no answer")
-            // :status 200 and 400 are entries 8 and 12 of HPACK's static table.
-            #expect(head.payload.first == (expected == "200" ? 0x88 : 0x8C), "\(host): \(head.payload.prefix(4))")
+            let answer = try await status(answering: block, port: server.port)
+            #expect(answer == expected, "\(host)")
             #expect(upstream.requestCount == (expected == "200" ? 1 : 0))
+        }
+    }
+
+    /// RFC 9113 §8.3.1 lets a request leave `:authority` out (an intermediary translating an
+    /// HTTP/1.1 request sends its `Host` as `host`); NIO's codec reset such a stream.
+    @Test(
+        "HTTP/2 without :authority: a host field is the request's host; with neither, 400 as over HTTP/1.1 without a host",
+        arguments: [("localhost", "200"), ("LOCALHOST:8443", "200"), (nil, "400"), ("", "400"), ("a..b", "400")] as [(String?, String)])
+    func hostWithoutAuthority(host: String?, expected: String) async throws {
+        try await withGateway("http2-host-only") { server, upstream, _ in
+            let block =
+                HTTP2Frames.requestHeaderBlock(method: 0x82, path: "/echo/x", authority: nil)
+                + (host.map { HTTP2Frames.literal(name: "host", value: $0) } ?? [])
+            let answer = try await status(answering: block, port: server.port)
+            #expect(answer == expected, "\(host ?? "none")")
+            #expect(upstream.requestCount == (expected == "200" ? 1 : 0))
+        }
+    }
+
+    /// The status the gateway answers one bodiless request (`block`, stream 1) with: "200", "400",
+    /// or the first byte of its header block in hex; "reset" for a `RST_STREAM`.
+    private func status(answering block: [UInt8], port: Int) async throws -> String {
+        let bytes = HTTP2Frames.preface + HTTP2Frames.settings + HTTP2Frames.frame(.headers, flags: 0x1 | 0x4, stream: 1, payload: block)
+        let answered = try await HTTP2Frames.exchange(port: port, sending: bytes) { frames in
+            frames.contains { $0.stream == 1 && ($0.flags & 0x1 != 0 || $0.type == HTTP2Frames.FrameType.rstStream.rawValue) }
+        }
+        guard let head = answered.frames.first(where: { $0.stream == 1 && $0.type == HTTP2Frames.FrameType.headers.rawValue }) else {
+            return answered.frames.contains { $0.stream == 1 && $0.type == HTTP2Frames.FrameType.rstStream.rawValue } ? "reset" : "no answer"
+        }
+        // :status 200 and 400 are entries 8 and 12 of HPACK's static table.
+        switch head.payload.first {
+        case 0x88: return "200"
+        case 0x8C: return "400"
+        case let byte: return byte.map { String($0, radix: 16) } ?? "empty"
         }
     }
 

@@ -46,4 +46,19 @@ struct HTTP2AuthorityHostCheckTests {
         #expect(later.headers["host"] == ["x.example"])
         _ = try channel.finish()
     }
+
+    @Test(
+        "a request without :authority gets its host field as :authority, or an empty one without a host",
+        arguments: [([("host", "api.example")], "api.example"), ([], ""), ([("host", "a.example"), ("host", "b.example")], "a.example")])
+    func withoutAuthority(fields: [(String, String)], expected: String) throws {
+        let channel = EmbeddedChannel(handler: HTTP2AuthorityHostCheck())
+        try channel.writeInbound(HTTP2Frame.FramePayload.headers(.init(headers: request(fields))))
+        guard case .headers(let passed) = try #require(try channel.readInbound(as: HTTP2Frame.FramePayload.self)) else {
+            Issue.record("not a HEADERS frame")
+            return
+        }
+        #expect(passed.headers[":authority"] == [expected])
+        #expect(passed.headers["host"] == fields.map(\.1))
+        _ = try channel.finish()
+    }
 }

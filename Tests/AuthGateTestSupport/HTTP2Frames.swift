@@ -28,9 +28,10 @@ public enum HTTP2Frames {
         requestHeaderBlock(method: 0x82, path: path, authority: authority)
     }
 
-    /// The header block of a request: `method` is the static-table byte (`0x82` GET, `0x83` POST).
-    public static func requestHeaderBlock(method: UInt8, path: String, authority: String = "localhost") -> [UInt8] {
-        [method, 0x86] + literal(nameIndex: 4, value: path) + literal(nameIndex: 1, value: authority)
+    /// The header block of a request: `method` is the static-table byte (`0x82` GET, `0x83` POST);
+    /// without `:authority` when `authority` is nil.
+    public static func requestHeaderBlock(method: UInt8, path: String, authority: String? = "localhost") -> [UInt8] {
+        [method, 0x86] + literal(nameIndex: 4, value: path) + (authority.map { literal(nameIndex: 1, value: $0) } ?? [])
     }
 
     /// A complete bodiless request on `stream`.
