@@ -143,14 +143,33 @@ struct ProviderKeySetTests {
         }
     }
 
-    @Test("fresh start with the JWKS server down: every token is rejected (fail closed)")
+    /// Every lookup used to start a fetch while no set had ever loaded: each sign-in while the
+    /// provider could not be reached was a request to it and a warning line.
+    @Test("fresh start with the JWKS server down: every token is rejected (fail closed), a flood costs one fetch, and the set loads once it is back")
     func freshStartServerDown() async throws {
         let keys = FakeProvider.sharedKeys
         try await withProvider(keys: [keys[0]]) { provider, verifier in
             provider.setDown(true)
-            #expect(await code { try await verifier.verify(idToken: token(provider, key: keys[0]), rawNonce: nil, now: Date()) } == .keysUnavailable)
+            for _ in 0..<100 {
+                #expect(
+                    await code { try await verifier.verify(idToken: token(provider, key: keys[0]), rawNonce: nil, now: Date()) } == .keysUnavailable)
+            }
+            let concurrent = await withTaskGroup(of: AuthGateError.Code?.self) { group in
+                for _ in 0..<100 {
+                    let signedIn = token(provider, key: keys[0])
+                    group.addTask { await code { try await verifier.verify(idToken: signedIn, rawNonce: nil, now: Date()) } }
+                }
+                return await group.reduce(into: [AuthGateError.Code?]()) { $0.append($1) }
+            }
+            #expect(concurrent.allSatisfy { $0 == .keysUnavailable })
+            // One fetch, or two if the flood outlasted the 2 s backoff on a slow machine.
+            #expect(provider.jwksRequests <= 2, "\(provider.jwksRequests) fetches for 200 sign-ins")
+            #expect(await verifier.keySet.status().lastError?.contains("503") == true)
             provider.setDown(false)
-            _ = try await verifier.verify(idToken: token(provider, key: keys[0]), rawNonce: nil, now: Date())
+            try await waitUntil("the key set loads after the backoff", deadline: .seconds(10)) {
+                await code { try await verifier.verify(idToken: token(provider, key: keys[0]), rawNonce: nil, now: Date()) } == nil
+            }
+            #expect(await verifier.keySet.status().keyCount == 1)
         }
     }
 

@@ -15,7 +15,9 @@ import Synchronization
 /// - On an unknown `kid`, refetches once: at most once per `unknownKeyRefetchInterval` (30 s) and
 ///   single-flight, so a flood of junk `kid`s costs at most one fetch per interval.
 /// - When a fetch fails, keeps serving the last good set and reports staleness in ``status()``.
-///   With no set ever loaded, every lookup fails (fail closed).
+///   With no set ever loaded, every lookup fails (fail closed), and a lookup starts a fetch only
+///   once the retry backoff since the last failure (2 s, 4 s, 8 s … 1 min) has passed: while the
+///   provider cannot be reached, a flood of sign-ins costs no fetch and no log line each.
 public actor ProviderKeySet {
     /// Where the keys come from.
     public enum Source: Sendable, Hashable {
@@ -63,6 +65,8 @@ public actor ProviderKeySet {
     private var inFlight: Task<Loaded, any Error>?
     private var lastUnknownKeyRefetch: ContinuousClock.Instant?
     private var lastError: String?
+    /// When the last fetch failed; nil once one succeeds.
+    private var lastFailure: ContinuousClock.Instant?
     private var consecutiveFailures = 0
     private var fetchCount = 0
 
@@ -99,6 +103,10 @@ public actor ProviderKeySet {
     /// ``key(for:)`` when the installed set does not have the key: loads the set or refetches it.
     private func loadedKey(for kid: String) async throws -> ProviderPublicKey {
         if loaded == nil {
+            // A fetch in flight is joined; otherwise one failed lately answers for this lookup.
+            if inFlight == nil, let lastFailure, clock.now - lastFailure < failureBackoff {
+                throw AuthGateError(.keysUnavailable, "no key set for \(provider) could be loaded: \(lastError ?? "the last fetch failed")")
+            }
             do {
                 try await refresh()
             } catch {
@@ -137,6 +145,7 @@ public actor ProviderKeySet {
         } catch {
             GatewayMetrics.keySetFetch(provider: provider, failed: true)
             consecutiveFailures += 1
+            lastFailure = clock.now
             lastError = (error as? AuthGateError)?.message ?? "\(error)"
             logger.warning(
                 "provider key set fetch failed; keeping the last good set",
@@ -153,6 +162,7 @@ public actor ProviderKeySet {
         loaded = fresh
         installedKeys.withLock { $0 = fresh.keys }
         consecutiveFailures = 0
+        lastFailure = nil
         lastError = nil
     }
 
@@ -220,12 +230,14 @@ public actor ProviderKeySet {
         return url
     }
 
+    /// How long after a failed fetch the next one is tried: 2 s after the first failure, then 4 s, 8 s … up to 1 min.
+    private var failureBackoff: Duration {
+        .seconds(min(60, 1 << min(consecutiveFailures, 6)))
+    }
+
     /// How long the background loop waits before its next refresh.
     private func nextRefreshDelay() -> Duration {
-        guard let loaded, consecutiveFailures == 0 else {
-            // Retry failures with backoff: 1 s, 2 s, 4 s … up to 1 min.
-            return .seconds(min(60, 1 << min(consecutiveFailures, 6)))
-        }
+        guard let loaded, consecutiveFailures == 0 else { return failureBackoff }
         let remaining = loaded.freshUntil - clock.now
         // Refresh when 90 % of the lifetime has passed, and never busy-loop.
         let lifetime = loaded.freshUntil - loaded.loadedAt
