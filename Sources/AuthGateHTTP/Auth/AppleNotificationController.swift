@@ -37,7 +37,9 @@ public struct AppleNotificationController: Sendable {
             let (notification, outcome) = try await service.handle(payload, now: Date())
             return try RequestSupport.json(["type": .string(notification.type), "outcome": .string(outcome.rawValue)])
         } catch let error as AuthGateError where error.code == .keysUnavailable || error.code == .storeUnavailable {
-            context.logger.error("apple notification not handled", metadata: ["gw.reason": "\(error.code)"])
+            if let repeated = OutageLog.admit("apple notification \(error.code)") {
+                context.logger.error("apple notification not handled", metadata: ["gw.reason": "\(error.code)", "gw.repeated": "\(repeated)"])
+            }
             throw GoTrueError(.serviceUnavailable, code: "unexpected_failure", message: "Try again later")
         } catch let error as AuthGateError {
             context.logger.notice("apple notification refused", metadata: ["gw.reason": "\(error.code)"])

@@ -39,7 +39,7 @@ public struct NonceController: Sendable {
         do {
             issued = try await issuer.issue(now: Date())
         } catch {
-            if let repeated = StoreErrorLog.admit("nonce") {
+            if let repeated = OutageLog.admit("nonce") {
                 context.logger.error("cannot issue a nonce", metadata: ["gw.error": "\(error)", "gw.repeated": "\(repeated)"])
             }
             throw GoTrueError(.serviceUnavailable, code: "unexpected_failure", message: "The nonce store is unavailable; try again")

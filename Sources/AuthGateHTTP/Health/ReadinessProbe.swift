@@ -50,7 +50,10 @@ public struct ReadinessProbe: Sendable {
             checks.append(Check(name: "store", isReady: true, isCritical: true, detail: "ok (\(store.kind))"))
         } catch let error as AuthGateError {
             // The cause (addresses, Redis's words) is for the log; /readyz is often public.
-            logger.warning("readiness: store unavailable", metadata: ["gw.error": "\(error.message)"])
+            // Once per 10 s: /readyz may be public, and is asked every few seconds anyway.
+            if let repeated = OutageLog.admit("readiness store") {
+                logger.warning("readiness: store unavailable", metadata: ["gw.error": "\(error.message)", "gw.repeated": "\(repeated)"])
+            }
             checks.append(Check(name: "store", isReady: false, isCritical: true, detail: "\(store.kind) unavailable"))
         } catch {
             checks.append(Check(name: "store", isReady: false, isCritical: true, detail: "\(store.kind) unavailable"))
@@ -106,7 +109,9 @@ public struct ReadinessProbe: Sendable {
                 name: "apple_server_credentials", isReady: true, isCritical: false,
                 detail: "ok (\(identifiers); client secret valid \(left) s more, renewed at half life)")
         } catch {
-            logger.warning("readiness: no Apple client secret", metadata: ["gw.error": "\(error)"])
+            if let repeated = OutageLog.admit("readiness apple client secret") {
+                logger.warning("readiness: no Apple client secret", metadata: ["gw.error": "\(error)", "gw.repeated": "\(repeated)"])
+            }
             return Check(
                 name: "apple_server_credentials", isReady: false, isCritical: false, detail: "\(identifiers): a client secret cannot be minted")
         }

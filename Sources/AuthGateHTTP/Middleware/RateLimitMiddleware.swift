@@ -44,7 +44,7 @@ public struct RateLimitMiddleware: RouterMiddleware {
         do {
             decision = try await limiter.check(bucket: bucket, client: key, limit: limit, now: Date())
         } catch {
-            if let repeated = StoreErrorLog.admit(bucket) {
+            if let repeated = OutageLog.admit(bucket) {
                 logger.error(
                     "rate limit store unavailable", metadata: ["gw.error": "\(error)", "gw.bucket": "\(bucket)", "gw.repeated": "\(repeated)"])
             }

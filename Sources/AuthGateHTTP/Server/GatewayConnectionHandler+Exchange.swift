@@ -71,14 +71,13 @@ extension GatewayConnectionHandler: UpstreamExchangeDelegate {
             let upstreamError = error as? UpstreamError ?? .connectFailed
             if let plan = exchange.plan {
                 proxy?.markFailed(plan)
-                GatewayMetrics.upstreamError(route: plan.route.configuration.name, kind: upstreamError.metricKind)
                 let (message, detail): (Logger.Message, String) =
                     if case .tlsHandshakeFailed(let reason) = upstreamError {
                         ("upstream TLS handshake failed", reason)
                     } else {
                         ("upstream failed", "\(upstreamError)")
                     }
-                logger(for: exchange).warning(message, metadata: ["gw.upstream": "\(plan.upstream)", "gw.error": "\(detail)"])
+                upstreamFailureNoted(upstreamError, message: message, detail: detail, plan: plan, exchange: exchange)
             }
             perform(exchange.machine.connectFailed(upstreamError), exchange)
         }
@@ -136,10 +135,21 @@ extension GatewayConnectionHandler: UpstreamExchangeDelegate {
         exchange.connection = nil
         let action = exchange.machine.upstreamFailed(error, reusedConnection: reused)
         if action != .retry(otherUpstream: false) {
-            GatewayMetrics.upstreamError(route: plan.route.configuration.name, kind: error.metricKind)
-            logger(for: exchange).warning("upstream failed", metadata: ["gw.upstream": "\(plan.upstream)", "gw.error": "\(error)"])
+            upstreamFailureNoted(error, message: "upstream failed", detail: "\(error)", plan: plan, exchange: exchange)
         }
         perform(action, exchange)
+    }
+
+    /// Counts an upstream's failure and logs it: once per 10 s per route, upstream and kind of
+    /// failure (``OutageLog``), since a dead or stalled upstream fails every request sent to it.
+    private func upstreamFailureNoted(
+        _ error: UpstreamError, message: Logger.Message, detail: String, plan: ProxyPlan, exchange: ProxyExchange
+    ) {
+        let route = plan.route.configuration.name
+        GatewayMetrics.upstreamError(route: route, kind: error.metricKind)
+        guard let repeated = OutageLog.admit("upstream \(route) \(plan.upstream) \(error.metricKind)") else { return }
+        logger(for: exchange).warning(
+            message, metadata: ["gw.upstream": "\(plan.upstream)", "gw.error": "\(detail)", "gw.repeated": "\(repeated)"])
     }
 
     func upstreamWritabilityChanged(isWritable: Bool) {
