@@ -161,7 +161,8 @@ struct EdgeSafetyTests {
         // all 63 connections can take on a starved machine.
         let metricsPort = try freeLoopbackPort()
         let rig = try await EdgeRig(
-            extraServer: ", request_head_timeout: 3s, keep_alive_timeout: 1s, max_connections: 40, metrics_port: \(metricsPort)")
+            extraServer: ", request_head_timeout: 3s, keep_alive_timeout: 1s, max_connections: 40, metrics_port: \(metricsPort)",
+            logLevel: "notice")
         let clock = ContinuousClock()
         // The start-up health checks' kept-alive connection counts too: wait until it is closed
         // (keep_alive_timeout), so that the cap holds exactly the connections below.
@@ -237,6 +238,10 @@ struct EdgeSafetyTests {
         #expect(Self.value(metrics, #"authgate_client_timeouts_total{kind="request_head"}"#) >= 40, "\(metrics)")
         #expect(Self.value(metrics, #"authgate_client_timeouts_total{kind="keep_alive"}"#) >= 1)
         #expect(Self.value(metrics, "authgate_client_connections_refused_total") >= 23)
+        // A connection flood is what the cap is for: its refusals are logged once per 10 s with
+        // a count, not once each (there was a line per refused connection).
+        let refusalLines = rig.server.log.split(separator: "\n").filter { $0.contains("server.max_connections reached") }
+        #expect(!refusalLines.isEmpty && refusalLines.count <= 1 + Int((clock.now - start) / .seconds(10)), "\(refusalLines.count) lines")
         #expect(await rig.stop() == 0)
     }
 

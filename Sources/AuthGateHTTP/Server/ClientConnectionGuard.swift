@@ -63,7 +63,11 @@ final class ClientConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler
         guard limiter.tryOpen() else {
             var refusal = ConnectionRefusal(http2: http2)
             GatewayMetrics.clientConnectionRefused()
-            logger.notice("connection refused: server.max_connections reached", metadata: ["gw.limit": "\(limiter.limit)"])
+            // A flood of connections is what the limit is for: one line per 10 s, with a count.
+            if let repeated = OutageLog.admit("max_connections") {
+                logger.notice(
+                    "connection refused: server.max_connections reached", metadata: ["gw.limit": "\(limiter.limit)", "gw.repeated": "\(repeated)"])
+            }
             let channel = context.channel
             context.eventLoop.scheduleTask(in: Self.refusalLinger) { channel.close(promise: nil) }
             let answer = refusal.opened()
