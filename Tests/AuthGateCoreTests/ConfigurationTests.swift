@@ -122,6 +122,20 @@ struct ConfigurationTests {
         }
     }
 
+    /// `Int` reads `+80` as 80, and the host was not checked at all: `http://api example:+80`
+    /// was an upstream whose `Host` header held a space.
+    @Test(
+        "an upstream's host and port are checked as a Host is",
+        arguments: [
+            ("http://api example", false), ("http://a:+80", false), ("http://a:080", false), ("http://a:", false), ("http://[::1::]:80", false),
+            ("http://a:0", false), ("http://a\\b", false), ("http://127.0.0.1:8080", true), ("https://[::1]:8443/base", true),
+            ("http://API.Example.com.", true)
+        ])
+    func upstreamAuthority(upstream: String, valid: Bool) {
+        let found = issues("routes: [ { name: api, path_prefix: /api/, upstreams: [\"\(upstream)\"] } ]")
+        #expect(found.map(\.key) == (valid ? [] : ["routes[0].upstreams"]), "\(found)")
+    }
+
     @Test("every problem is reported at once, typos included")
     func manyProblems() {
         let found = issues(

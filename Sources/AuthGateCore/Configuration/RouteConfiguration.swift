@@ -24,7 +24,8 @@ public struct RouteConfiguration: Sendable, Hashable {
             "\(scheme)://\(host.contains(":") ? "[\(host)]" : host):\(port)\(basePath)"
         }
 
-        /// Parses `http(s)://host[:port][/base]`.
+        /// Parses `http(s)://host[:port][/base]`; nil for anything else (credentials, a query, a
+        /// host or port outside ``HostName/isValidAuthority(_:)``).
         init?(_ text: String) {
             guard let schemeEnd = text.firstRange(of: "://") else { return nil }
             let scheme = text[..<schemeEnd.lowerBound].lowercased()
@@ -37,6 +38,9 @@ public struct RouteConfiguration: Sendable, Hashable {
             }
             if basePath.hasSuffix("/") { basePath.removeLast() }
             guard !rest.contains("@"), !rest.contains("?"), !basePath.contains("?"), !basePath.contains("#") else { return nil }
+            // The host and port in HostName's rules (a port 1-65535 in digits only, no leading
+            // zero; a valid name, IPv4 or IPv6 literal): they become the upstream's `Host`.
+            guard HostName.isValidAuthority(rest.utf8) else { return nil }
             var host = String(rest)
             var port = scheme == "https" ? 443 : 80
             if rest.hasPrefix("[") {
