@@ -46,6 +46,42 @@ struct RateLimitTests {
         }
     }
 
+    /// Counted per address, an IPv6 client could spend a fresh budget from every address of its
+    /// /64, and an IPv4 client one more as `::ffff:a.b.c.d`.
+    @Test("an IPv6 client is counted by its /64 (rate_limits.ipv6_prefix_length), an IPv4 address in any spelling as one")
+    func ipv6Networks() async throws {
+        let yaml = """
+            providers: { anonymous: { enabled: true } }
+            rate_limits: { signup: 2/1h, nonce: 2/1h }
+            server: { trusted_proxies: [127.0.0.1, "::1"] }
+            """
+        try await app(store: MemoryAuthStore(), yaml: yaml).test(.live) { client in
+            // Each address in turn, and the status it is answered with.
+            let expected: [(String, HTTPResponse.Status)] = [
+                ("2001:db8:1:2::1", .ok), ("2001:db8:1:2:aaaa:bbbb:cccc:dddd", .ok),
+                ("2001:db8:1:2:ffff::9", .tooManyRequests),  // another address of the same /64
+                ("2001:db8:1:3::1", .ok),  // the next /64 has its own budget
+                ("203.0.113.7", .ok), ("::ffff:203.0.113.7", .ok),
+                ("::ffff:cb00:7107", .tooManyRequests)  // 203.0.113.7 in a third spelling
+            ]
+            for (address, status) in expected {
+                try await client.execute(uri: "/auth/v1/signup", method: .post, headers: [ClientAddress.forwardedFor: address]) {
+                    #expect($0.status == status, "\(address)")
+                }
+            }
+        }
+        #expect(ClientRateKey.key(for: "2001:db8:1:2:3:4:5:6", ipv6PrefixLength: 64) == "2001:db8:1:2::/64")
+        #expect(ClientRateKey.key(for: "2001:db8:1:2:3:4:5:6", ipv6PrefixLength: 48) == "2001:db8:1::/48")
+        #expect(ClientRateKey.key(for: "2001:db8:1:2:3:4:5:6", ipv6PrefixLength: 128) == "2001:db8:1:2:3:4:5:6/128")
+        #expect(ClientRateKey.key(for: "::ffff:192.0.2.1", ipv6PrefixLength: 64) == "192.0.2.1")
+        #expect(ClientRateKey.key(for: "unknown", ipv6PrefixLength: 64) == "unknown")
+        let parsed = try AuthGateConfiguration.parse(yaml: "rate_limits: { ipv6_prefix_length: 56 }", baseDirectory: "", environment: [:])
+        #expect(parsed.rateLimits.ipv6PrefixLength == 56)
+        #expect(throws: ConfigurationError.self) {
+            try AuthGateConfiguration.parse(yaml: "rate_limits: { ipv6_prefix_length: 16 }", baseDirectory: "", environment: [:])
+        }
+    }
+
     @Test("X-Forwarded-For is ignored unless the peer is a trusted proxy")
     func untrustedForwardedFor() async throws {
         let yaml = "providers: { anonymous: { enabled: true } }\nrate_limits: { signup: 2/1h }"
@@ -91,6 +127,9 @@ struct RateLimitTests {
         #expect(resolve("203.0.113.5").address == "203.0.113.5")
         #expect(resolve("198.51.100.1, 203.0.113.5, 10.1.2.3").address == "203.0.113.5")
         #expect(resolve("not-an-ip, 10.1.2.3").address == "127.0.0.1")
+        // One spelling per address, as the socket's own is written.
+        #expect(resolve("[2001:DB8::0:1], 10.1.2.3").address == "2001:db8::1")
+        #expect(resolve("::FFFF:203.0.113.5").address == "::ffff:203.0.113.5")
         let outsider = try SocketAddress(ipAddress: "192.0.2.44", port: 1)
         let resolved = ClientAddress.resolve([ClientAddress.forwardedFor: "1.2.3.4"], peer: outsider, trustedProxies: proxies)
         #expect(resolved == ClientAddress(address: "192.0.2.44", peerIsTrusted: false))

@@ -40,7 +40,8 @@ extension AuthGateConfiguration {
                 "token": Node(rateLimits.token?.description ?? "off"),
                 "signup": Node(rateLimits.signup?.description ?? "off"),
                 "nonce": Node(rateLimits.nonce?.description ?? "off"),
-                "user_update": Node(rateLimits.userUpdate?.description ?? "off")
+                "user_update": Node(rateLimits.userUpdate?.description ?? "off"),
+                "ipv6_prefix_length": Node(String(rateLimits.ipv6PrefixLength))
             ],
             "users": [
                 "max_user_metadata": Node(ConfigurationValueParsers.format(bytes: users.maxUserMetadata)),

@@ -36,6 +36,13 @@ public struct IPNetwork: Sendable, Hashable, CustomStringConvertible {
         return Self.mask(candidate, prefixLength: prefixLength) == bytes
     }
 
+    /// The network of `prefixLength` bits (clamped to the address's size) that holds the
+    /// address `bytes` (4 or 16 of them).
+    public init(bytes: [UInt8], prefixLength: Int) {
+        self.prefixLength = min(max(0, prefixLength), bytes.count * 8)
+        self.bytes = Self.mask(bytes, prefixLength: self.prefixLength)
+    }
+
     public var description: String { "\(Self.text(of: bytes) ?? "?")/\(prefixLength)" }
 
     /// The text form of 4 or 16 address bytes (RFC 5952 for IPv6: lower case, no leading zeros,

@@ -9,12 +9,16 @@ public struct RateLimitsConfiguration: Sendable {
     public var nonce: RateLimit?
     /// `PUT /auth/v1/user`, per user.
     public var userUpdate: RateLimit?
+    /// The per-address limits count an IPv6 client by its network of this many bits
+    /// (``ClientRateKey``): 64 by default, 32 to 128.
+    public var ipv6PrefixLength: Int
 
     init(reading section: ConfigurationSection) {
         token = section.rate("token", default: RateLimit(count: 150, window: .seconds(300)))
         signup = section.rate("signup", default: RateLimit(count: 30, window: .seconds(3600)))
         nonce = section.rate("nonce", default: RateLimit(count: 300, window: .seconds(300)))
         userUpdate = section.rate("user_update", default: RateLimit(count: 60, window: .seconds(60)))
+        ipv6PrefixLength = section.int("ipv6_prefix_length", default: 64, in: 32...128)
         section.finish()
     }
 }

@@ -197,7 +197,8 @@ public enum GatewayApplication {
             if let limit {
                 group.add(
                     middleware: RateLimitMiddleware(
-                        bucket: bucket, limit: limit, store: dependencies.store, trustedProxies: dependencies.configuration.server.trustedProxies
+                        bucket: bucket, limit: limit, store: dependencies.store, trustedProxies: dependencies.configuration.server.trustedProxies,
+                        ipv6PrefixLength: limits.ipv6PrefixLength
                     )
                 )
             }

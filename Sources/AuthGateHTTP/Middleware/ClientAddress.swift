@@ -40,10 +40,15 @@ public struct ClientAddress: Sendable, Equatable {
         guard isTrusted(peerAddress, trustedProxies) else { return ClientAddress(address: peerAddress, peerIsTrusted: false) }
         let hops = forwardedFor().flatMap { $0.split(separator: ",") }.map(\.trimmingOWS).filter { !$0.isEmpty }
         for hop in hops.reversed() where !isTrusted(hop, trustedProxies) {
-            return ClientAddress(address: IPNetwork.parseAddress(hop) == nil ? peerAddress : hop, peerIsTrusted: true)
+            return ClientAddress(address: canonical(hop) ?? peerAddress, peerIsTrusted: true)
         }
-        let first = hops.first.flatMap { IPNetwork.parseAddress($0) == nil ? nil : $0 }
-        return ClientAddress(address: first ?? peerAddress, peerIsTrusted: true)
+        return ClientAddress(address: hops.first.flatMap(canonical) ?? peerAddress, peerIsTrusted: true)
+    }
+
+    /// A forwarded address in one spelling (`[2001:DB8::0:1]` is `2001:db8::1`), as the socket's
+    /// own is written; nil when it is not an address.
+    private static func canonical(_ hop: String) -> String? {
+        IPNetwork.parseAddress(hop).flatMap(IPNetwork.text(of:))
     }
 
     private static func isTrusted(_ address: String, _ proxies: [IPNetwork]) -> Bool {

@@ -9,7 +9,8 @@ import Logging
     import Foundation
 #endif
 
-/// Applies one of `rate_limits` per client IP to the endpoints it is attached to: over the budget,
+/// Applies one of `rate_limits` per client IP (an IPv6 client by its network of
+/// `rate_limits.ipv6_prefix_length` bits: ``ClientRateKey``) to the endpoints it is attached to: over the budget,
 /// 429 `over_request_rate_limit` "Request rate limit reached" with `Retry-After`. Counters live in
 /// the store, so every replica shares them.
 ///
@@ -23,17 +24,20 @@ public struct RateLimitMiddleware: RouterMiddleware {
     private let bucket: String
     private let limit: RateLimit
     private let trustedProxies: [IPNetwork]
+    private let ipv6PrefixLength: Int
 
-    public init(bucket: String, limit: RateLimit, store: any AuthStore, trustedProxies: [IPNetwork]) {
+    public init(bucket: String, limit: RateLimit, store: any AuthStore, trustedProxies: [IPNetwork], ipv6PrefixLength: Int = 64) {
         self.limiter = RateLimiter(store: store)
         self.bucket = bucket
         self.limit = limit
         self.trustedProxies = trustedProxies
+        self.ipv6PrefixLength = ipv6PrefixLength
     }
 
     public func handle(_ request: Request, context: Context, next: @concurrent (Request, Context) async throws -> Response) async throws -> Response {
         let client = ClientAddress.resolve(request.headers, peer: context.remoteAddress, trustedProxies: trustedProxies).address
-        try await Self.enforce(limiter, bucket: bucket, key: client, limit: limit, logger: context.logger)
+        let key = ClientRateKey.key(for: client, ipv6PrefixLength: ipv6PrefixLength)
+        try await Self.enforce(limiter, bucket: bucket, key: key, limit: limit, logger: context.logger)
         return try await next(request, context)
     }
 
