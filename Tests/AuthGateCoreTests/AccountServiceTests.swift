@@ -152,6 +152,50 @@ struct AccountServiceTests: AccountsTesting {
         }
     }
 
+    /// Sessions never expire by default and every sign-in starts one: one user's sessions (and
+    /// the answer of `GET /user/sessions`, and the work of deleting the user) grew without bound.
+    @Test(
+        "max_sessions_per_user: a sign-in past the limit ends the user's oldest sessions and announces them; linking counts too",
+        arguments: StoreKind.allCases)
+    func sessionsPerUser(kind: StoreKind) async throws {
+        try await withService(kind, extra: ", max_sessions_per_user: 3") { accounts, store in
+            let start = Date()
+            var signIns: [IssuedSession] = []
+            for index in 0..<5 {
+                signIns.append(
+                    try await accounts.signInWithIDToken(
+                        provider: "fake", idToken: idToken(subject: "many"), rawNonce: nil, linkingTo: nil,
+                        now: start.addingTimeInterval(Double(index))))
+            }
+            let userID = signIns[0].user.id
+            #expect(try await store.sessions(ofUser: userID).map(\.id) == signIns.suffix(3).map(\.session.id))
+            for ended in signIns.prefix(2) {
+                #expect(await code { _ = try await accounts.authenticate(bearer: ended.accessToken, now: start) } == .sessionNotFound)
+                #expect(await code { _ = try await accounts.refresh(ended.refreshToken, now: start) } != nil)
+            }
+            _ = try await accounts.authenticate(bearer: signIns[4].accessToken, now: start)
+            #expect(try await revokedSessions(store) == signIns.prefix(2).map(\.session.id))
+        }
+        try await withService(kind, extra: ", max_sessions_per_user: 1") { accounts, store in
+            let anonymous = try await accounts.signUpAnonymously(data: [:], now: Date())
+            let caller = try await accounts.authenticate(bearer: anonymous.accessToken, now: Date())
+            let linked = try await accounts.signInWithIDToken(
+                provider: "fake", idToken: idToken(subject: "linking"), rawNonce: nil, linkingTo: caller, now: Date())
+            #expect(try await store.sessions(ofUser: anonymous.user.id).map(\.id) == [linked.session.id])
+            #expect(await code { _ = try await accounts.authenticate(bearer: anonymous.accessToken, now: Date()) } == .sessionNotFound)
+            #expect(try await revokedSessions(store) == [anonymous.session.id])
+        }
+    }
+
+    /// The sessions announced on the revocation stream so far, in order.
+    private func revokedSessions(_ store: any AuthStore) async throws -> [String?] {
+        if let memory = store as? MemoryAuthStore { return await memory.revocations.map(\.sessionID) }
+        let redis = try #require(store as? RedisAuthStore)
+        let entries = try RedisStreamEntry.entries(
+            from: try await redis.redis.send(RedisCommand("XRANGE", .string(redis.keyPrefix + "revocations"), "-", "+")))
+        return entries.map { $0["session"] }
+    }
+
     @Test("logout scopes: local, others, global; each revocation is on the stream", arguments: StoreKind.allCases)
     func logoutScopes(kind: StoreKind) async throws {
         try await withService(kind) { accounts, store in

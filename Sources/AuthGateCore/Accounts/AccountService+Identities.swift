@@ -30,8 +30,10 @@ extension AccountService {
             var started = change
             let (session, refreshToken) = try newSession(for: change.user.id, method: "oauth", device: device, now: now)
             started.newSession = (session, refreshToken.hash)
+            started.sessionLimit = tokens.refresh.maxSessionsPerUser
             switch try await store.commit(started) {
-            case .committed:
+            case .committed(let ended):
+                try await endedOverLimit(ended, userID: started.user.id, now: now)
                 store.recordAudit(
                     .now(
                         started.base == nil ? "user_signedup" : "login", userID: started.user.id, actor: started.user.id,
@@ -95,6 +97,7 @@ extension AccountService {
             change.savedIdentities = [record]
             change.claimedIdentities = [key]
             change.newSession = (session, refreshToken.hash)
+            change.sessionLimit = tokens.refresh.maxSessionsPerUser
             return change
         } onConflict: { outcome in
             switch outcome {
@@ -103,6 +106,7 @@ extension AccountService {
             }
         }
         guard let updated else { throw AuthGateError(.userNotFound, "User from sub claim in JWT does not exist") }
+        try await endedOverLimit(updated.endedSessions, userID: caller.user.id, now: now)
         store.recordAudit(
             .now("identity_linked", userID: caller.user.id, actor: caller.user.id, detail: ["provider": identity.provider, "session_id": session.id]))
         return try issue(for: updated.change.user, identities: identities, session: session, refreshToken: refreshToken, now: now)

@@ -284,6 +284,16 @@ public struct AccountService: Sendable {
         }
     }
 
+    /// Announces the sessions a sign-in ended to keep its user within
+    /// `tokens.refresh.max_sessions_per_user`: on the revocation stream (every replica's proxy
+    /// refuses their tokens) and in the audit trail.
+    func endedOverLimit(_ sessionIDs: [String], userID: String, now: Date) async throws {
+        for sessionID in sessionIDs {
+            try await revoked(userID: userID, sessionID: sessionID, reason: "session_limit", now: now)
+            store.recordAudit(.now("session_revoked", userID: userID, detail: ["session_id": sessionID, "reason": "session_limit"]))
+        }
+    }
+
     private func revoked(userID: String, sessionID: String, reason: String, now: Date) async throws {
         try await store.appendRevocation(RevocationEvent(kind: .session, userID: userID, sessionID: sessionID, reason: reason, at: now))
     }

@@ -21,7 +21,8 @@ extension AuthGateConfiguration {
                 "refresh": [
                     "reuse_interval": Node(format(tokens.refresh.reuseInterval)),
                     "session_timebox": Node(format(tokens.refresh.sessionTimebox)),
-                    "inactivity_timeout": Node(format(tokens.refresh.inactivityTimeout))
+                    "inactivity_timeout": Node(format(tokens.refresh.inactivityTimeout)),
+                    "max_sessions_per_user": Node(String(tokens.refresh.maxSessionsPerUser))
                 ],
                 "admin_roles": Node(tokens.adminRoles.map { Node($0) })
             ],

@@ -33,6 +33,9 @@ public struct TokensConfiguration: Sendable {
         public var sessionTimebox: Duration
         /// A session unused this long ends; zero for no limit.
         public var inactivityTimeout: Duration
+        /// The most sessions one user keeps: a sign-in past it ends the user's oldest sessions;
+        /// zero for no limit.
+        public var maxSessionsPerUser: Int
     }
 
     /// `iss` of minted tokens.
@@ -79,7 +82,8 @@ public struct TokensConfiguration: Sendable {
         refresh = Refresh(
             reuseInterval: refreshSection.duration("reuse_interval", default: .seconds(10), maximum: .seconds(3600)),
             sessionTimebox: refreshSection.duration("session_timebox", default: .zero),
-            inactivityTimeout: refreshSection.duration("inactivity_timeout", default: .zero)
+            inactivityTimeout: refreshSection.duration("inactivity_timeout", default: .zero),
+            maxSessionsPerUser: refreshSection.int("max_sessions_per_user", default: 100, in: 0...100_000)
         )
         refreshSection.finish()
         adminRoles = section.stringList("admin_roles", default: ["service_role", "supabase_admin"])

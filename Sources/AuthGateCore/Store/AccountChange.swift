@@ -22,6 +22,9 @@ public struct AccountChange: Sendable {
     public var releasedEmail: String?
     /// A session to start, with its first refresh token's hash.
     public var newSession: (record: SessionRecord, refreshTokenHash: String)?
+    /// With ``newSession``: the most sessions the user keeps. The oldest others (by creation) end
+    /// with the change, their ids in the outcome; 0 for no limit.
+    public var sessionLimit = 0
     /// Ends every session of the user (their ids come back in the outcome).
     public var endsAllSessions = false
     /// The token of the fence this change holds (and lifts when it commits); see

@@ -59,7 +59,14 @@ extension MemoryAuthStore {
         for key in change.removedIdentities { removeIdentity(key, of: id) }
         releaseEmail(change.releasedEmail, of: id)
         var ended: [String] = []
-        if change.endsAllSessions { ended = (sessionsByUser.removeValue(forKey: id) ?? [:]).keys.sorted() }
+        if let session = change.newSession, change.sessionLimit > 0, let sessions = sessionsByUser[id], sessions.count > change.sessionLimit {
+            // The oldest first, as the Redis index orders them (creation time, then id).
+            let oldest = sessions.values.map(\.record).filter { $0.id != session.record.id }
+                .sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }.prefix(sessions.count - change.sessionLimit).map(\.id)
+            for sessionID in oldest { sessionsByUser[id]?.removeValue(forKey: sessionID) }
+            ended += oldest
+        }
+        if change.endsAllSessions { ended += (sessionsByUser.removeValue(forKey: id) ?? [:]).keys.sorted() }
         return .committed(endedSessions: ended)
     }
 

@@ -81,7 +81,8 @@ enum RedisAccountScripts {
     /// the base stamp or '0' (the user must not exist), the stamp, the new record, creation ms, the
     /// fence token the change holds ('' = none), then operations:
     /// `claim field`, `email address`, `save field record`, `drop field`, `release address`,
-    /// `session id record hash created_ms`, `endall`.
+    /// `session id record hash created_ms limit` (limit: the most sessions the user keeps, the
+    /// oldest others ended; 0 for no limit), `endall`.
     /// Reply: {'ok', ended session ids...} | {'stale'} | {'fenced'} | {'identity_taken', owner} |
     /// {'email_taken', holder}.
     static let commit = RedisScript(
@@ -95,13 +96,13 @@ enum RedisAccountScripts {
             elseif current then
               return {'stale'}
             end
-            local arity = {claim = 2, email = 2, save = 3, drop = 2, release = 2, session = 5, endall = 1}
+            local arity = {claim = 2, email = 2, save = 3, drop = 2, release = 2, session = 6, endall = 1}
             local ops = {}
             local i = 8
             while i <= #ARGV do
               local n = arity[ARGV[i]]
               if not n or i + n - 1 > #ARGV then return redis.error_reply('ERR malformed account change') end
-              ops[#ops + 1] = {ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]}
+              ops[#ops + 1] = {ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]}
               i = i + n
             end
             -- Checks: nothing is written unless every claim holds.
@@ -137,14 +138,26 @@ enum RedisAccountScripts {
             end
             -- Removals: entries first, then records.
             local ended = {}
+            local function add(sids) for _, sid in ipairs(sids) do ended[#ended + 1] = sid end end
             for _, op in ipairs(ops) do
-              if op[1] == 'drop' then
+              if op[1] == 'session' and (tonumber(op[6]) or 0) > 0 then
+                -- Over the limit: the oldest sessions end (never the one just started).
+                local index = userBase(uid) .. 'sessions'
+                local excess = redis.call('ZCARD', index) - tonumber(op[6])
+                if excess > 0 then
+                  local oldest = {}
+                  for _, sid in ipairs(redis.call('ZRANGE', index, 0, excess)) do
+                    if sid ~= op[2] and #oldest < excess then oldest[#oldest + 1] = sid end
+                  end
+                  add(endSessions(uid, oldest))
+                end
+              elseif op[1] == 'drop' then
                 if redis.call('GET', identityIndex(op[2])) == uid then redis.call('DEL', identityIndex(op[2])) end
                 redis.call('HDEL', KEYS[2], op[2])
               elseif op[1] == 'release' then
                 if redis.call('GET', emailIndex(op[2])) == uid then redis.call('DEL', emailIndex(op[2])) end
               elseif op[1] == 'endall' then
-                ended = endSessions(uid, redis.call('ZRANGE', userBase(uid) .. 'sessions', 0, -1))
+                add(endSessions(uid, redis.call('ZRANGE', userBase(uid) .. 'sessions', 0, -1)))
               end
             end
             if fence then redis.call('DEL', KEYS[4]) end

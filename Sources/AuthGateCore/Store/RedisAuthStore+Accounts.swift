@@ -107,6 +107,7 @@ extension RedisAuthStore {
             arguments.append(.byteArray(sessionBytes))
             arguments.append(.string(session.refreshTokenHash))
             arguments.append(.integer(Self.milliseconds(session.record.createdAt)))
+            arguments.append(.integer(Int64(max(0, change.sessionLimit))))
         }
         for key in change.removedIdentities { pair("drop", .string(key.field)) }
         if let email = change.releasedEmail { pair("release", .string(email)) }
