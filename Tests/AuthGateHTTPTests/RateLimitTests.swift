@@ -6,6 +6,7 @@ import HummingbirdTesting
 import Logging
 import NIOCore
 import RedisBridge
+import Synchronization
 import Testing
 
 @testable import AuthGateHTTP
@@ -82,6 +83,27 @@ struct RateLimitTests {
         }
     }
 
+    /// A client over its budget usually goes on sending: each refusal wrote a notice line.
+    @Test("refusals over a budget are logged once per 10 s per bucket, with the count held back")
+    func refusalLines() async throws {
+        let lines = RecordedLines()
+        let logger = Logger(label: "rate-limit-test") { _ in RecordedLines.Handler(lines: lines) }
+        let limiter = RateLimiter(store: MemoryAuthStore())
+        // A bucket of its own: the throttle is per process and per bucket.
+        let bucket = "test-\(UInt32.random(in: 0...UInt32.max))"
+        var refused = 0
+        for _ in 0..<50 {
+            do {
+                try await RateLimitMiddleware.enforce(
+                    limiter, bucket: bucket, key: "203.0.113.7", limit: RateLimit(count: 2, window: .seconds(3600)), logger: logger)
+            } catch let error as GoTrueError where error.status == .tooManyRequests {
+                refused += 1
+            }
+        }
+        #expect(refused == 48)
+        #expect(lines.messages.filter { $0 == "rate limited" }.count == 1, "\(lines.messages.count) lines for 48 refusals")
+    }
+
     @Test("X-Forwarded-For is ignored unless the peer is a trusted proxy")
     func untrustedForwardedFor() async throws {
         let yaml = "providers: { anonymous: { enabled: true } }\nrate_limits: { signup: 2/1h }"
@@ -133,5 +155,27 @@ struct RateLimitTests {
         let outsider = try SocketAddress(ipAddress: "192.0.2.44", port: 1)
         let resolved = ClientAddress.resolve([ClientAddress.forwardedFor: "1.2.3.4"], peer: outsider, trustedProxies: proxies)
         #expect(resolved == ClientAddress(address: "192.0.2.44", peerIsTrusted: false))
+    }
+}
+
+/// The messages a logger wrote, for tests that count lines.
+final class RecordedLines: Sendable {
+    private let recorded = Mutex<[String]>([])
+
+    var messages: [String] { recorded.withLock { $0 } }
+
+    struct Handler: LogHandler {
+        let lines: RecordedLines
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            lines.recorded.withLock { $0.append(event.message.description) }
+        }
     }
 }

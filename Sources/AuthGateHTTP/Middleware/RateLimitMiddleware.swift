@@ -55,7 +55,12 @@ public struct RateLimitMiddleware: RouterMiddleware {
             throw GoTrueError(.serviceUnavailable, code: "unexpected_failure", message: "The session store is unavailable; try again")
         }
         guard decision.isAllowed else {
-            logger.notice("rate limited", metadata: ["gw.bucket": "\(bucket)", "gw.outcome": "over_request_rate_limit"])
+            // A client over its budget usually goes on sending: one line per bucket per 10 s, with
+            // the count (each refusal keeps its access line, status 429).
+            if let repeated = OutageLog.admit("rate limited \(bucket)") {
+                logger.notice(
+                    "rate limited", metadata: ["gw.bucket": "\(bucket)", "gw.outcome": "over_request_rate_limit", "gw.repeated": "\(repeated)"])
+            }
             throw GoTrueError(
                 .tooManyRequests, code: "over_request_rate_limit", message: "Request rate limit reached",
                 headers: [.retryAfter: String(decision.retryAfterSeconds)]

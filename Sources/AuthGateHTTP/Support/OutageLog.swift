@@ -1,9 +1,10 @@
 import RedisBridge
 
 /// The lines written when a request fails because something it depends on is down (the store, an
-/// upstream, a provider's keys): during an outage every request fails the same way, and anyone
-/// can send requests, so each kind of failure is logged at most once per 10 s, with the number
-/// held back in `gw.repeated`. The access line still records every request.
+/// upstream, a provider's keys), or because a client floods (over a rate limit, over
+/// `max_connections`): every such request fails the same way, and anyone can send requests, so
+/// each kind of failure is logged at most once per 10 s, with the number held back in
+/// `gw.repeated`. The access line still records every request.
 enum OutageLog {
     private static let throttle = RepeatedLogThrottle(interval: .seconds(10))
 
