@@ -6,7 +6,6 @@ import HummingbirdTesting
 import Logging
 import NIOCore
 import RedisBridge
-import Synchronization
 import Testing
 
 @testable import AuthGateHTTP
@@ -101,7 +100,7 @@ struct RateLimitTests {
             }
         }
         #expect(refused == 48)
-        #expect(lines.messages.filter { $0 == "rate limited" }.count == 1, "\(lines.messages.count) lines for 48 refusals")
+        #expect(lines.count(of: "rate limited") == 1, "\(lines.messages.count) lines for 48 refusals")
     }
 
     @Test("X-Forwarded-For is ignored unless the peer is a trusted proxy")
@@ -155,27 +154,5 @@ struct RateLimitTests {
         let outsider = try SocketAddress(ipAddress: "192.0.2.44", port: 1)
         let resolved = ClientAddress.resolve([ClientAddress.forwardedFor: "1.2.3.4"], peer: outsider, trustedProxies: proxies)
         #expect(resolved == ClientAddress(address: "192.0.2.44", peerIsTrusted: false))
-    }
-}
-
-/// The messages a logger wrote, for tests that count lines.
-final class RecordedLines: Sendable {
-    private let recorded = Mutex<[String]>([])
-
-    var messages: [String] { recorded.withLock { $0 } }
-
-    struct Handler: LogHandler {
-        let lines: RecordedLines
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-
-        func log(event: LogEvent) {
-            lines.recorded.withLock { $0.append(event.message.description) }
-        }
     }
 }

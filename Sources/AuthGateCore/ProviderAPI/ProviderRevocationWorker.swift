@@ -1,4 +1,5 @@
 public import Logging
+import RedisBridge
 public import ServiceLifecycle
 
 #if canImport(FoundationEssentials)
@@ -19,6 +20,8 @@ public struct ProviderRevocationWorker: Service {
     private let revoker: ProviderTokenRevoker
     private let logger: Logger
     private let pollInterval: Duration
+    /// The outbox is polled every second: while the store is down, one line per 10 s says so.
+    private let outageLog = RepeatedLogThrottle(interval: .seconds(10))
     /// How long a claimed entry is this replica's; longer than one provider call may take.
     static let lease = Duration.seconds(60)
     /// Entries claimed per pass.
@@ -57,7 +60,9 @@ public struct ProviderRevocationWorker: Service {
         do {
             claimed = try await store.claimProviderRevocations(now: now, lease: Self.lease, limit: Self.batchSize)
         } catch {
-            logger.warning("provider revocation outbox unavailable", metadata: ["gw.error": "\(error)"])
+            if let repeated = outageLog.admit("outbox") {
+                logger.warning("provider revocation outbox unavailable", metadata: ["gw.error": "\(error)", "gw.repeated": "\(repeated)"])
+            }
             return 0
         }
         for entry in claimed { await work(entry, now: now) }

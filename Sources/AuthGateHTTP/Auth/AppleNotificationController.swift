@@ -42,7 +42,12 @@ public struct AppleNotificationController: Sendable {
             }
             throw GoTrueError(.serviceUnavailable, code: "unexpected_failure", message: "Try again later")
         } catch let error as AuthGateError {
-            context.logger.notice("apple notification refused", metadata: ["gw.reason": "\(error.code)"])
+            // The endpoint is open to anyone: each refusal keeps its access line (with the
+            // reason), the notice is written once per 10 s per reason.
+            context.outcome.reason = error.code.description
+            if let repeated = OutageLog.admit("apple notification refused \(error.code)") {
+                context.logger.notice("apple notification refused", metadata: ["gw.reason": "\(error.code)", "gw.repeated": "\(repeated)"])
+            }
             throw GoTrueError(.badRequest, code: "validation_failed", message: "Invalid notification: \(error.code)")
         }
     }

@@ -46,6 +46,8 @@ public final class RedisStreamReader: Service, Sendable {
     private let handler: @Sendable ([RedisStreamEntry]) async -> Void
     private let master: (@Sendable () -> RedisServerAddress?)?
     private let state: Mutex<State>
+    /// Reads are retried every 2 s at most while Redis is down: one line per 10 s says so.
+    private let outageLog = RepeatedLogThrottle(interval: .seconds(10))
 
     /// Creates a reader.
     /// - Parameters:
@@ -151,12 +153,15 @@ public final class RedisStreamReader: Service, Sendable {
                 if isStopped { break }
                 failures += 1
                 let backoff = clientConfiguration.reconnectBackoff(afterFailures: failures)
-                logger.warning(
-                    "redis stream read failed; retrying",
-                    metadata: [
-                        "gw.redis.stream": "\(stream)", "gw.redis.error": "\(error)", "gw.redis.retry_in_ms": "\(backoff.nanoseconds / 1_000_000)"
-                    ]
-                )
+                if let repeated = outageLog.admit("read") {
+                    logger.warning(
+                        "redis stream read failed; retrying",
+                        metadata: [
+                            "gw.redis.stream": "\(stream)", "gw.redis.error": "\(error)",
+                            "gw.redis.retry_in_ms": "\(backoff.nanoseconds / 1_000_000)", "gw.repeated": "\(repeated)"
+                        ]
+                    )
+                }
                 do {
                     try await Task.sleep(nanoseconds: UInt64(max(0, backoff.nanoseconds)))
                 } catch {
