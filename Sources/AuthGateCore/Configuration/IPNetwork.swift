@@ -29,9 +29,7 @@ public struct IPNetwork: Sendable, Hashable, CustomStringConvertible {
     /// (`::ffff:10.0.0.1`) match IPv4 networks.
     public func contains(_ address: String) -> Bool {
         guard var candidate = Self.parseAddress(address) else { return false }
-        if candidate.count == 16, bytes.count == 4, candidate.prefix(12) == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff] {
-            candidate = Array(candidate.suffix(4))
-        }
+        if bytes.count == 4 { candidate = Self.unmapped(candidate) }
         guard candidate.count == bytes.count else { return false }
         return Self.mask(candidate, prefixLength: prefixLength) == bytes
     }
@@ -44,6 +42,13 @@ public struct IPNetwork: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { "\(Self.text(of: bytes) ?? "?")/\(prefixLength)" }
+
+    /// The 4 bytes of the IPv4 address an IPv4-mapped IPv6 address (`::ffff:192.0.2.1`) carries;
+    /// any other address's bytes as they are.
+    public static func unmapped(_ bytes: [UInt8]) -> [UInt8] {
+        guard bytes.count == 16, bytes.prefix(12) == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff] else { return bytes }
+        return Array(bytes.suffix(4))
+    }
 
     /// The text form of 4 or 16 address bytes (RFC 5952 for IPv6: lower case, no leading zeros,
     /// the longest run of zero groups as `::`); nil for any other count.

@@ -9,10 +9,8 @@ public enum ClientRateKey {
     /// The key for `address` (text form, as ``IPNetwork/parseAddress(_:)`` reads it); an
     /// address that does not parse (`unknown`) is its own key.
     public static func key(for address: String, ipv6PrefixLength: Int) -> String {
-        guard let bytes = IPNetwork.parseAddress(address) else { return address }
-        if bytes.count == 16, bytes.prefix(12).elementsEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]) {
-            return IPNetwork.text(of: Array(bytes.suffix(4))) ?? address
-        }
+        guard let parsed = IPNetwork.parseAddress(address) else { return address }
+        let bytes = IPNetwork.unmapped(parsed)
         guard bytes.count == 16 else { return IPNetwork.text(of: bytes) ?? address }
         return IPNetwork(bytes: bytes, prefixLength: ipv6PrefixLength).description
     }

@@ -46,7 +46,8 @@ public final class RedisStreamReader: Service, Sendable {
     private let handler: @Sendable ([RedisStreamEntry]) async -> Void
     private let master: (@Sendable () -> RedisServerAddress?)?
     private let state: Mutex<State>
-    /// Reads are retried every 2 s at most while Redis is down: one line per 10 s says so.
+    /// While Redis is down a read is retried after each backoff (by default 50 ms doubling to 2 s): one line
+    /// per 10 s says so.
     private let outageLog = RepeatedLogThrottle(interval: .seconds(10))
 
     /// Creates a reader.
