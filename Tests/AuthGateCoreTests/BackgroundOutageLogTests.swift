@@ -11,22 +11,10 @@ import Testing
 /// failed pass wrote a warning (86,400 lines a day of one outage, per replica).
 @Suite("Background loops during a store outage", .timeLimit(.minutes(1)))
 struct BackgroundOutageLogTests {
-    /// A Redis store on a port nothing listens on.
-    private func withDeadStore(_ body: (RedisAuthStore) async throws -> Void) async throws {
-        let client = RedisClient(
-            configuration: .init(url: RedisURL(host: "127.0.0.1", port: try freeLoopbackPort()), poolSize: 1), logger: Logger(label: "dead-redis"))
-        do {
-            try await body(RedisAuthStore(redis: client, keyPrefix: "dead:"))
-        } catch {
-            await client.shutdown()
-            throw error
-        }
-        await client.shutdown()
-    }
-
     @Test("twenty failed outbox passes and twenty failed audit flushes: one warning each")
     func oncePerInterval() async throws {
-        try await withDeadStore { store in
+        // A Redis store on a port nothing listens on.
+        try await withRedisStore(at: RedisURL(host: "127.0.0.1", port: try freeLoopbackPort())) { store in
             let lines = RecordedLines()
             let logger = Logger(label: "outage") { _ in RecordedLines.Handler(lines: lines) }
             let worker = ProviderRevocationWorker(store: store, revoker: ProviderTokenRevoker(sealer: nil, apple: nil, google: nil), logger: logger)
