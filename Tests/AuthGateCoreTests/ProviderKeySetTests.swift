@@ -186,6 +186,10 @@ struct ProviderKeySetTests {
         #expect(FetchedDocument.maxAge(cacheControl: "no-store", age: nil) == .zero)
         #expect(FetchedDocument.maxAge(cacheControl: "public", age: nil) == nil)
         #expect(FetchedDocument.maxAge(cacheControl: "max-age=\"60\"", age: "100") == .zero)
+        // A sign is not part of a number here: the directive is not read, nor is such an Age.
+        #expect(FetchedDocument.maxAge(cacheControl: "max-age=+60", age: nil) == nil)
+        #expect(FetchedDocument.maxAge(cacheControl: "max-age=60", age: "+10") == .seconds(60))
+        #expect(FetchedDocument.maxAge(cacheControl: "max-age=60", age: "10") == .seconds(50))
     }
 
     @Test("a JWKS with an oct key, an enc key and junk still loads its RSA keys")

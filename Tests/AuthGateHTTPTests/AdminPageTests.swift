@@ -21,7 +21,10 @@ struct AdminPageTests {
 
     @Test("zero, negative, non-numbers and numbers past Int are 400 validation_failed")
     func refused() {
-        for query in ["page=0", "per_page=0", "page=-1", "page=x", "per_page=1.5", "page=", "page=9223372036854775808"] {
+        for query in [
+            "page=0", "per_page=0", "page=-1", "page=x", "per_page=1.5", "page=", "page=9223372036854775808", "page=%2B2", "per_page=%2B5",
+            "page=%202"
+        ] {
             #expect(throws: GoTrueError.self, "\(query)") { try page(query) }
         }
     }

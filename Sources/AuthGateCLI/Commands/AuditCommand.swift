@@ -2,6 +2,7 @@ import ArgumentParser
 import AuthGateCore
 import AuthGateHTTP
 import Foundation
+import RedisBridge
 
 /// `authgate audit [--user U] [--since T] [--limit N] [--follow] [--json]`: the audit trail the
 /// gateways write (sign-ups, sign-ins, links, unlinks, refresh reuse, logouts, deletions, bans,
@@ -38,9 +39,7 @@ struct AuditCommand: AsyncParsableCommand {
         if let date = AuditQuery.since(unixSeconds: text) { return date }
         if let date = RFC3339Time.parse(text) { return date }
         let amountText = text.dropLast()
-        guard let unit = text.last, !amountText.isEmpty, amountText.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let amount = Int(amountText),
-            (0...100_000).contains(amount)
-        else { return nil }
+        guard let unit = text.last, let amount = DecimalInteger.parse(amountText, in: 0...100_000) else { return nil }
         let scale: Int
         switch unit {
         case "s": scale = 1

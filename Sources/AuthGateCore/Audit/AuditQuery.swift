@@ -1,3 +1,5 @@
+import RedisBridge
+
 #if canImport(FoundationEssentials)
     public import FoundationEssentials
 #else
@@ -28,9 +30,7 @@ public struct AuditQuery: Sendable, Hashable {
     /// `since` as an operator or the admin API gives it: whole Unix seconds, from 0 to the end of
     /// year 9999 (digits only); nil for anything else.
     public static func since(unixSeconds text: some StringProtocol) -> Date? {
-        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let seconds = Int64(text),
-            (0...253_402_300_799).contains(seconds)
-        else { return nil }
+        guard let seconds = DecimalInteger.parse(text, in: 0...253_402_300_799) else { return nil }
         return Date(timeIntervalSince1970: Double(seconds))
     }
 

@@ -1,3 +1,4 @@
+import RedisBridge
 import Yams
 
 #if canImport(FoundationEssentials)
@@ -147,7 +148,7 @@ final class ConfigurationSection {
 
     func int(_ key: String, default defaultValue: Int, in range: ClosedRange<Int>) -> Int {
         guard let text = rawString(key) else { return defaultValue }
-        guard let value = Int(text.trimmed), range.contains(value) else {
+        guard let value = DecimalInteger.parse(text.trimmed, in: range) else {
             report(key, "expected a whole number from \(range.lowerBound) to \(range.upperBound), got \"\(text)\"")
             return defaultValue
         }

@@ -1,3 +1,5 @@
+import RedisBridge
+
 /// Parsers for the value syntaxes the configuration accepts: durations, byte sizes, rates and CIDRs.
 public enum ConfigurationValueParsers {
     /// The longest duration any value may spell: about 100 years. Anything longer, from a
@@ -89,7 +91,7 @@ public enum ConfigurationValueParsers {
     /// Parses a rate `150/5m`: a count per window.
     static func rate(_ text: String) -> RateLimit? {
         let parts = text.split(separator: "/", maxSplits: 1).map { $0.trimmed }
-        guard parts.count == 2, let count = Int(parts[0]), count > 0, count <= 1_000_000_000 else { return nil }
+        guard parts.count == 2, let count = DecimalInteger.parse(parts[0], in: 1...1_000_000_000) else { return nil }
         let windowText = parts[1].first?.isNumber == true ? parts[1] : "1" + parts[1]
         guard let window = duration(windowText), window > .zero else { return nil }
         return RateLimit(count: count, window: window)

@@ -1,3 +1,4 @@
+import RedisBridge
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -18,7 +19,7 @@ public struct IPNetwork: Sendable, Hashable, CustomStringConvertible {
         let maximum = bytes.count * 8
         var prefix = maximum
         if parts.count == 2 {
-            guard let value = Int(parts[1]), (0...maximum).contains(value) else { return nil }
+            guard let value = DecimalInteger.parse(parts[1], in: 0...maximum) else { return nil }
             prefix = value
         }
         self.prefixLength = prefix

@@ -48,14 +48,14 @@ public struct RouteConfiguration: Sendable, Hashable {
                 host = String(rest[rest.index(after: rest.startIndex)..<close])
                 let after = rest[rest.index(after: close)...]
                 if after.hasPrefix(":") {
-                    guard let value = Int(after.dropFirst()), (1...65535).contains(value) else { return nil }
+                    guard let value = DecimalInteger.parse(after.dropFirst(), in: 1...65535) else { return nil }
                     port = value
                 } else if !after.isEmpty {
                     return nil
                 }
             } else if let colon = rest.lastIndex(of: ":") {
                 host = String(rest[..<colon])
-                guard let value = Int(rest[rest.index(after: colon)...]), (1...65535).contains(value) else { return nil }
+                guard let value = DecimalInteger.parse(rest[rest.index(after: colon)...], in: 1...65535) else { return nil }
                 port = value
             }
             guard !host.isEmpty else { return nil }

@@ -144,7 +144,7 @@ public struct StoreConfiguration: Sendable {
         } else {
             return nil
         }
-        guard !host.isEmpty, let port = Int(portText), (1...65535).contains(port) else { return nil }
+        guard !host.isEmpty, let port = DecimalInteger.parse(portText, in: 1...65535) else { return nil }
         return RedisSentinelConfiguration.Node(host: String(host), port: port)
     }
 }

@@ -67,9 +67,9 @@ public struct RevocationFeed: Service {
     /// Reads one stream entry written by ``RedisAuthStore/appendRevocation(_:)``.
     static func event(from entry: RedisStreamEntry) -> RevocationEvent? {
         guard let kindText = entry["kind"], let kind = RevocationEvent.Kind(rawValue: kindText), let user = entry["user"],
-            let atText = entry["at"], let at = Double(atText)
+            let atText = entry["at"], let at = DecimalInteger.parse(atText, in: Date.unixMillisecondsRange)
         else { return nil }
         return RevocationEvent(
-            kind: kind, userID: user, sessionID: entry["session"], reason: entry["reason"] ?? "", at: Date(timeIntervalSince1970: at / 1000))
+            kind: kind, userID: user, sessionID: entry["session"], reason: entry["reason"] ?? "", at: Date(timeIntervalSince1970: Double(at) / 1000))
     }
 }

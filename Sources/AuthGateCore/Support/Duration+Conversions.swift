@@ -24,6 +24,9 @@ extension Date {
     /// The seconds since 1970 of years 0 through 9999, the range every conversion clamps or checks to.
     static let unixSecondsRange: ClosedRange<Double> = -62_135_596_800...253_402_300_799
 
+    /// The milliseconds since 1970 of years 0 through 9999, for dates read as whole milliseconds.
+    static let unixMillisecondsRange: ClosedRange<Int64> = -62_135_596_800_000...253_402_300_799_999
+
     /// Seconds since 1970, whole, clamped to years 0 through 9999: a date from outside (a token's
     /// claim, a command-line option) cannot trap the conversion.
     public var unixSeconds: Int64 {

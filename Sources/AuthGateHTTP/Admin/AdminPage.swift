@@ -1,5 +1,6 @@
 import HTTPTypes
 import HummingbirdCore
+import RedisBridge
 
 /// The page an admin listing asks for (`page`, `per_page`, GoTrue's paging): `page` from 1,
 /// `per_page` from 1, at most 1,000 (50 by default). Anything else is 400 `validation_failed`.
@@ -19,7 +20,7 @@ struct AdminPage {
 
     private static func positive(_ text: Substring?, name: String, default value: Int) throws -> Int {
         guard let text else { return value }
-        guard let number = Int(text), number > 0 else {
+        guard let number = DecimalInteger.parse(text, in: 1...Int.max) else {
             throw GoTrueError(.badRequest, code: "validation_failed", message: "\(name) must be a positive number")
         }
         return number

@@ -61,7 +61,6 @@ public struct RedisMasterSwitch: Sendable, Hashable {
     }
 
     private static func port(_ text: Substring) -> Int? {
-        guard text.count <= 5, text.allSatisfy({ $0.isASCII && $0.isNumber }), let port = Int(text), (1...65535).contains(port) else { return nil }
-        return port
+        DecimalInteger.parse(text, in: 1...65535)
     }
 }

@@ -86,7 +86,7 @@ public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
         }
         guard !host.isEmpty else { throw invalid("the host is empty") }
         if let portText {
-            guard let port = Int(portText), (1...65535).contains(port) else { throw invalid("the port must be 1-65535, got \"\(portText)\"") }
+            guard let port = DecimalInteger.parse(portText, in: 1...65535) else { throw invalid("the port must be 1-65535, got \"\(portText)\"") }
             self.port = port
         } else {
             self.port = 6379
@@ -94,7 +94,9 @@ public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
         if path.isEmpty {
             self.database = 0
         } else {
-            guard let database = Int(path), database >= 0 else { throw invalid("the database must be a number >= 0, got \"\(path)\"") }
+            guard let database = DecimalInteger.parse(path, in: 0...Int(Int32.max)) else {
+                throw invalid("the database must be a number from 0 to \(Int32.max), got \"\(path)\"")
+            }
             self.database = database
         }
     }

@@ -33,7 +33,7 @@ extension RESPValue {
     public var int: Int64? {
         switch self {
         case .integer(let value): return value
-        case .bulkString(let buffer): return Int64(String(buffer: buffer))
+        case .bulkString(let buffer): return DecimalInteger.parse(buffer.readableBytesView, in: Int64.min...Int64.max)
         default: return nil
         }
     }

@@ -26,7 +26,7 @@ public struct RedisStreamEntry: Sendable, Hashable {
 
     /// Milliseconds since the epoch at which Redis added the entry (the first part of its id).
     public var timestampMilliseconds: Int64? {
-        id.split(separator: "-").first.flatMap { Int64($0) }
+        id.split(separator: "-").first.flatMap { DecimalInteger.parse($0, in: 0...Int64.max) }
     }
 
     /// Parses the entries of one stream from an `XREAD` / `XRANGE` reply (`[[id, [f, v, ...]], ...]`).

@@ -1,3 +1,5 @@
+import RedisBridge
+
 /// Fetches a provider's key material over HTTP: the seam between ``ProviderKeySet`` and the
 /// network (AsyncHTTPClient in production, the same client against a local server in tests).
 public protocol JWKSFetching: Sendable {
@@ -28,13 +30,13 @@ public struct FetchedDocument: Sendable {
             case "no-store", "no-cache":
                 return .zero
             case "max-age":
-                if parts.count == 2, let value = Int64(parts[1].trimmingQuotes), value >= 0 { maxAge = value }
+                if parts.count == 2, let value = DecimalInteger.parse(parts[1].trimmingQuotes, in: 0...Int64.max) { maxAge = value }
             default:
                 continue
             }
         }
         guard let maxAge else { return nil }
-        let ageSeconds = age.flatMap { Int64($0.trimmed) } ?? 0
+        let ageSeconds = age.flatMap { DecimalInteger.parse($0.trimmed, in: 0...Int64.max) } ?? 0
         return .seconds(max(0, maxAge - max(0, ageSeconds)))
     }
 }
