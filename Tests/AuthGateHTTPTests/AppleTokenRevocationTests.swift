@@ -42,7 +42,7 @@ struct AppleTokenRevocationTests {
         }
     }
 
-    private func rig(store: any AuthStore = MemoryAuthStore(), extra: String = "") async throws -> Rig {
+    private func rig(store: any AuthStore = MemoryAuthStore(), userUpdate: String = "60/1m", extra: String = "") async throws -> Rig {
         let signingKey = FakeProvider.sharedKeys[0]
         let keys = try await FakeProvider.start(keys: [signingKey])
         let teamKey = P256.Signing.PrivateKey()
@@ -60,7 +60,7 @@ struct AppleTokenRevocationTests {
                            key_id: \(Self.keyID), private_key_file: apple.p8, api_url: "\(api.url)" }
                   google: { enabled: true, audiences: [web-client], jwks_url: "\(keys.jwksURL)", revocation_url: "\(api.googleRevocationURL)" }
                   anonymous: { enabled: true }
-                rate_limits: { token: off, signup: off, nonce: off }
+                rate_limits: { token: off, signup: off, nonce: off, user_update: \(userUpdate) }
                 \(extra)
                 """,
             baseDirectory: directory, environment: [:])
@@ -182,6 +182,39 @@ struct AppleTokenRevocationTests {
                 #expect(response.status == .unprocessableContent)
                 #expect(response.headers[GoTrueError.errorCodeHeader] == "identity_not_found")
             }
+        }
+        await rig.stop()
+    }
+
+    @Test(
+        "each code is a round trip to Apple: a user's calls count against rate_limits.user_update (429 past it, Apple not called), shared with PUT /user and per user"
+    )
+    func codeEndpointPerUserBudget() async throws {
+        let rig = try await rig(userUpdate: "3/1m")
+        try await rig.app.test(.router) { client in
+            func call(_ access: String, code: String) async throws -> HTTPResponse.Status {
+                try await client.execute(
+                    uri: "/auth/v1/user/apple/authorization_code", method: .post,
+                    headers: [.authorization: "Bearer \(access)", .contentType: "application/json"],
+                    body: ByteBuffer(string: "{\"authorization_code\":\"\(code)\"}")
+                ) { $0.status }
+            }
+            let (_, first) = try await signIn(client, rig, subject: "apple-sub-budget")
+            let access = try #require(first["access_token"]?.stringValue)
+            // Codes Apple does not know: each still costs a call to Apple.
+            for index in 0..<3 { #expect(try await call(access, code: "unknown-\(index)") == .badRequest) }
+            #expect(rig.api.tokenCalls == 3)
+            #expect(try await call(access, code: "unknown-3") == .tooManyRequests)
+            #expect(rig.api.tokenCalls == 3, "a refused call does not reach Apple")
+            // The budget is the one PUT /user spends.
+            try await client.execute(
+                uri: "/auth/v1/user", method: .put, headers: [.authorization: "Bearer \(access)", .contentType: "application/json"],
+                body: ByteBuffer(string: "{\"data\":{\"a\":1}}")
+            ) { #expect($0.status == .tooManyRequests) }
+            // Another user has a budget of their own.
+            let (_, second) = try await signIn(client, rig, subject: "apple-sub-budget-2")
+            #expect(try await call(try #require(second["access_token"]?.stringValue), code: "unknown-4") == .badRequest)
+            #expect(rig.api.tokenCalls == 4)
         }
         await rig.stop()
     }

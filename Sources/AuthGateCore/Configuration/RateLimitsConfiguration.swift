@@ -7,7 +7,7 @@ public struct RateLimitsConfiguration: Sendable {
     public var signup: RateLimit?
     /// `POST /auth/v1/nonce`.
     public var nonce: RateLimit?
-    /// `PUT /auth/v1/user`, per user.
+    /// `PUT /auth/v1/user` and `POST /auth/v1/user/apple/authorization_code`, per user.
     public var userUpdate: RateLimit?
     /// The per-address limits count an IPv6 client by its network of this many bits
     /// (``ClientRateKey``): 64 by default, 32 to 128.

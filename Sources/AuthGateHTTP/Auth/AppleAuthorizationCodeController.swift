@@ -13,11 +13,20 @@ import Logging
 /// code to the id_token grant. The caller's bearer token names the user; the code is exchanged at
 /// Apple for the user's Apple identity and Apple's refresh token is kept, sealed, for revoking
 /// when the account is deleted. 200 with the identity in GoTrue's shape.
+///
+/// Each call costs a round trip to Apple under the gateway's own client secret, so besides the
+/// token endpoint's budget per client address, a user's calls count against
+/// `rate_limits.user_update`, the budget of every change a user makes to their own account: a
+/// user calling from many addresses cannot have the gateway flood Apple in their name.
 public struct AppleAuthorizationCodeController: Sendable {
     let accounts: AccountService
+    let userUpdateLimit: RateLimit?
+    let limiter: RateLimiter
 
-    public init(accounts: AccountService) {
+    public init(accounts: AccountService, userUpdateLimit: RateLimit?, store: any AuthStore) {
         self.accounts = accounts
+        self.userUpdateLimit = userUpdateLimit
+        self.limiter = RateLimiter(store: store)
     }
 
     struct Body: Decodable {
@@ -39,6 +48,9 @@ public struct AppleAuthorizationCodeController: Sendable {
 
     private func keep(_ request: Request, _ context: AuthGateRequestContext) async throws -> Response {
         let caller = try context.requireCaller()
+        if let userUpdateLimit {
+            try await RateLimitMiddleware.enforce(limiter, bucket: "user_update", key: caller.user.id, limit: userUpdateLimit, logger: context.logger)
+        }
         let body = try await RequestSupport.decode(Body.self, from: request, limit: RequestSupport.tokenBodyBytes)
         guard let code = body.authorizationCode, !code.isEmpty else {
             throw GoTrueError(.badRequest, code: "validation_failed", message: "authorization_code is required")
