@@ -173,6 +173,25 @@ struct ProviderKeySetTests {
         }
     }
 
+    /// The client retried a refused connection until its connect timeout (5 s in production):
+    /// sign-ins waiting on the fetch waited that long for a failure known at once.
+    @Test("a provider that refuses connections: the fetch fails at once, not after the client's connect timeout (the key set's backoff retries)")
+    func refusedConnection() async throws {
+        let client = HTTPClientService.makeKeyFetchingClient(connectTimeout: .seconds(60))
+        let port = try freeLoopbackPort()
+        let started = ContinuousClock.now
+        do {
+            _ = try await HTTPJWKSFetcher(client: client, timeout: .seconds(60)).fetch("http://127.0.0.1:\(port)/jwks")
+            Issue.record("a fetch from a closed port succeeded")
+        } catch let error as AuthGateError {
+            #expect(error.code == .keysUnavailable)
+            #expect(error.message.contains("refused"), "\(error.message)")
+        }
+        let elapsed = ContinuousClock.now - started
+        #expect(elapsed < .seconds(30), "the fetch took \(elapsed): retried until the 60 s timeouts")
+        try await client.shutdown()
+    }
+
     @Test("Cache-Control max-age minus Age sets how long the set stays fresh")
     func cacheControl() async throws {
         let keys = FakeProvider.sharedKeys

@@ -10,14 +10,20 @@ public struct HTTPClientService: Service {
         self.client = client
     }
 
-    /// A client for fetching provider keys: a few redirects allowed, no decompression,
-    /// explicit connect and read timeouts.
-    public static func makeKeyFetchingClient() -> HTTPClient {
+    /// The client for providers (key sets, discovery, Apple's and Google's token and revocation
+    /// endpoints): a few redirects allowed, no decompression, explicit connect and read timeouts.
+    ///
+    /// A connection the provider refuses fails the call at once. AsyncHTTPClient's default is to
+    /// try again with backoff until the connect timeout: every sign-in waiting on a key fetch to
+    /// a provider that was down waited 5 s for an answer that was already known. The callers have
+    /// retry schedules of their own (a key set's backoff, the revocation outbox).
+    public static func makeKeyFetchingClient(connectTimeout: Duration = .seconds(5)) -> HTTPClient {
         var configuration = HTTPClient.Configuration(
             redirectConfiguration: .follow(max: 3, allowCycles: false),
-            timeout: .init(connect: .seconds(5), read: .seconds(10))
+            timeout: .init(connect: .nanoseconds(connectTimeout.nanoseconds), read: .seconds(10))
         )
         configuration.decompression = .disabled
+        configuration.connectionPool.retryConnectionEstablishment = false
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }
 
