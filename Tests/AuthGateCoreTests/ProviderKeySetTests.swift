@@ -192,6 +192,42 @@ struct ProviderKeySetTests {
         try await client.shutdown()
     }
 
+    /// AsyncHTTPClient followed redirects itself, from https to http too: a key set fetched over
+    /// TLS could be taken from a plain connection, as could an https issuer's discovered keys.
+    @Test("redirects: a few followed, never from https to http; an https issuer's discovered jwks_uri must be https")
+    func redirects() async throws {
+        let keys = FakeProvider.sharedKeys
+        try await withProvider(keys: [keys[0]]) { provider, _ in
+            let client = HTTPClientService.makeKeyFetchingClient()
+            let fetcher = HTTPJWKSFetcher(client: client)
+            let moved = try await fetcher.fetch(provider.issuer + "/moved")
+            #expect(String(decoding: moved.body, as: UTF8.self).contains(keys[0].kid))
+            let loop = await #expect(throws: AuthGateError.self) { try await fetcher.fetch(provider.issuer + "/loop") }
+            #expect(loop?.message.contains("more than 3 times") == true, "\(String(describing: loop))")
+            try await client.shutdown()
+        }
+        let tls = "https://keys.example.com:8443/a/jwks"
+        #expect(HTTPJWKSFetcher.redirectTarget("https://other.example/jwks", from: tls) == "https://other.example/jwks")
+        #expect(HTTPJWKSFetcher.redirectTarget("/b/jwks", from: tls) == "https://keys.example.com:8443/b/jwks")
+        #expect(HTTPJWKSFetcher.redirectTarget("/b/jwks", from: "https://keys.example.com") == "https://keys.example.com/b/jwks")
+        #expect(HTTPJWKSFetcher.redirectTarget("http://127.0.0.1:9/jwks", from: "http://127.0.0.1:8/jwks") == "http://127.0.0.1:9/jwks")
+        #expect(HTTPJWKSFetcher.redirectTarget("https://127.0.0.1:9/jwks", from: "http://127.0.0.1:8/jwks") == "https://127.0.0.1:9/jwks")
+        for location in [
+            "http://keys.example.com/jwks", "HTTP://keys.example.com/jwks", "//evil.example/jwks", "jwks", "../jwks", "", "ftp://x/y",
+            "http+unix://%2Fvar%2Frun%2Fdocker.sock/x", "https://a.example/\r\nX: y", "https://a.example/ü"
+        ] {
+            #expect(HTTPJWKSFetcher.redirectTarget(location, from: tls) == nil, "\(location)")
+        }
+        #expect(try ProviderKeySet.keySetURL(jwksURI: "https://keys.example/jwks", issuer: "https://issuer.example") == "https://keys.example/jwks")
+        #expect(try ProviderKeySet.keySetURL(jwksURI: "http://127.0.0.1:8/jwks", issuer: "http://127.0.0.1:8") == "http://127.0.0.1:8/jwks")
+        #expect(throws: AuthGateError.self) { try ProviderKeySet.keySetURL(jwksURI: "http://keys.example/jwks", issuer: "https://issuer.example") }
+        #expect(throws: AuthGateError.self) { try ProviderKeySet.keySetURL(jwksURI: nil, issuer: "https://issuer.example") }
+        // A provider API answering a redirect: tried again later, not taken as a refusal of the token.
+        let redirected = ProviderFormPost.Answer(status: 307, body: [], errorCode: nil)
+        let refusal = #expect(throws: AuthGateError.self) { try redirected.requireSuccess("apple revoke") }
+        #expect(refusal?.code == .providerUnavailable)
+    }
+
     @Test("Cache-Control max-age minus Age sets how long the set stays fresh")
     func cacheControl() async throws {
         let keys = FakeProvider.sharedKeys

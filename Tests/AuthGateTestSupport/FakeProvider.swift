@@ -50,6 +50,9 @@ public final class FakeProvider: Sendable {
             guard let provider = box.withLock({ $0 }) else { return Response(status: .serviceUnavailable) }
             return provider.jwksResponse()
         }
+        // The JWKS behind a redirect to a path on the same origin, and a redirect to itself.
+        router.get("/moved") { _, _ in Response(status: .found, headers: [.location: "/jwks"]) }
+        router.get("/loop") { _, _ in Response(status: .found, headers: [.location: "/loop"]) }
         router.get("/.well-known/openid-configuration") { _, _ -> Response in
             guard let provider = box.withLock({ $0 }) else { return Response(status: .serviceUnavailable) }
             let body = "{\"issuer\":\"\(provider.issuer)\",\"jwks_uri\":\"\(provider.jwksURL)\"}"

@@ -10,7 +10,8 @@ import NIOHTTP1
 
 /// One form-encoded POST to a provider's REST API (Apple's `/auth/token` and `/auth/revoke`,
 /// Google's revoke endpoint) and its answer, read with a size cap; the error classes every such
-/// call shares: unreachable or 5xx or 429 is ``AuthGateError/Code/providerUnavailable`` (retry),
+/// call shares: unreachable, 5xx, 429 or a redirect (never followed) is
+/// ``AuthGateError/Code/providerUnavailable`` (retry),
 /// `invalid_client` or `unauthorized_client` is ``AuthGateError/Code/providerCredentialsRejected``,
 /// any other 4xx is ``AuthGateError/Code/providerRejected``. No field value (a code, a token, the
 /// client secret) is ever put in an error message.
@@ -29,6 +30,11 @@ struct ProviderFormPost: Sendable {
             let named = errorCode.map { " \($0)" } ?? ""
             if status >= 500 || status == 429 || status == 408 {
                 throw AuthGateError(.providerUnavailable, "\(what): HTTP \(status)\(named)")
+            }
+            // Not followed (a 307 would repeat the form, client secret included, wherever it
+            // points); not a refusal of the token either: tried again, and logged.
+            if (300..<400).contains(status) {
+                throw AuthGateError(.providerUnavailable, "\(what): HTTP \(status), a redirect, which is not followed; check the endpoint's URL")
             }
             if errorCode == "invalid_client" || errorCode == "unauthorized_client" || status == 401 {
                 throw AuthGateError(.providerCredentialsRejected, "\(what): HTTP \(status)\(named); check the provider's credentials")

@@ -11,7 +11,9 @@ public struct HTTPClientService: Service {
     }
 
     /// The client for providers (key sets, discovery, Apple's and Google's token and revocation
-    /// endpoints): a few redirects allowed, no decompression, explicit connect and read timeouts.
+    /// endpoints): no decompression, explicit connect and read timeouts, and no redirects
+    /// followed (the client would follow one from `https` to `http`, and a 307 would repeat a
+    /// POST with its client secret there): ``HTTPJWKSFetcher`` follows a key fetch's own.
     ///
     /// A connection the provider refuses fails the call at once. AsyncHTTPClient's default is to
     /// try again with backoff until the connect timeout: every sign-in waiting on a key fetch to
@@ -19,7 +21,7 @@ public struct HTTPClientService: Service {
     /// retry schedules of their own (a key set's backoff, the revocation outbox).
     public static func makeKeyFetchingClient(connectTimeout: Duration = .seconds(5)) -> HTTPClient {
         var configuration = HTTPClient.Configuration(
-            redirectConfiguration: .follow(max: 3, allowCycles: false),
+            redirectConfiguration: .disallow,
             timeout: .init(connect: .nanoseconds(connectTimeout.nanoseconds), read: .seconds(10))
         )
         configuration.decompression = .disabled

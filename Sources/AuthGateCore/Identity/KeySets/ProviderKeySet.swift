@@ -224,8 +224,18 @@ public actor ProviderKeySet {
         guard metadata["issuer"]?.stringValue == issuer else {
             throw AuthGateError(.keysUnavailable, "the discovery document names issuer \(metadata["issuer"]?.stringValue ?? "none"), not \(issuer)")
         }
-        guard let url = metadata["jwks_uri"]?.stringValue, url.hasPrefix("https://") || url.hasPrefix("http://") else {
+        return try Self.keySetURL(jwksURI: metadata["jwks_uri"]?.stringValue, issuer: issuer)
+    }
+
+    /// The `jwks_uri` of `issuer`'s discovery document, when it may be used: an `https` URL
+    /// (OpenID Connect Discovery 1.0 §3), or an `http` one for an issuer that is `http` itself
+    /// (a local test provider), so that an `https` issuer's keys never come over plain HTTP.
+    static func keySetURL(jwksURI: String?, issuer: String) throws -> String {
+        guard let url = jwksURI, url.hasPrefix("https://") || url.hasPrefix("http://") else {
             throw AuthGateError(.keysUnavailable, "the discovery document of \(issuer) has no jwks_uri")
+        }
+        guard url.hasPrefix("https://") || !issuer.hasPrefix("https://") else {
+            throw AuthGateError(.keysUnavailable, "the discovery document of \(issuer) names a jwks_uri that is not https")
         }
         return url
     }
