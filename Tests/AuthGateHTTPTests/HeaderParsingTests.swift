@@ -1,4 +1,5 @@
 import HTTPTypes
+import NIOHTTP1
 import Testing
 
 @testable import AuthGateHTTP
@@ -18,6 +19,25 @@ import Testing
     @Test(arguments: ["Bearer", "Bearer ", "Bearer    ", "Basic abc", "Bearerx abc", "Bearer\tabc", "Bear abc", "Bearér abc", ""])
     func otherAuthorizationValuesHaveNoBearerToken(header: String) {
         #expect(RequestSupport.bearerToken(authorization: header) == nil)
+    }
+
+    /// `hasBody` read the text: `Content-Length: 00` was a body to some decisions (no retry on
+    /// another upstream, an upgrade refused) and a zero length to the parser and the others.
+    @Test("Content-Length is read once as a number: 0 and 00 are no body to every decision; a sign, a space, or over 18 digits is a framing problem")
+    func contentLengthOneNumber() {
+        func facts(_ value: String) -> RequestHeadFacts { RequestHeadFacts(HTTPHeaders([("Host", "a"), ("Content-Length", value)])) }
+        for value in ["0", "00", "000000000000000000"] {
+            #expect(facts(value).contentLength == 0 && !facts(value).hasBody && facts(value).framingProblem(version: .http1_1) == nil, "\(value)")
+        }
+        #expect(facts("0017").contentLength == 17 && facts("0017").hasBody)
+        #expect(facts("999999999999999999").contentLength == 999_999_999_999_999_999)
+        for value in ["+5", "-0", " 5", "5 ", "", "0x10", "1_0", "5.0", "0000000000000000000", "٥"] {
+            #expect(facts(value).framingProblem(version: .http1_1) == "content_length_not_a_number", "\(value)")
+            #expect(facts(value).contentLength == nil, "\(value)")
+        }
+        #expect(
+            RequestHeadFacts(HTTPHeaders([("Content-Length", "5"), ("Content-Length", "5")])).framingProblem(version: .http1_1)
+                == "several_content_lengths")
     }
 
     @Test func trimmingOWSRemovesSpacesAndTabsOnly() {

@@ -178,7 +178,7 @@ public final class EdgeProxy: Sendable {
                 )
             }
         }
-        if let length = facts.contentLength.flatMap(Int.init), length > configuration.maxBody {
+        if let length = facts.contentLength, length > configuration.maxBody {
             return .refuse(
                 ProxyRefusal(
                     .payloadTooLarge, code: "request_entity_too_large", message: "Request body too large", reason: "body_too_large",

@@ -1,4 +1,5 @@
 import NIOHTTP1
+import RedisBridge
 
 /// What the decision needs from a request's header lines, read in one pass without allocating
 /// per line: the proxy decides every request, and a lookup per fact (each a scan with a
@@ -7,9 +8,11 @@ struct RequestHeadFacts {
     /// `Host` lines: how many, and the first one's value.
     var hostCount = 0
     var host: String?
-    /// `Content-Length` lines, and the first one's value.
+    /// `Content-Length` lines, and the first one's value read once as a number: nil without the
+    /// header, or when it is not 1 to 18 digits (``framingProblem(version:)`` refuses that), so
+    /// `0` and `00` are the same length to every decision.
     var contentLengthCount = 0
-    var contentLength: String?
+    var contentLength: Int?
     /// The `Transfer-Encoding` codings, lower-cased, in order (empty without the header).
     var transferCodings: [String] = []
     var hasTransferEncoding = false
@@ -54,7 +57,7 @@ struct RequestHeadFacts {
                 if authorization == nil { authorization = value }
             case 14 where Self.is(name, "content-length"):
                 contentLengthCount += 1
-                if contentLength == nil { contentLength = value }
+                if contentLengthCount == 1, value.utf8.count <= 18 { contentLength = DecimalInteger.parse(value, in: 0...Int.max) }
             case 17 where Self.is(name, "transfer-encoding"):
                 hasTransferEncoding = true
                 for coding in value.split(separator: ",") { transferCodings.append(coding.trimmingOWS.lowercased()) }
@@ -68,7 +71,7 @@ struct RequestHeadFacts {
 
     /// Body parts follow the head: a `Content-Length` over 0, or a transfer coding.
     var hasBody: Bool {
-        hasTransferEncoding || (contentLength.map { $0 != "0" } ?? false)
+        hasTransferEncoding || (contentLength ?? 0) > 0
     }
 
     /// The head asks to switch protocols (NIO's decoder stops parsing after such a request).
@@ -95,9 +98,7 @@ struct RequestHeadFacts {
             guard contentLengthCount == 0 else { return "length_and_transfer_coding" }
         }
         if contentLengthCount > 1 { return "several_content_lengths" }
-        if let length = contentLength, length.isEmpty || length.utf8.count > 18 || !length.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) {
-            return "content_length_not_a_number"
-        }
+        if contentLengthCount == 1, contentLength == nil { return "content_length_not_a_number" }
         return nil
     }
 

@@ -40,9 +40,9 @@ struct ApplicationPipeline: Sendable {
     /// take it. `head` is the decided (normalized) head.
     func request(for head: HTTPRequestHead, facts: RequestHeadFacts) -> HTTPRequest? {
         guard head.method != .HEAD, !facts.hasUpgrade, !facts.expectsContinue, !facts.hasTransferEncoding else { return nil }
-        if let length = facts.contentLength {
-            // The decision already refused a length that is not a plain number of at most 18 digits.
-            guard let bytes = Int(length), bytes <= Self.maxBody else { return nil }
+        // The decision already refused a length that is not a plain number of at most 18 digits.
+        if facts.contentLengthCount > 0 {
+            guard let length = facts.contentLength, length <= Self.maxBody else { return nil }
         }
         return Self.convert(head, secure: secure)
     }
