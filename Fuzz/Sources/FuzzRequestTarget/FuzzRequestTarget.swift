@@ -29,7 +29,7 @@ public func fuzzRequestTarget(_ start: UnsafeRawPointer?, _ count: Int) -> CInt 
             hostValue.hasPrefix("[") ? hostValue.split(separator: "]", maxSplits: 1).dropFirst().first ?? "" : hostValue.drop { $0 != ":" }[...]
         if let port = afterHost.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).dropFirst().first {
             fuzzCheck(
-                port.first != "0" && Int(port).map { (1...65_535).contains($0) } == true,
+                port.first != "0" && port.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) && Int(port).map { (1...65_535).contains($0) } == true,
                 "a port with a second spelling was accepted: \(hostValue.debugDescription)")
         }
     }
