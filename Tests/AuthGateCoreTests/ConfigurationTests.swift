@@ -303,6 +303,39 @@ struct ConfigurationTests {
         }
     }
 
+    /// Provider URLs were checked for their scheme alone: a password in one (`https://u:p@…`)
+    /// was accepted and written in every log line naming the URL, and in the refusal itself.
+    @Test(
+        "provider URLs (an OIDC issuer, jwks_url, Apple's api_url, Google's revocation_url): http(s), a host, no user or password, no space or fragment; a refusal never repeats the value"
+    )
+    func providerURLs() {
+        let refused = [
+            "https://user:hunter2@keys.example/jwks", "https://hunter2@keys.example", "https://keys example/jwks", "https://keys.example/jw ks",
+            "https://keys.example:+443/jwks", "https://keys.example/jwks#hunter2", "https:///jwks", "https://keys.example:0/jwks",
+            "ftp://keys.example/jwks", "https://keys.example/a\\tb"
+        ]
+        for url in refused {
+            let cases: [(yaml: String, key: String)] = [
+                ("providers: { google: { enabled: true, audiences: [a], jwks_url: \"\(url)\" } }", "providers.google.jwks_url"),
+                ("providers: { oidc: [ { name: corp, issuer: \"\(url)\", audiences: [a] } ] }", ".issuer"),
+                ("providers: { google: { revocation_url: \"\(url)\" } }", "providers.google.revocation_url"),
+                ("providers: { apple: { team_id: T, key_id: K, private_key_file: k.p8, api_url: \"\(url)\" } }", "providers.apple.api_url")
+            ]
+            for (yaml, key) in cases {
+                let found = issues(yaml).filter { $0.key.hasSuffix(key) }
+                #expect(found.count == 1, "\(yaml): \(issues(yaml))")
+                #expect(!found.contains { $0.message.contains("hunter2") }, "\(found)")
+            }
+        }
+        let accepted = [
+            "https://keys.example/jwks", "http://127.0.0.1:8080/jwks", "https://login.example.com/tenant/v2.0",
+            "https://[::1]:8443/keys?format=jwks"
+        ]
+        for url in accepted {
+            #expect(issues("providers: { oidc: [ { name: corp, issuer: \"\(url)\", audiences: [a], jwks_url: \"\(url)\" } ] }").isEmpty, "\(url)")
+        }
+    }
+
     @Test("YAML that does not parse is a clear error")
     func invalidYAML() {
         let found = issues("server: [unclosed")

@@ -222,6 +222,11 @@ struct ProviderKeySetTests {
         #expect(try ProviderKeySet.keySetURL(jwksURI: "http://127.0.0.1:8/jwks", issuer: "http://127.0.0.1:8") == "http://127.0.0.1:8/jwks")
         #expect(throws: AuthGateError.self) { try ProviderKeySet.keySetURL(jwksURI: "http://keys.example/jwks", issuer: "https://issuer.example") }
         #expect(throws: AuthGateError.self) { try ProviderKeySet.keySetURL(jwksURI: nil, issuer: "https://issuer.example") }
+        #expect(throws: AuthGateError.self) {
+            try ProviderKeySet.keySetURL(jwksURI: "https://u:p@keys.example/jwks", issuer: "https://issuer.example")
+        }
+        #expect(HTTPJWKSFetcher.redirectTarget("https://u:p@keys.example/jwks", from: tls) == nil)
+        #expect(HTTPJWKSFetcher.redirectTarget("HTTPS://keys.example/jwks", from: tls) == "https://keys.example/jwks")
         // A provider API answering a redirect: tried again later, not taken as a refusal of the token.
         let redirected = ProviderFormPost.Answer(status: 307, body: [], errorCode: nil)
         let refusal = #expect(throws: AuthGateError.self) { try redirected.requireSuccess("apple revoke") }

@@ -32,8 +32,8 @@ public struct AppleServerConfiguration: Sendable {
         let lifetime = section.duration("client_secret_ttl", default: .seconds(3600), minimum: .seconds(60), maximum: maximumLifetime)
         let hasEnvironmentKey = section.isOverridden("private_key")
         var apiURL = section.string("api_url", default: "https://appleid.apple.com")
-        if !(apiURL.hasPrefix("https://") || apiURL.hasPrefix("http://")) {
-            section.report("api_url", "\"\(apiURL)\" must be an http:// or https:// URL")
+        if !ConfigurationValueParsers.isFetchableURL(apiURL) {
+            section.report("api_url", ConfigurationValueParsers.fetchableURLRule)
         }
         while apiURL.hasSuffix("/") { apiURL.removeLast() }
         guard teamID != nil || keyID != nil || keyPath != nil || hasEnvironmentKey else {

@@ -88,6 +88,30 @@ public enum ConfigurationValueParsers {
         return "\(bytes)"
     }
 
+    /// Whether `text` is an absolute `http` or `https` URL in the form the gateway fetches from a
+    /// provider: a host in ``HostName``'s rules with an optional port and no user or password
+    /// (which every log line naming the URL would show), then an optional path and query of
+    /// printable ASCII without spaces, and no fragment.
+    public static func isFetchableURL(_ text: String) -> Bool {
+        let schemeLength: Int
+        if text.hasPrefix("https://") {
+            schemeLength = 8
+        } else if text.hasPrefix("http://") {
+            schemeLength = 7
+        } else {
+            return false
+        }
+        let rest = text.utf8.dropFirst(schemeLength)
+        let end = rest.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ?? rest.endIndex
+        guard HostName.isValidAuthority(rest[..<end]) else { return false }
+        return rest[end...].allSatisfy { (0x21...0x7E).contains($0) && $0 != UInt8(ascii: "#") }
+    }
+
+    /// What a configuration problem says of a provider URL that ``isFetchableURL(_:)`` refuses:
+    /// the value is not repeated, as it may hold a password.
+    static let fetchableURLRule =
+        "must be an http:// or https:// URL: a host with an optional port (no user or password), then a path without spaces; no fragment"
+
     /// Parses a rate `150/5m`: a count per window.
     static func rate(_ text: String) -> RateLimit? {
         let parts = text.split(separator: "/", maxSplits: 1).map { $0.trimmed }

@@ -78,8 +78,8 @@ public struct ProvidersConfiguration: Sendable {
         )
         let googleSection = section.section("google")
         googleRevocationURL = googleSection.string("revocation_url", default: "https://oauth2.googleapis.com/revoke")
-        if !(googleRevocationURL.hasPrefix("https://") || googleRevocationURL.hasPrefix("http://")) {
-            googleSection.report("revocation_url", "\"\(googleRevocationURL)\" must be an http:// or https:// URL")
+        if !ConfigurationValueParsers.isFetchableURL(googleRevocationURL) {
+            googleSection.report("revocation_url", ConfigurationValueParsers.fetchableURLRule)
         }
         google = Self.provider(
             googleSection,
@@ -101,8 +101,8 @@ public struct ProvidersConfiguration: Sendable {
                 item.report("name", "\"\(name)\" is used by another OIDC provider")
             }
             let issuer = item.string("issuer", default: "")
-            if !(issuer.hasPrefix("https://") || issuer.hasPrefix("http://")) {
-                item.report("issuer", "\"\(issuer)\" must be the issuer URL exactly as tokens carry it in iss")
+            if !ConfigurationValueParsers.isFetchableURL(issuer) {
+                item.report("issuer", "must be the issuer URL exactly as tokens carry it in iss; it " + ConfigurationValueParsers.fetchableURLRule)
             }
             oidc.append(Self.provider(item, name: name, issuers: [issuer], defaultJWKS: nil, enabledByDefault: true))
         }
@@ -142,8 +142,8 @@ public struct ProvidersConfiguration: Sendable {
             section.report("jwks_file", "set jwks_url or jwks_file, not both")
             keySource = .file(file ?? "")
         case (.some(let url), .none):
-            if !(url.hasPrefix("https://") || url.hasPrefix("http://")) {
-                section.report("jwks_url", "\"\(url)\" must be an http:// or https:// URL")
+            if !ConfigurationValueParsers.isFetchableURL(url) {
+                section.report("jwks_url", ConfigurationValueParsers.fetchableURLRule)
             }
             keySource = .url(url)
         case (.none, .some(let file)):

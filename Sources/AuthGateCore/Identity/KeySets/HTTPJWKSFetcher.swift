@@ -51,8 +51,12 @@ public struct HTTPJWKSFetcher: JWKSFetching {
         guard !location.isEmpty, location.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else { return nil }
         let fromTLS = current.utf8.starts(with: "https://".utf8)
         let lower = location.lowercased()
-        if lower.hasPrefix("https://") { return location }
-        if lower.hasPrefix("http://") { return fromTLS ? nil : location }
+        if lower.hasPrefix("https://") || lower.hasPrefix("http://") {
+            // The scheme in lower case, then the rules of a configured URL (no user or password).
+            let absolute = lower.prefix(5) == "https" ? "https" + location.dropFirst(5) : "http" + location.dropFirst(4)
+            guard ConfigurationValueParsers.isFetchableURL(absolute), !fromTLS || absolute.hasPrefix("https://") else { return nil }
+            return absolute
+        }
         guard location.hasPrefix("/"), !location.hasPrefix("//"), let schemeEnd = current.firstRange(of: "://") else { return nil }
         let origin = current[..<(current[schemeEnd.upperBound...].firstIndex(of: "/") ?? current.endIndex)]
         return origin + location

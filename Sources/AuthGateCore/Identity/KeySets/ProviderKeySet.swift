@@ -231,8 +231,10 @@ public actor ProviderKeySet {
     /// (OpenID Connect Discovery 1.0 §3), or an `http` one for an issuer that is `http` itself
     /// (a local test provider), so that an `https` issuer's keys never come over plain HTTP.
     static func keySetURL(jwksURI: String?, issuer: String) throws -> String {
-        guard let url = jwksURI, url.hasPrefix("https://") || url.hasPrefix("http://") else {
-            throw AuthGateError(.keysUnavailable, "the discovery document of \(issuer) has no jwks_uri")
+        guard let url = jwksURI, ConfigurationValueParsers.isFetchableURL(url) else {
+            throw AuthGateError(
+                .keysUnavailable,
+                "the discovery document of \(issuer) has no jwks_uri that can be used (an http(s) URL with a host, no user or password)")
         }
         guard url.hasPrefix("https://") || !issuer.hasPrefix("https://") else {
             throw AuthGateError(.keysUnavailable, "the discovery document of \(issuer) names a jwks_uri that is not https")
