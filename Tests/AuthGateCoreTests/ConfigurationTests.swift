@@ -306,7 +306,7 @@ struct ConfigurationTests {
     /// Provider URLs were checked for their scheme alone: a password in one (`https://u:p@…`)
     /// was accepted and written in every log line naming the URL, and in the refusal itself.
     @Test(
-        "provider URLs (an OIDC issuer, jwks_url, Apple's api_url, Google's revocation_url): http(s), a host, no user or password, no space or fragment; a refusal never repeats the value"
+        "provider URLs (an OIDC issuer, jwks_url, Apple's api_url, Google's revocation_url) and the tracing endpoint: http(s), a host, no user or password, no space or fragment; a refusal never repeats the value"
     )
     func providerURLs() {
         let refused = [
@@ -319,7 +319,8 @@ struct ConfigurationTests {
                 ("providers: { google: { enabled: true, audiences: [a], jwks_url: \"\(url)\" } }", "providers.google.jwks_url"),
                 ("providers: { oidc: [ { name: corp, issuer: \"\(url)\", audiences: [a] } ] }", ".issuer"),
                 ("providers: { google: { revocation_url: \"\(url)\" } }", "providers.google.revocation_url"),
-                ("providers: { apple: { team_id: T, key_id: K, private_key_file: k.p8, api_url: \"\(url)\" } }", "providers.apple.api_url")
+                ("providers: { apple: { team_id: T, key_id: K, private_key_file: k.p8, api_url: \"\(url)\" } }", "providers.apple.api_url"),
+                ("tracing: { endpoint: \"\(url)\" }", "tracing.endpoint")
             ]
             for (yaml, key) in cases {
                 let found = issues(yaml).filter { $0.key.hasSuffix(key) }

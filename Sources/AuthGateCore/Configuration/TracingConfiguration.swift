@@ -10,8 +10,8 @@ public struct TracingConfiguration: Sendable {
     init(reading section: ConfigurationSection) {
         enabled = section.bool("enabled", default: false)
         endpoint = section.string("endpoint", default: "http://127.0.0.1:4318/v1/traces")
-        if !(endpoint.hasPrefix("http://") || endpoint.hasPrefix("https://")) {
-            section.report("endpoint", "\"\(endpoint)\" must be an http:// or https:// URL (OTLP over HTTP)")
+        if !ConfigurationValueParsers.isFetchableURL(endpoint) {
+            section.report("endpoint", "is OTLP over HTTP: it " + ConfigurationValueParsers.fetchableURLRule)
         }
         serviceName = section.string("service_name", default: "authgate")
         section.finish()
