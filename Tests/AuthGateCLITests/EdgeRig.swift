@@ -58,7 +58,7 @@ final class EdgeRig {
     /// Sends raw bytes on a new connection and reads until the gateway closes it.
     func exchange(_ request: String) async throws -> (status: String, text: String, closed: Bool) {
         let connection = try RawConnection(port: server.port)
-        connection.send(request)
+        await connection.send(request)
         let (bytes, closed) = await connection.receiveUntilClosed()
         let text = String(decoding: bytes, as: UTF8.self)
         return (String(text.split(separator: "\r\n", maxSplits: 1).first ?? ""), text, closed)

@@ -21,9 +21,9 @@ struct EdgeSafetyTests {
         for (path, authorization) in [("/early/upload", ""), ("/early-anon/upload", "Authorization: Bearer \(token)\r\n")] {
             for size in [300_000, 5 << 20] {
                 let connection = try RawConnection(port: rig.server.port)
-                connection.send("POST \(path) HTTP/1.1\r\nHost: gw\r\n\(authorization)Content-Length: \(size)\r\n\r\n")
-                connection.send(bytes: [UInt8](repeating: 0x61, count: size))
-                connection.send("GET \(path) HTTP/1.1\r\nHost: gw\r\n\(authorization)Connection: close\r\n\r\n")
+                await connection.send("POST \(path) HTTP/1.1\r\nHost: gw\r\n\(authorization)Content-Length: \(size)\r\n\r\n")
+                await connection.send(bytes: [UInt8](repeating: 0x61, count: size))
+                await connection.send("GET \(path) HTTP/1.1\r\nHost: gw\r\n\(authorization)Connection: close\r\n\r\n")
                 let (bytes, closed) = await connection.receiveUntilClosed()
                 let text = String(decoding: bytes, as: UTF8.self)
                 // nginx answers 200 without reading the body, or 413 past its client_max_body_size
@@ -47,13 +47,13 @@ struct EdgeSafetyTests {
                     let connection = try RawConnection(port: port)
                     let body = [UInt8](repeating: 0x62, count: 400_000)
                     if chunked {
-                        connection.send("POST /early/x HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
-                        connection.send(String(body.count, radix: 16) + "\r\n")
-                        connection.send(bytes: body)
-                        connection.send("\r\n0\r\n\r\n")
+                        await connection.send("POST /early/x HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
+                        await connection.send(String(body.count, radix: 16) + "\r\n")
+                        await connection.send(bytes: body)
+                        await connection.send("\r\n0\r\n\r\n")
                     } else {
-                        connection.send("POST /early/x HTTP/1.1\r\nHost: gw\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n")
-                        connection.send(bytes: body)
+                        await connection.send("POST /early/x HTTP/1.1\r\nHost: gw\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n")
+                        await connection.send(bytes: body)
                     }
                     let (bytes, _) = await connection.receiveUntilClosed()
                     return String(decoding: bytes, as: UTF8.self).hasPrefix("HTTP/1.1 200")
@@ -71,10 +71,10 @@ struct EdgeSafetyTests {
         var connections: [RawConnection] = []
         for close in [true, false] {
             let connection = try RawConnection(port: rig.server.port)
-            connection.send(
+            await connection.send(
                 "POST /auth/v1/signup HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nContent-Length: 2097152\r\n\(close ? "Connection: close\r\n" : "")\r\n"
             )
-            connection.send(bytes: [UInt8](repeating: 0x20, count: 300_000))
+            await connection.send(bytes: [UInt8](repeating: 0x20, count: 300_000))
             connections.append(connection)
         }
         let clock = ContinuousClock()
@@ -175,7 +175,7 @@ struct EdgeSafetyTests {
         var slow: [RawConnection] = []
         for _ in 0..<60 {
             let connection = try RawConnection(port: rig.server.port)
-            connection.send("GET / HT")
+            await connection.send("GET / HT")
             slow.append(connection)
         }
         // Which connection gets a place depends on the order the gateway's event loops take them
@@ -197,9 +197,9 @@ struct EdgeSafetyTests {
             let connection = try RawConnection(port: rig.server.port)
             let opening = HTTP2Frames.preface + HTTP2Frames.settings + HTTP2Frames.get(stream: 1, path: "/health")
             if index == 0 {
-                for byte in opening { connection.send(bytes: [byte]) }
+                for byte in opening { await connection.send(bytes: [byte]) }
             } else {
-                connection.send(bytes: opening)
+                await connection.send(bytes: opening)
             }
             http2Clients.append(connection)
         }
@@ -229,7 +229,7 @@ struct EdgeSafetyTests {
         #expect(clock.now - start < .seconds(15), "all closed after \(clock.now - start)")
         // A kept-alive connection idle for keep_alive_timeout is closed too.
         let idle = try RawConnection(port: rig.server.port)
-        idle.send("GET /health HTTP/1.1\r\nHost: gw\r\n\r\n")
+        await idle.send("GET /health HTTP/1.1\r\nHost: gw\r\n\r\n")
         let (answer, closedIdle) = await idle.receiveUntilClosed()
         #expect(String(decoding: answer, as: UTF8.self).hasPrefix("HTTP/1.1 200") && closedIdle)
         let (data, response) = try await HTTP.get(URL(string: "http://127.0.0.1:\(metricsPort)/metrics")!)
@@ -259,7 +259,7 @@ struct EdgeSafetyTests {
     /// The gateway's metrics text, read from its metrics listener.
     private static func metrics(metricsPort: Int) async throws -> String {
         let connection = try RawConnection(port: metricsPort)
-        connection.send("GET /metrics HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n")
+        await connection.send("GET /metrics HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n")
         return String(decoding: await connection.receiveUntilClosed().bytes, as: UTF8.self)
     }
 

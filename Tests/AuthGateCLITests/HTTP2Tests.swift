@@ -324,7 +324,7 @@ struct HTTP2Tests {
         try await withRecordingRoute("http2-reuse") { server, recording in
             // Fifty requests on one connection, each sent once the one before has been answered.
             let connection = try RawConnection(port: server.port)
-            connection.send(bytes: HTTP2Frames.preface + HTTP2Frames.settings)
+            await connection.send(bytes: HTTP2Frames.preface + HTTP2Frames.settings)
             var received: [UInt8] = []
             for stream in (0..<50).map({ UInt32(2 * $0 + 1) }) {
                 try await HTTP2Frames.request(stream: stream, path: "/r/\(stream)", on: connection, received: &received)
@@ -357,7 +357,7 @@ struct HTTP2Tests {
             // One request answered, then the client goes quiet: it will never answer the PING that
             // NIO's connection manager sends with its GOAWAY.
             let connection = try RawConnection(port: server.port)
-            connection.send(bytes: HTTP2Frames.preface + HTTP2Frames.settings)
+            await connection.send(bytes: HTTP2Frames.preface + HTTP2Frames.settings)
             var received: [UInt8] = []
             try await HTTP2Frames.request(stream: 1, path: "/auth/v1/health", on: connection, received: &received)
             let clock = ContinuousClock()

@@ -22,7 +22,7 @@ struct RandomRequestHeadTests {
         for index in 0..<Self.requestCount {
             let request = Self.request(token: token, using: &generator)
             let connection = try RawConnection(port: rig.server.port)
-            connection.send(bytes: request)
+            await connection.send(bytes: request)
             let (bytes, closed) = await connection.receiveUntilClosed()
             if !closed || !bytes.starts(with: Array("HTTP/1.".utf8)) {
                 let failure = connection.receiveError

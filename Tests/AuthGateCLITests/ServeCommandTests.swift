@@ -56,7 +56,7 @@ struct ServeCommandTests {
         // The upstream sends each event only when released: the response is in flight, its head
         // relayed and its body unfinished, when SIGTERM arrives.
         let connection = try RawConnection(port: server.port)
-        connection.send("GET /files/events/2 HTTP/1.1\r\nHost: gw\r\n\r\n")
+        await connection.send("GET /files/events/2 HTTP/1.1\r\nHost: gw\r\n\r\n")
         upstream.releaseEvent()
         var received = ""
         while !received.contains("data: event 1\n\n") {
@@ -95,7 +95,7 @@ struct ServeCommandTests {
             """)
         let server = try await AuthGateServer.start(arguments: ["--config", files.config.path])
         let connection = try RawConnection(port: server.port)
-        connection.send(
+        await connection.send(
             "GET /ws/chat HTTP/1.1\r\nHost: gw\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
                 + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
         let greeting: [UInt8] = [0x81, 9] + Array("user=none".utf8)

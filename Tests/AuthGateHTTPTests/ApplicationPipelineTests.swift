@@ -39,7 +39,7 @@ struct ApplicationPipelineTests {
     /// Sends `requests` on a new connection and reads every answer until the gateway closes it.
     private func exchange(_ requests: String, port: Int) async throws -> (answers: [Answer], closed: Bool) {
         let connection = try RawConnection(port: port)
-        connection.send(requests)
+        await connection.send(requests)
         return try await readAnswers(connection)
     }
 
@@ -109,7 +109,7 @@ struct ApplicationPipelineTests {
         try await withGateway { port in
             let connection = try RawConnection(port: port)
             let large = String(repeating: " ", count: 70_000) + "{}"
-            connection.send(
+            await connection.send(
                 "POST /auth/v1/signup HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n"
                     + "GET /auth/v1/settings HTTP/1.1\r\nHost: gw\r\n\r\n"
                     + "HEAD /auth/v1/settings HTTP/1.1\r\nHost: gw\r\n\r\n"
@@ -156,7 +156,7 @@ struct ApplicationPipelineTests {
     func bodyCutShort() async throws {
         try await withGateway { port in
             let connection = try RawConnection(port: port)
-            connection.send("POST /auth/v1/signup HTTP/1.1\r\nHost: gw\r\nContent-Length: 100\r\n\r\n{\"data\":")
+            await connection.send("POST /auth/v1/signup HTTP/1.1\r\nHost: gw\r\nContent-Length: 100\r\n\r\n{\"data\":")
             connection.shutdownWrite()
             let (bytes, closed) = await connection.receiveUntilClosed()
             #expect(closed)

@@ -200,14 +200,14 @@ struct EdgeProxyTests {
             let connection = try RawConnection(port: port)
             // The first proxied request opens a kept-alive upstream connection on this connection's
             // event loop, which the later ones reuse.
-            connection.send("GET /public/warm HTTP/1.1\r\nHost: gateway\r\n\r\n")
+            await connection.send("GET /public/warm HTTP/1.1\r\nHost: gateway\r\n\r\n")
             _ = try await Self.nextResponse(connection)
             let requests = [
                 ("/public/a?n=1", ""), ("/auth/v1/health", ""), ("/public/b?n=2", ""), ("/nowhere", ""),
                 ("/public/c?n=3", "X-AuthGate-User-Id: admin\r\nX-Forwarded-For: 6.6.6.6\r\n"),
                 ("/api/x", "Authorization: Bearer forged.token.here\r\n")
             ]
-            connection.send(requests.map { "GET \($0.0) HTTP/1.1\r\nHost: gateway\r\n\($0.1)\r\n" }.joined())
+            await connection.send(requests.map { "GET \($0.0) HTTP/1.1\r\nHost: gateway\r\n\($0.1)\r\n" }.joined())
             var bytes: [UInt8] = []
             var bodies: [String] = []
             while bodies.count < requests.count {
@@ -270,7 +270,7 @@ struct EdgeProxyTests {
             let port = try #require(client.port)
             // No token: refused with GoTrue's 401 before anything reaches the upstream, never upgraded.
             let refusal = try RawConnection(port: port)
-            refusal.send(
+            await refusal.send(
                 "GET /api/ws/chat HTTP/1.1\r\nHost: gw\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                     + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
             let refused = String(decoding: await refusal.receive(), as: UTF8.self)
@@ -312,7 +312,7 @@ struct EdgeProxyTests {
         try await app.test(.live) { client in
             let port = try #require(client.port)
             let connection = try RawConnection(port: port)
-            connection.send(Self.handshake("/dead/ws"))
+            await connection.send(Self.handshake("/dead/ws"))
             let (bytes, closed) = await connection.receiveUntilClosed()
             let text = String(decoding: bytes, as: UTF8.self)
             #expect(text.hasPrefix("HTTP/1.1 502 Bad Gateway") && text.contains("bad_gateway"), "\(text)")
@@ -328,10 +328,11 @@ struct EdgeProxyTests {
         try await app.test(.live) { client in
             let port = try #require(client.port)
             let connection = try RawConnection(port: port)
-            connection.send("GET /public/first HTTP/1.1\r\nHost: gateway\r\n\r\n")
+            await connection.send("GET /public/first HTTP/1.1\r\nHost: gateway\r\n\r\n")
             _ = try await Self.nextResponse(connection)
             let (token, _) = try await signUp(client)
-            connection.send(Self.handshake("/api/ws/chat", extra: "Authorization: Bearer \(token)\r\nSec-WebSocket-Protocol: chat, superchat\r\n"))
+            await connection.send(
+                Self.handshake("/api/ws/chat", extra: "Authorization: Bearer \(token)\r\nSec-WebSocket-Protocol: chat, superchat\r\n"))
             let answer = String(decoding: await connection.receive(), as: UTF8.self)
             #expect(answer.hasPrefix("HTTP/1.1 101 Switching Protocols"), "\(answer)")
             let lines = answer.lowercased().components(separatedBy: "\r\n")
@@ -355,7 +356,7 @@ struct EdgeProxyTests {
             let (token, userID) = try await signUp(client)
             let connection = try RawConnection(port: port)
             let handshake = Array(Self.handshake("/api/ws/chat", extra: "Authorization: Bearer \(token)\r\n").utf8)
-            connection.send(bytes: eagerFrame ? handshake + Self.maskedTextFrame("early") : handshake)
+            await connection.send(bytes: eagerFrame ? handshake + Self.maskedTextFrame("early") : handshake)
             var received: [UInt8] = []
             func receive(until tail: [UInt8]) async throws {
                 while !(received.count >= tail.count && received.suffix(tail.count).elementsEqual(tail)) {
@@ -367,7 +368,7 @@ struct EdgeProxyTests {
             try await receive(until: Self.textFrame("user=\(userID)"))
             #expect(received.starts(with: Array("HTTP/1.1 101 Switching Protocols\r\n".utf8)))
             let opened = received.count
-            connection.send(bytes: Self.maskedTextFrame("in the tunnel"))
+            await connection.send(bytes: Self.maskedTextFrame("in the tunnel"))
             try await receive(until: Self.textFrame("in the tunnel"))
             #expect(received.count - opened == Self.textFrame("in the tunnel").count, "only the tunnel's frame is echoed")
             connection.shutdownWrite()
@@ -390,7 +391,7 @@ struct EdgeProxyTests {
             let (token, _) = try await signUp(client)
             for round in 1...5 {
                 let connection = try RawConnection(port: port)
-                connection.send(Self.handshake("/api/ws/chat", extra: "Authorization: Bearer \(token)\r\n"))
+                await connection.send(Self.handshake("/api/ws/chat", extra: "Authorization: Bearer \(token)\r\n"))
                 connection.shutdownWrite()
                 let (bytes, closed) = await connection.receiveUntilClosed()
                 let text = String(decoding: bytes, as: UTF8.self)
@@ -412,13 +413,13 @@ struct EdgeProxyTests {
             { upstream in "routes: [ { name: raw, path_prefix: /raw/, upstreams: [\(upstream.url)], auth: public } ]" }
         ) { client, upstream in
             let connection = try RawConnection(port: try #require(client.port))
-            connection.send(Self.handshake("/raw/ws"))
+            await connection.send(Self.handshake("/raw/ws"))
             let answer = String(decoding: await connection.receive(), as: UTF8.self)
             #expect(answer.hasPrefix("HTTP/1.1 101 Switching Protocols\r\n"), "\(answer)")
             // A close frame with 1000, masked as a client must.
             let mask: [UInt8] = [9, 8, 7, 6]
             let close: [UInt8] = [0x88, 0x82] + mask + [0x03 ^ mask[0], 0xE8 ^ mask[1]]
-            if sendsClose { connection.send(bytes: close) }
+            if sendsClose { await connection.send(bytes: close) }
             connection.shutdownWrite()
             let (_, closed) = await connection.receiveUntilClosed()
             #expect(closed)
@@ -445,7 +446,7 @@ struct EdgeProxyTests {
         ) { client, _ in
             for _ in 0..<5 {
                 let connection = try RawConnection(port: try #require(client.port))
-                connection.send(Self.handshake("/raw/ws"))
+                await connection.send(Self.handshake("/raw/ws"))
                 var received: [UInt8] = []
                 let greeting = Self.textFrame("hello")
                 while !(received.count >= greeting.count && received.suffix(greeting.count).elementsEqual(greeting)) {
@@ -587,7 +588,7 @@ struct EdgeProxyTests {
         try await withEchoGateway({ upstream in "routes: [ { name: open, path_prefix: /public/, upstreams: [\(upstream.url)], auth: public } ]" }) {
             client, upstream in
             let connection = try RawConnection(port: try #require(client.port))
-            connection.send(request)
+            await connection.send(request)
             let (bytes, closed) = await connection.receiveUntilClosed()
             let text = String(decoding: bytes, as: UTF8.self)
             let version = request.contains(" HTTP/1.0\r\n") ? "HTTP/1.0" : "HTTP/1.1"
@@ -611,7 +612,7 @@ struct EdgeProxyTests {
             try await client.execute(uri: "/public/warm", method: .get) { #expect($0.status == .ok) }
             for path in ["/public/x", "/auth/v1/signup"] {
                 let connection = try RawConnection(port: port)
-                connection.send(
+                await connection.send(
                     "POST \(path) HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks)
                 let (bytes, closed) = await connection.receiveUntilClosed()
                 let text = String(decoding: bytes, as: UTF8.self)
@@ -642,7 +643,7 @@ struct EdgeProxyTests {
                 ] {
                     // The refusal closes the connection: one of its own for each.
                     let connection = try RawConnection(port: port)
-                    connection.send("GET \(path) HTTP/1.1\r\nHost: a\r\nAuthorization: \(first)\r\nAuthorization: \(second)\r\n\r\n")
+                    await connection.send("GET \(path) HTTP/1.1\r\nHost: a\r\nAuthorization: \(first)\r\nAuthorization: \(second)\r\n\r\n")
                     let (bytes, closed) = await connection.receiveUntilClosed()
                     let text = String(decoding: bytes, as: UTF8.self)
                     #expect(

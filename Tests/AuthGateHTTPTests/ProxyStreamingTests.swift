@@ -91,7 +91,7 @@ struct ProxyStreamingTests {
     func slowReader() async throws {
         try await withGateway { _, server, _ in
             let connection = try RawConnection(port: server.port)
-            connection.send("GET /files/download/\(Self.fiftyMiB) HTTP/1.1\r\nHost: gateway\r\n\r\n")
+            await connection.send("GET /files/download/\(Self.fiftyMiB) HTTP/1.1\r\nHost: gateway\r\n\r\n")
             var head: [UInt8] = []
             while !head.suffix(4).elementsEqual("\r\n\r\n".utf8) || head.count < 4 {
                 let next = await connection.receive(maximum: 1)

@@ -109,7 +109,7 @@ public enum HTTP2Frames {
     /// into `received` (everything the connection has sent so far, frames cut across reads
     /// included) until the answer has ended the stream; throws when the connection ends first.
     public static func request(stream: UInt32, path: String, on connection: RawConnection, received: inout [UInt8]) async throws {
-        connection.send(bytes: get(stream: stream, path: path))
+        await connection.send(bytes: get(stream: stream, path: path))
         while !parse(received).contains(where: { $0.stream == stream && $0.flags & 0x1 != 0 }) {
             let chunk = await connection.receive()
             guard !chunk.isEmpty else { throw TestSupportError("stream \(stream) was not answered") }

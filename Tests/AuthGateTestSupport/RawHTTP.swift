@@ -52,9 +52,22 @@ public final class RawConnection: Sendable {
 
     deinit { close(descriptor) }
 
+    /// Sends `text` (see ``send(bytes:)``).
     public func send(_ text: String) {
-        let bytes = Array(text.utf8)
-        send(bytes: bytes)
+        send(bytes: Array(text.utf8))
+    }
+
+    /// ``send(_:)`` on a thread of its own. A send blocks while the peer does not read (a gateway
+    /// holding a request body back, up to its `client_idle_timeout`), and an async test must not
+    /// hold one of Swift's cooperative threads meanwhile: two such sends on a two-core machine
+    /// stop every other test in the process. Async callers get this one.
+    public func send(_ text: String) async {
+        await Self.offload { self.send(text) }
+    }
+
+    /// ``send(bytes:)`` on a thread of its own (see ``send(_:)``).
+    public func send(bytes: [UInt8]) async {
+        await Self.offload { self.send(bytes: bytes) }
     }
 
     /// Everything the peer sends until it closes the connection, and whether it did close within
