@@ -237,10 +237,15 @@ public struct AccountService: Sendable {
         case (.local, .some(let id)): targets = [id]
         case (.others, .some(let id)): targets = all.filter { $0 != id }
         }
-        for id in try await store.deleteSessions(userID: caller.user.id, sessionIDs: targets) {
+        let ended = try await store.deleteSessions(userID: caller.user.id, sessionIDs: targets)
+        for id in ended {
             try await store.appendRevocation(RevocationEvent(kind: .session, userID: caller.user.id, sessionID: id, reason: "logout", at: now))
         }
-        store.recordAudit(.now("logout", userID: caller.user.id, detail: ["scope": scope.rawValue]))
+        // Only a logout that ended something is an event: `scope=others` with no other session
+        // ends nothing and leaves the caller signed in, so it could be sent without end, and the
+        // audit stream keeps a fixed number of entries: each call would push an older one out.
+        guard !ended.isEmpty else { return }
+        store.recordAudit(.now("logout", userID: caller.user.id, detail: ["scope": scope.rawValue, "sessions": "\(ended.count)"]))
     }
 
     /// The caller's user and identities (`GET /user`).
