@@ -210,6 +210,8 @@ struct ProviderKeySetTests {
         #expect(HTTPJWKSFetcher.redirectTarget("https://other.example/jwks", from: tls) == "https://other.example/jwks")
         #expect(HTTPJWKSFetcher.redirectTarget("/b/jwks", from: tls) == "https://keys.example.com:8443/b/jwks")
         #expect(HTTPJWKSFetcher.redirectTarget("/b/jwks", from: "https://keys.example.com") == "https://keys.example.com/b/jwks")
+        #expect(HTTPJWKSFetcher.redirectTarget("/b/jwks", from: "https://keys.example.com?format=jwks") == "https://keys.example.com/b/jwks")
+        #expect(HTTPJWKSFetcher.redirectTarget("/b/jwks#x", from: tls) == nil)
         #expect(HTTPJWKSFetcher.redirectTarget("http://127.0.0.1:9/jwks", from: "http://127.0.0.1:8/jwks") == "http://127.0.0.1:9/jwks")
         #expect(HTTPJWKSFetcher.redirectTarget("https://127.0.0.1:9/jwks", from: "http://127.0.0.1:8/jwks") == "https://127.0.0.1:9/jwks")
         for location in [

@@ -58,8 +58,9 @@ public struct HTTPJWKSFetcher: JWKSFetching {
             return absolute
         }
         guard location.hasPrefix("/"), !location.hasPrefix("//"), let schemeEnd = current.firstRange(of: "://") else { return nil }
-        let origin = current[..<(current[schemeEnd.upperBound...].firstIndex(of: "/") ?? current.endIndex)]
-        return origin + location
+        let origin = current[..<(current[schemeEnd.upperBound...].firstIndex { $0 == "/" || $0 == "?" } ?? current.endIndex)]
+        let target = String(origin) + location
+        return ConfigurationValueParsers.isFetchableURL(target) ? target : nil
     }
 
     private func get(_ url: String, deadline: NIODeadline) async throws -> HTTPClientResponse {
