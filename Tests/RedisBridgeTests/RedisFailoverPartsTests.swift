@@ -37,6 +37,21 @@ struct RedisFailoverPartsTests {
         #expect(RedisMasterSwitch(message: other) == nil)
     }
 
+    /// The port went to `getaddrinfo` as text with `Int.init` alone: `70000` connected to 4464.
+    @Test("a Sentinel's answer to get-master-addr-by-name: a host and a port 1-65535 in digits, or no master")
+    func sentinelMasterAddress() {
+        func reply(_ host: String, _ port: String) -> RESPValue {
+            .array([.bulkString(ByteBuffer(string: host)), .bulkString(ByteBuffer(string: port))])
+        }
+        #expect(RedisSentinelLocator.masterAddress(in: reply("10.0.0.8", "6380")) == RedisServerAddress(host: "10.0.0.8", port: 6380))
+        for port in ["70000", "65536", "0", "-1", "+6380", " 6380", "6380 ", "", "99999999999999999999", "6٣80"] {
+            #expect(RedisSentinelLocator.masterAddress(in: reply("10.0.0.8", port)) == nil, "\(port)")
+        }
+        #expect(RedisSentinelLocator.masterAddress(in: reply("", "6380")) == nil)
+        #expect(RedisSentinelLocator.masterAddress(in: .null) == nil)
+        #expect(RedisSentinelLocator.masterAddress(in: .array([.bulkString(ByteBuffer(string: "10.0.0.8"))])) == nil)
+    }
+
     @Test(
         "+promoted-slave names the promoted replica as the new master, +failover-state-wait-promotion the one about to be; other shapes are nothing")
     func promotedReplica() {

@@ -2,6 +2,7 @@ import ArgumentParser
 import AuthGateCore
 import AuthGateHTTP
 import Foundation
+import RedisBridge
 
 /// `authgate users …`: find, ban and delete users in the gateways' store.
 struct UsersCommand: AsyncParsableCommand {
@@ -29,12 +30,14 @@ struct ListUsersCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard (1...1000).contains(limit) else { throw ValidationError("--limit must be between 1 and 1000") }
-        if let cursor, Int(cursor).map({ $0 < 0 }) ?? true { throw ValidationError("--cursor must be a cursor printed by a previous page") }
+        if let cursor, DecimalInteger.parse(cursor, in: 0...Int.max) == nil {
+            throw ValidationError("--cursor must be a cursor printed by a previous page")
+        }
     }
 
     func run() async throws {
         try await AdminStore.run(options) { opened in
-            var offset = cursor.flatMap(Int.init) ?? 0
+            var offset = cursor.flatMap { DecimalInteger.parse($0, in: 0...Int.max) } ?? 0
             var matched: [UserRecord] = []
             var total = 0
             // Filters are applied while paging through the store, so a page holds `limit` matches.

@@ -50,9 +50,17 @@ enum RedisSentinelLocator {
         let connection = try await connect(sentinel: node, sentinel, configuration: configuration, eventLoop: eventLoop, logger: logger)
         defer { connection.closeNow() }
         let reply = try await connection.send(RedisCommand("SENTINEL", "get-master-addr-by-name", .string(masterName)))
-        guard let fields = reply.array, fields.count == 2, let host = fields[0].string, let port = fields[1].string.flatMap(Int.init) else {
-            throw RedisError(.connectionFailed, "does not know \(masterName)")
-        }
+        guard let address = masterAddress(in: reply) else { throw RedisError(.connectionFailed, "does not know \(masterName)") }
+        return address
+    }
+
+    /// The master a `SENTINEL get-master-addr-by-name` reply names: a host and a port of 1-65535
+    /// in digits; nil for anything else. (The port goes to `getaddrinfo` as text, which reads
+    /// `70000` as port 4464: a number out of range is refused here, not wrapped there.)
+    static func masterAddress(in reply: RESPValue) -> RedisServerAddress? {
+        guard let fields = reply.array, fields.count == 2, let host = fields[0].string, !host.isEmpty,
+            let port = fields[1].string.flatMap({ DecimalInteger.parse($0, in: 1...65535) })
+        else { return nil }
         return RedisServerAddress(host: host, port: port)
     }
 
