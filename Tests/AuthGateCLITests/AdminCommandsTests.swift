@@ -219,6 +219,11 @@ struct AdminCommandsTests {
             let table = try await setup.admin(["audit", "--since", "1h", "--limit", "5"])
             #expect(table.status == 0 && table.standardOutput.hasPrefix("TIME"), "\(table.standardOutput)")
             #expect(try await setup.admin(["audit", "--since", "yesterday"]).status == 2)
+            // The user id in capitals finds the same events; what is not a user id is refused.
+            let lower = try await setup.admin(["audit", "--user", erin.userID, "--json"]).standardOutput
+            let upper = try await setup.admin(["audit", "--user", erin.userID.uppercased(), "--json"]).standardOutput
+            #expect(!lower.isEmpty && upper == lower, "\(upper) against \(lower)")
+            #expect(try await setup.admin(["audit", "--user", "erin"]).status == 2)
 
             let client = RedisClient(configuration: .init(url: try await SharedRedis.url(), poolSize: 1), logger: Logger(label: "cli-test"))
             let store = RedisAuthStore(redis: client, keyPrefix: setup.prefix)

@@ -688,6 +688,14 @@ struct AppleTokenRevocationTests {
                 }
                 #expect(
                     page.compactMap { $0.objectValue?["payload"]?.objectValue?["action"]?.stringValue } == ["identity_unlinked", "identity_linked"])
+                // The id in another spelling finds the same events; what is not an id is a 400.
+                let upper = try await client.execute(
+                    uri: "/auth/v1/admin/audit?user_id=\(userID.uppercased())&per_page=100", method: .get, headers: admin
+                ) { (try? JSONValue.parse(Array($0.body.readableBytesView)).arrayValue) ?? [] }
+                #expect(upper.count == entries.count)
+                try await client.execute(uri: "/auth/v1/admin/audit?user_id=not-a-user", method: .get, headers: admin) {
+                    #expect($0.status == .badRequest)
+                }
                 try await client.execute(uri: "/auth/v1/admin/audit", method: .get, headers: [.authorization: "Bearer \(access)"]) {
                     #expect($0.status == .forbidden || $0.status == .unauthorized)
                 }

@@ -27,6 +27,7 @@ struct AuditCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard (1...1000).contains(limit) else { throw ValidationError("--limit must be 1 to 1000") }
+        if let user, AuditQuery.userID(user) == nil { throw ValidationError("--user must be a user id (a UUID)") }
         if let since, Self.parseSince(since, now: Date()) == nil {
             throw ValidationError(
                 "--since must be Unix seconds, an RFC 3339 time with its offset, a date (YYYY-MM-DD) or a duration such as 15m, 2h, 7d")
@@ -53,7 +54,7 @@ struct AuditCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await AdminStore.run(options) { opened in
-            let query = AuditQuery(userID: user, since: since.flatMap { Self.parseSince($0, now: Date()) }, limit: limit)
+            let query = AuditQuery(userID: user.flatMap(AuditQuery.userID), since: since.flatMap { Self.parseSince($0, now: Date()) }, limit: limit)
             let events = try await opened.store.auditEvents(query)
             print(events)
             guard follow else { return }

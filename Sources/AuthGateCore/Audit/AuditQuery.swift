@@ -34,6 +34,12 @@ public struct AuditQuery: Sendable, Hashable {
         return Date(timeIntervalSince1970: Double(seconds))
     }
 
+    /// A user id to filter on, in the one form events hold (a lower-case UUID, so `4F0C…` finds
+    /// `4f0c…`'s events); nil when `text` is not a UUID.
+    public static func userID(_ text: String) -> String? {
+        UUIDBytes.canonical(text)
+    }
+
     /// Whether `event` is one the query asks for.
     public func matches(_ event: AuditEvent) -> Bool {
         (userID == nil || event.userID == userID) && (since.map { event.at >= $0 } ?? true)

@@ -38,7 +38,14 @@ public struct AdminAuditController: Sendable {
             }
             since = date
         }
-        let userID = parameters["user_id"].map(String.init).flatMap { $0.isEmpty ? nil : $0 }
+        // A user id in its one form (lower case, as stored), so an upper-case copy finds the events.
+        var userID: String?
+        if let text = parameters["user_id"], !text.isEmpty {
+            guard let canonical = AuditQuery.userID(String(text)) else {
+                throw GoTrueError(.badRequest, code: "validation_failed", message: "user_id must be a user id (a UUID)")
+            }
+            userID = canonical
+        }
         let events: [AuditEvent]
         do {
             events = try await store.auditEvents(AuditQuery(userID: userID, since: since, offset: offset, limit: page.perPage))
