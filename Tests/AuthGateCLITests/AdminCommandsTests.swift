@@ -126,8 +126,12 @@ struct AdminCommandsTests {
             let listed = try await setup.admin(["sessions", "list", "--user", first.userID])
             #expect(listed.status == 0)
             #expect(listed.standardOutput.contains(first.sessionID) && listed.standardOutput.contains(second.sessionID))
+            // Ids copied in capitals name the same user and session (the listing was empty, and
+            // the revocation "no live session").
+            #expect(try await setup.admin(["sessions", "list", "--user", first.userID.uppercased()]).standardOutput == listed.standardOutput)
+            #expect(try await setup.admin(["sessions", "list", "--user", "nobody"]).status == 1)
 
-            let revoked = try await setup.admin(["sessions", "revoke", first.sessionID])
+            let revoked = try await setup.admin(["sessions", "revoke", first.sessionID.uppercased()])
             #expect(revoked.status == 0, "\(revoked.standardError)")
             let elapsed = try #require(try await setup.refusedAfter(first.access), "the gateway kept accepting a revoked session's token")
             #expect(elapsed < .seconds(3), "refused after \(elapsed)")
@@ -201,7 +205,7 @@ struct AdminCommandsTests {
     func auditAndRevocations() async throws {
         try await withSetup { setup in
             let erin = try await setup.signIn("erin")
-            let banned = try await setup.admin(["users", "ban", erin.userID, "--for", "1h"])
+            let banned = try await setup.admin(["users", "ban", erin.userID.uppercased(), "--for", "1h"])
             #expect(banned.status == 0, "\(banned.standardError)")
             // The gateway writes its events within 200 ms; the CLI writes its own before it exits.
             var actions: [String: String] = [:]

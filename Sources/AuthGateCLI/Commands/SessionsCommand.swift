@@ -19,12 +19,12 @@ struct ListSessionsCommand: AsyncParsableCommand {
 
     @OptionGroup var options: ConfigurationOptions
     @OptionGroup var output: OutputOptions
-    @Option(help: "The user id.")
+    @Option(help: "A user id, provider:subject (apple:001234.abcd), or an email address.")
     var user: String
 
     func run() async throws {
         try await AdminStore.run(options) { opened in
-            let sessions = try await opened.admin.sessions(of: user)
+            let sessions = try await opened.admin.sessions(of: try await opened.userID(user))
             if output.json {
                 Output.json(.object(["sessions": .array(sessions.map { .object(GoTrueJSON.sessionRecord($0)) })]))
                 return
@@ -65,16 +65,14 @@ struct RevokeUserSessionsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "revoke-user", abstract: "End every session of a user (sign out everywhere).")
 
     @OptionGroup var options: ConfigurationOptions
-    @Argument(help: "The user id.")
+    @Argument(help: "A user id, provider:subject (apple:001234.abcd), or an email address.")
     var user: String
 
     func run() async throws {
         try await AdminStore.run(options) { opened in
-            guard try await opened.store.user(id: user) != nil else {
-                throw refusal("no user \(user)")
-            }
-            let ended = try await opened.admin.signOutEverywhere(user, now: Date())
-            print("signed \(user) out everywhere: \(ended.count) session(s) ended")
+            let userID = try await opened.userID(user)
+            let ended = try await opened.admin.signOutEverywhere(userID, now: Date())
+            print("signed \(userID) out everywhere: \(ended.count) session(s) ended")
         }
     }
 }

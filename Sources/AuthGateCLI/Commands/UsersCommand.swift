@@ -133,7 +133,7 @@ struct BanUserCommand: AsyncParsableCommand {
 
     @OptionGroup var options: ConfigurationOptions
     @OptionGroup var output: OutputOptions
-    @Argument(help: "The user id.")
+    @Argument(help: "A user id, provider:subject (apple:001234.abcd), or an email address.")
     var user: String
     @Option(name: .customLong("for"), help: "How long: 30m, 24h, 7d, …")
     var duration: String?
@@ -155,14 +155,15 @@ struct BanUserCommand: AsyncParsableCommand {
     func run() async throws {
         let now = Date()
         try await AdminStore.run(options) { opened in
+            let userID = try await opened.userID(user)
             let updated: UserRecord?
             if lift {
-                updated = try await opened.admin.liftBan(user, now: now)
+                updated = try await opened.admin.liftBan(userID, now: now)
             } else {
                 let end =
                     until.flatMap { try? Date($0, strategy: .iso8601) }
                     ?? now.addingTimeInterval(ConfigurationValueParsers.duration(duration ?? "")?.inSeconds ?? 0)
-                updated = try await opened.admin.ban(user, until: end, now: now)
+                updated = try await opened.admin.ban(userID, until: end, now: now)
             }
             guard let updated else {
                 throw refusal("no user \(user)")
@@ -183,17 +184,18 @@ struct DeleteUserCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete a user; its sessions end at once.")
 
     @OptionGroup var options: ConfigurationOptions
-    @Argument(help: "The user id.")
+    @Argument(help: "A user id, provider:subject (apple:001234.abcd), or an email address.")
     var user: String
     @Flag(help: "Keep the record (email, phone and identities removed; sign-in refused for good).")
     var soft = false
 
     func run() async throws {
         try await AdminStore.run(options) { opened in
-            guard try await opened.admin.deleteUser(user, soft: soft, now: Date()) else {
+            let userID = try await opened.userID(user)
+            guard try await opened.admin.deleteUser(userID, soft: soft, now: Date()) else {
                 throw refusal("no user \(user)")
             }
-            print(soft ? "soft-deleted \(user)" : "deleted \(user)")
+            print(soft ? "soft-deleted \(userID)" : "deleted \(userID)")
         }
     }
 }

@@ -55,4 +55,13 @@ struct AdminStore {
             throw error
         }
     }
+
+    /// The id of the user `reference` names (a user id in any case, `provider:subject`, or an
+    /// email address), or exit 1 with "no user …": every command that acts on a user reads its
+    /// argument here, so an id copied in capitals is the same user and not "no user" (or, for a
+    /// listing, an empty one).
+    func userID(_ reference: String) async throws -> String {
+        guard let user = try await admin.findUser(reference) else { throw refusal("no user \(reference)") }
+        return user.id
+    }
 }

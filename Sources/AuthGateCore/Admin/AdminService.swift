@@ -156,7 +156,8 @@ public struct AdminService: Sendable {
     /// Ends one session.
     /// - Returns: the session's user, or nil when no such session is alive.
     public func revokeSession(_ sessionID: String, now: Date) async throws -> String? {
-        guard let userID = try await store.owner(ofSession: sessionID),
+        // The id in its one form (lower case, as stored): a copy in capitals is the same session.
+        guard let sessionID = UUIDBytes.canonical(sessionID.trimmed), let userID = try await store.owner(ofSession: sessionID),
             try await store.deleteSessions(userID: userID, sessionIDs: [sessionID]).contains(sessionID)
         else { return nil }
         try await store.appendRevocation(RevocationEvent(kind: .session, userID: userID, sessionID: sessionID, reason: "admin", at: now))
