@@ -201,6 +201,39 @@ struct AdminCommandsTests {
         }
     }
 
+    /// A follower printed each batch newest first, and into a file or pipe its lines waited in
+    /// standard output's buffer (4 KiB) until it exited: a stopped follower lost them.
+    @Test("audit --follow --json: lines oldest first, each batch written as it is read, while the follower runs")
+    func auditFollow() async throws {
+        try await withSetup { setup in
+            _ = try await setup.signIn("frank")
+            let output = FileManager.default.temporaryDirectory.appendingPathComponent("authgate-follow-\(UUID().uuidString)")
+            FileManager.default.createFile(atPath: output.path, contents: nil)
+            defer { try? FileManager.default.removeItem(at: output) }
+            let follower = Process()
+            follower.executableURL = try AuthGateBinary.url()
+            follower.arguments = ["audit", "--follow", "--json", "--config", setup.config.path]
+            follower.standardOutput = try FileHandle(forWritingTo: output)
+            follower.standardError = FileHandle.nullDevice
+            try follower.run()
+            defer {
+                follower.terminate()
+                follower.waitUntilExit()
+            }
+            func times() -> [String] {
+                let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+                return text.split(separator: "\n").compactMap { line in
+                    (try? JSONValue.parse(Array(line.utf8)))?.objectValue?["created_at"]?.stringValue
+                }
+            }
+            try await waitUntil("the follower prints the trail so far", deadline: .seconds(15)) { !times().isEmpty }
+            let before = times().count
+            for name in ["grace", "heidi", "ivan"] { _ = try await setup.signIn(name) }
+            try await waitUntil("the follower prints the three sign-ups while it runs", deadline: .seconds(15)) { times().count >= before + 3 }
+            #expect(times() == times().sorted(), "oldest first: \(times())")
+        }
+    }
+
     @Test("audit shows the gateway's and the CLI's events with their actors; revocations list shows the outbox, never a token")
     func auditAndRevocations() async throws {
         try await withSetup { setup in

@@ -56,17 +56,20 @@ struct AuditCommand: AsyncParsableCommand {
         try await AdminStore.run(options) { opened in
             let query = AuditQuery(userID: user.flatMap(AuditQuery.userID), since: since.flatMap { Self.parseSince($0, now: Date()) }, limit: limit)
             let events = try await opened.store.auditEvents(query)
-            print(events)
-            guard follow else { return }
-            var last = events.first?.id ?? "\(Date().unixMilliseconds)-0"
+            guard follow else {
+                print(events)
+                return
+            }
+            // Following, lines come oldest first, as a log does, and each batch is flushed as it
+            // is printed: into a pipe, standard output is otherwise written 4 KiB at a time, and
+            // what a stopped follower had not written yet was lost.
+            print(events.reversed())
+            fflush(nil)
+            var follower = AuditFollower(query: query, from: events.first?.id ?? "\(Date().unixMilliseconds)-0")
             while !Task.isCancelled {
-                try await Task.sleep(for: .milliseconds(500))
-                var next = query
-                next.after = last
-                next.limit = 1000
-                let fresh = try await opened.store.auditEvents(next)
-                if let newest = fresh.last?.id { last = newest }
-                print(fresh.reversed(), header: false)
+                if !follower.readFullBatch { try await Task.sleep(for: .milliseconds(500)) }
+                print(try await follower.next(from: opened.store), header: false)
+                fflush(nil)
             }
         }
     }

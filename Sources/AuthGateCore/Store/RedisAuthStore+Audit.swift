@@ -37,8 +37,9 @@ extension RedisAuthStore {
         try? await flushAudit()
         let reply: RESPValue
         if let after = query.after {
-            reply = try await run(
-                RedisCommand("XRANGE", .string(keys.audit), .string("(" + after), "+", "COUNT", .integer(Int64(AuditQuery.scanLimit))))
+            // Unfiltered, the first `limit` entries are the answer; filtered, up to the whole trail is read.
+            let count = query.userID == nil && query.since == nil ? query.limit : AuditQuery.scanLimit
+            reply = try await run(RedisCommand("XRANGE", .string(keys.audit), .string("(" + after), "+", "COUNT", .integer(Int64(count))))
             return Array(Self.events(reply).filter(query.matches).prefix(query.limit))
         }
         let filtered = query.userID != nil
