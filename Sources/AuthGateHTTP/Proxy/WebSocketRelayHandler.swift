@@ -188,13 +188,36 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
             // A FIN: nothing more will come from this side (without a closing handshake first,
             // RFC 6455's abnormal closure), and a tunnel nobody can write into would hold both
             // connections until the other end happened to write.
-            logger.info("websocket closed", metadata: ["gw.outcome": "input_closed", "gw.side": "\(side.rawValue)"])
-            finished()
+            end(.inputClosed)
         case is ChannelShouldQuiesceEvent:
-            logger.info("websocket closed", metadata: ["gw.outcome": "shutdown"])
-            end(.goingAway, reason: nil, peerCode: .goingAway)
+            end(.shutdown)
         default:
             context.fireUserInboundEventTriggered(event)
+        }
+    }
+
+    /// What ends a tunnel from outside its frames.
+    enum TunnelEnd {
+        /// This side stopped sending (a FIN).
+        case inputClosed
+        /// Graceful shutdown began.
+        case shutdown
+    }
+
+    /// Ends the tunnel for a reason its client connection saw before this relay was there (while
+    /// the upstream answered the handshake): the same end as had the relay seen it.
+    func endBeforeRelaying(_ reason: TunnelEnd) {
+        end(reason, beforeRelay: true)
+    }
+
+    private func end(_ reason: TunnelEnd, beforeRelay: Bool = false) {
+        var metadata: Logger.Metadata = ["gw.outcome": reason == .shutdown ? "shutdown" : "input_closed"]
+        if reason == .inputClosed { metadata["gw.side"] = "\(side.rawValue)" }
+        if beforeRelay { metadata["gw.before_relay"] = "true" }
+        logger.info("websocket closed", metadata: metadata)
+        switch reason {
+        case .inputClosed: finished()
+        case .shutdown: end(.goingAway, reason: nil, peerCode: .goingAway)
         }
     }
 

@@ -44,11 +44,8 @@ extension GatewayConnectionHandler {
                 log.info("websocket opened", metadata: ["gw.user_id": "\(plan.claims?.sub ?? "")"])
                 // The client stopped sending, or graceful shutdown began, before the relay was
                 // there to see it (while the upstream answered, or in this read cycle): the
-                // tunnel ends at once rather than never.
-                if self.shutdownOrClientFinished {
-                    log.info("websocket closed", metadata: ["gw.outcome": "ended_before_relay"])
-                    clientRelay.end(.goingAway, reason: nil, peerCode: .goingAway)
-                }
+                // tunnel ends at once rather than never, as it would had the relay seen it.
+                if let end = self.tunnelEndsOnceBuilt { clientRelay.endBeforeRelaying(end) }
             } catch {
                 log.warning("websocket relay could not start", metadata: ["gw.error": "\(error)"])
                 clientChannel.close(promise: nil)

@@ -94,9 +94,9 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
     /// The connection closes once the current response is written (graceful shutdown, the
     /// client's half-close, a request after which the decoder stops).
     var closeAfterResponse = false
-    /// Graceful shutdown began or the client stopped sending (a FIN): a WebSocket tunnel set up
-    /// after that ends at once.
-    var shutdownOrClientFinished = false
+    /// Why a WebSocket tunnel set up from now on ends as soon as it is built: the client stopped
+    /// sending (a FIN) or graceful shutdown began, while the upstream answered the handshake.
+    var tunnelEndsOnceBuilt: WebSocketRelayHandler.TunnelEnd?
     /// The gateway serves a request without a body: the decoder's `end` for it is taken
     /// whenever it comes, even after the exchange is over.
     private var skipsClientEnd = false
@@ -191,6 +191,7 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
         switch event {
         case is ChannelShouldQuiesceEvent:
             // Graceful shutdown: the current request is finished, then the connection closes.
+            if tunnelEndsOnceBuilt == nil { tunnelEndsOnceBuilt = .shutdown }
             closeWhenIdleOrAfterResponse(context)
         case ChannelEvent.inputClosed:
             if case .application = mode { context.fireUserInboundEventTriggered(event) }
@@ -198,6 +199,7 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
                 context.close(promise: nil)
                 return
             }
+            tunnelEndsOnceBuilt = .inputClosed
             closeWhenIdleOrAfterResponse(context)
         default:
             context.fireUserInboundEventTriggered(event)
@@ -206,7 +208,6 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
 
     private func closeWhenIdleOrAfterResponse(_ context: ChannelHandlerContext) {
         closeAfterResponse = true
-        shutdownOrClientFinished = true
         if mode == .idle, pending.isEmpty { context.close(promise: nil) }
     }
 
