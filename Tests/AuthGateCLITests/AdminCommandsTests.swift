@@ -24,14 +24,17 @@ struct AdminCommandsTests {
         /// The store's key prefix (tests that put records straight into Redis use it).
         let prefix = "admin-\(UInt32.random(in: 0...UInt32.max)):"
 
-        init() async throws {
+        /// - Parameter redis: the Redis the gateway and the commands use (the shared one by default).
+        init(redis: RedisURL? = nil) async throws {
+            let redisURL: RedisURL
+            if let redis { redisURL = redis } else { redisURL = try await SharedRedis.url() }
             files = try GatewayFiles("admin")
             provider = try await FakeProvider.start(keys: [FakeProvider.sharedKeys[0]])
             upstream = try await EchoUpstream.start()
             try files.writeConfig(
                 """
                 server: { host: 127.0.0.1, public_url: "https://auth.example.com" }
-                store: { kind: redis, redis: { url: "\(try await SharedRedis.url())", key_prefix: "\(prefix)" } }
+                store: { kind: redis, redis: { url: "\(redisURL)", key_prefix: "\(prefix)" } }
                 tokens: { signing_keys: [ { kid: k1, file: k1.pem } ] }
                 providers:
                   anonymous: { enabled: true }
@@ -105,8 +108,8 @@ struct AdminCommandsTests {
         }
     }
 
-    private func withSetup(_ body: (Setup) async throws -> Void) async throws {
-        let setup = try await Setup()
+    private func withSetup(redis: RedisURL? = nil, _ body: (Setup) async throws -> Void) async throws {
+        let setup = try await Setup(redis: redis)
         do {
             try await body(setup)
         } catch {
@@ -208,7 +211,7 @@ struct AdminCommandsTests {
         try await withSetup { setup in
             _ = try await setup.signIn("frank")
             let output = FileManager.default.temporaryDirectory.appendingPathComponent("authgate-follow-\(UUID().uuidString)")
-            FileManager.default.createFile(atPath: output.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: output.path, contents: nil)
             defer { try? FileManager.default.removeItem(at: output) }
             let follower = Process()
             follower.executableURL = try AuthGateBinary.url()
@@ -231,6 +234,50 @@ struct AdminCommandsTests {
             for name in ["grace", "heidi", "ivan"] { _ = try await setup.signIn(name) }
             try await waitUntil("the follower prints the three sign-ups while it runs", deadline: .seconds(15)) { times().count >= before + 3 }
             #expect(times() == times().sorted(), "oldest first: \(times())")
+        }
+    }
+
+    /// A follower stopped at the first failed poll: a Redis restart or failover ended it, and
+    /// what was written while its supervisor restarted it was missed (or, resumed with
+    /// `--since`, printed twice).
+    @Test("audit --follow outlives a Redis restart: it says so on standard error and goes on from its last event")
+    func auditFollowOutlivesRedis() async throws {
+        let redis = try await RedisServerProcess.start()
+        defer { Task { await redis.stop() } }
+        try await withSetup(redis: redis.url) { setup in
+            _ = try await setup.signIn("judy")
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("authgate-follow-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let (output, errors) = (directory.appendingPathComponent("out"), directory.appendingPathComponent("err"))
+            for file in [output, errors] { _ = FileManager.default.createFile(atPath: file.path, contents: nil) }
+            let follower = Process()
+            follower.executableURL = try AuthGateBinary.url()
+            follower.arguments = ["audit", "--follow", "--json", "--config", setup.config.path]
+            follower.standardOutput = try FileHandle(forWritingTo: output)
+            follower.standardError = try FileHandle(forWritingTo: errors)
+            try follower.run()
+            defer {
+                follower.terminate()
+                follower.waitUntilExit()
+            }
+            func text(_ file: URL) -> String { (try? String(contentsOf: file, encoding: .utf8)) ?? "" }
+            func ids() -> [String] {
+                text(output).split(separator: "\n").compactMap { line in (try? JSONValue.parse(Array(line.utf8)))?.objectValue?["id"]?.stringValue }
+            }
+            try await waitUntil("the follower prints the trail so far", deadline: .seconds(15)) { !ids().isEmpty }
+            let before = ids().count
+            await redis.kill()
+            try await waitUntil("the follower says the store is away", deadline: .seconds(15)) {
+                text(errors).contains("audit: the store is unavailable")
+            }
+            #expect(follower.isRunning, "the follower ended with Redis: \(text(errors))")
+            try await redis.start()
+            try await waitUntil("the gateway signs in again", deadline: .seconds(20)) { try await setup.signInStatus("kim") == 200 }
+            try await waitUntil("the follower prints what was written after the restart", deadline: .seconds(20)) {
+                ids().count > before
+            }
+            #expect(text(errors).contains("audit: the store answers again"), "\(text(errors))")
         }
     }
 

@@ -1,5 +1,6 @@
 import AuthGateTestSupport
 import Foundation
+import RedisBridge
 import Testing
 
 @testable import AuthGateCore
@@ -31,6 +32,32 @@ struct AuditFollowerTests {
             try await record(Array(repeating: bob, count: AuditFollower.batchSize) + [alice])
             #expect(try await follower.next(from: store).isEmpty && follower.readFullBatch)
             #expect(try await follower.next(from: store).count == 1 && !follower.readFullBatch)
+        }
+    }
+
+    /// A failed read used to end `audit --follow`. Now the position stays, and the wait before
+    /// the next read doubles from half a second to five, then is half a second again once a read
+    /// succeeds.
+    @Test("a failed read keeps the position and doubles the wait up to 5 s; a good read resets it")
+    func outage() async throws {
+        let position = "1764000000000-3"
+        var follower = AuditFollower(query: AuditQuery(), from: position)
+        #expect(follower.delay == .zero)
+        try await withRedisStore(at: RedisURL(host: "127.0.0.1", port: try freeLoopbackPort())) { unreachable in
+            var delays: [Duration] = []
+            for _ in 0..<6 {
+                let error = await #expect(throws: AuthGateError.self) { _ = try await follower.next(from: unreachable) }
+                #expect(error?.code == .storeUnavailable)
+                delays.append(follower.delay)
+            }
+            #expect(delays == [0.5, 1, 2, 4, 5, 5].map { Duration.milliseconds(Int64($0 * 1000)) })
+            #expect(follower.position == position && follower.failures == 6)
+        }
+        try await withTestStore(.redis) { store in
+            store.recordAudit(.now("logout", userID: UUID().uuidString.lowercased(), detail: [:]))
+            try await store.flushAudit()
+            #expect(try await follower.next(from: store).count == 1)
+            #expect(follower.failures == 0 && follower.delay == AuditFollower.pollInterval)
         }
     }
 }
