@@ -654,6 +654,50 @@ struct EdgeProxyTests {
         }
     }
 
+    /// NIO's decoder reads a chunk extension or a zero-padded chunk size of any length and passes
+    /// on only the data: 200 MB carried a 2-byte body past every body limit (tried by hand), and
+    /// a client could keep one request open for as long as it kept sending. Framing may now cost
+    /// 16 bytes and twice the data of each part beyond 16 KiB (Go's rule since CVE-2023-39326).
+    @Test(
+        "a chunked body with more framing than data allows (a 1 MiB chunk extension, a 1 MiB zero-padded size, 40,000 extended 1-byte chunks) is refused as unparsable, proxied or for AuthGate's own endpoints; 1-byte chunks, a long body and a request pipelined after a chunked one are not",
+        arguments: ["extension", "padded size", "extended chunks"])
+    func chunkedFramingOverhead(kind: String) async throws {
+        let framing =
+            switch kind {
+            case "extension": "3;" + String(repeating: "x", count: 1 << 20) + "\r\nabc\r\n"
+            case "padded size": String(repeating: "0", count: 1 << 20) + "3\r\nabc\r\n"
+            default: String(repeating: "1;name=value-value-value-value\r\na\r\n", count: 40_000)
+            }
+        try await withEchoGateway({ upstream in routes(upstream) }) { client, _ in
+            let port = try #require(client.port)
+            for path in ["/public/x", "/auth/v1/signup"] {
+                let connection = try RawConnection(port: port)
+                await connection.send(
+                    "POST \(path) HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" + framing
+                        + "0\r\n\r\n")
+                let (bytes, closed) = await connection.receiveUntilClosed()
+                let text = String(decoding: bytes, as: UTF8.self)
+                #expect(text.hasPrefix("HTTP/1.1 400 Bad Request\r\n"), "\(path): \(text.prefix(300))")
+                #expect(text.contains("\"error_code\":\"validation_failed\""), "\(path): \(text.prefix(300))")
+                #expect(closed, "\(path): the connection must close after the 400")
+            }
+            // What clients send: 20,000 chunks of one byte (5 bytes of framing each), 1 MiB in
+            // 8 KiB chunks, then a request pipelined after them.
+            let ones = String(repeating: "1\r\nx\r\n", count: 20_000)
+            let eights = String(repeating: "2000\r\n" + String(repeating: "y", count: 8192) + "\r\n", count: 128)
+            let connection = try RawConnection(port: port)
+            await connection.send(
+                "POST /public/ones HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n\(ones)0\r\n\r\n"
+                    + "POST /public/eights HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n\(eights)0\r\n\r\n"
+                    + "GET /public/last HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+            let (bytes, closed) = await connection.receiveUntilClosed()
+            let text = String(decoding: bytes, as: UTF8.self)
+            #expect(text.components(separatedBy: "HTTP/1.1 200 OK\r\n").count == 4, "three answers: \(text.prefix(600))")
+            #expect(text.contains("\"body_bytes\":20000") && text.contains("\"body_bytes\":1048576"), "\(text.prefix(600))")
+            #expect(closed)
+        }
+    }
+
     @Test("two Authorization headers: 400 on AuthGate's endpoints and on proxied routes, whichever comes first")
     func severalAuthorizations() async throws {
         try await withEchoGateway({ upstream in routes(upstream) }) { client, upstream in

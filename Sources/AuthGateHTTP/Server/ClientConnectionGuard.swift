@@ -1,12 +1,14 @@
 import AuthGateCore
 import Logging
 import NIOCore
+import NIOHTTP1
 
 /// The first handler of every client connection, below HTTP: refuses connections over
 /// `server.max_connections` (counted; HTTP/1.1's `503` or HTTP/2's GOAWAY, whichever the client
 /// speaks, ``ConnectionRefusal``, then a close), and closes connections whose client
 /// is too slow (``ClientConnectionDeadlines``: the request head timeout, the keep-alive timeout,
-/// the client idle timeout). ``GatewayConnectionHandler`` tells it where each request stands.
+/// the client idle timeout), or whose request body holds more chunked framing than data allows
+/// (``RequestBodyFraming``). ``GatewayConnectionHandler`` tells it where each request stands.
 final class ClientConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
@@ -30,6 +32,10 @@ final class ClientConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler
     /// at most ``refusalLinger`` from the start.
     private var refusal: ConnectionRefusal?
     private let http2: Bool
+    /// The framing of the request body being read; once it was too much, what the client still
+    /// sends is dropped (as NIO's decoder stops at bytes it cannot parse).
+    private var framing = RequestBodyFraming()
+    private var framingRefused = false
 
     /// How long a refused connection is kept for the client to read its answer.
     static let refusalLinger = TimeAmount.seconds(1)
@@ -118,6 +124,13 @@ final class ClientConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler
             }
             return
         }
+        guard !framingRefused else { return }
+        if framing.exceeded {
+            framingRefused = true
+            context.fireErrorCaught(RequestBodyFraming.Exceeded())
+            return
+        }
+        framing.read(unwrapInboundIn(data).readableBytes)
         deadlines?.bytesRead(now: .now())
         context.fireChannelRead(data)
     }
@@ -154,12 +167,25 @@ final class ClientConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler
     }
     func requestEnded() { deadlines?.requestEnded() }
     func responseEnded() { deadlines?.responseEnded(now: .now()) }
-    func becameTunnel() { deadlines?.becameTunnel() }
+    func becameTunnel() {
+        deadlines?.becameTunnel()
+        framing.stop()
+    }
     /// HTTP/2: many requests at once, so none of the per-request deadlines apply; the HTTP/2
-    /// connection manager closes the connection once idle.
+    /// connection manager closes the connection once idle. Its bodies have no chunked framing.
     func becameMultiplexed() {
         served = true
         deadlines?.becameTunnel()
+        framing.stop()
+    }
+
+    /// The decoder gave `part` (as it decodes, before the part is taken).
+    func decoded(_ part: HTTPServerRequestPart) {
+        switch part {
+        case .head: framing.headDecoded()
+        case .body(let buffer): framing.dataDecoded(buffer.readableBytes)
+        case .end: framing.stop()
+        }
     }
 
     // MARK: Deadlines

@@ -139,7 +139,9 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard mode != .closed else { return }  // lingering: dropped
         inReadCycle = true
-        pending.append(.part(unwrapInboundIn(data)))
+        let part = unwrapInboundIn(data)
+        connectionGuard?.decoded(part)
+        pending.append(.part(part))
         processPending()
     }
 
@@ -174,11 +176,12 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
             // Hummingbird answers what it is serving; nothing more is read afterwards.
             closeAfterResponse = true
             context.fireErrorCaught(error)
-        case _ where error is HTTPParserError:
-            // Bytes NIO's decoder cannot parse (it stops there). After complete requests: those
-            // are answered first, then a 400. Inside the current request's body (broken chunked
-            // framing): that request is answered 400 unless its answer has begun. Either way the
-            // connection then closes.
+        case _ where error is HTTPParserError || error is RequestBodyFraming.Exceeded:
+            // Bytes NIO's decoder cannot parse (it stops there), or a body with more chunked
+            // framing than data allows (the connection guard stops passing bytes on). After
+            // complete requests: those are answered first, then a 400. Inside the current
+            // request's body (broken chunked framing): that request is answered 400 unless its
+            // answer has begun. Either way the connection then closes.
             pending.append(.unparsable)
             processPending()
         default:
