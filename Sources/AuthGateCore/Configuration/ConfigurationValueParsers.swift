@@ -24,7 +24,7 @@ public enum ConfigurationValueParsers {
                 index = trimmed.index(after: index)
                 continue
             }
-            guard !digits.isEmpty, let value = Int64(digits) else { return nil }
+            guard let value = DecimalInteger.parse(digits, in: 0...limit) else { return nil }
             var unit = String(character)
             let next = trimmed.index(after: index)
             if character == "m", next < trimmed.endIndex, trimmed[next] == "s" {
@@ -71,7 +71,7 @@ public enum ConfigurationValueParsers {
     static func byteSize(_ text: String) -> Int? {
         let trimmed = text.trimmed
         let digits = trimmed.prefix(while: { $0.isASCII && $0.isNumber })
-        guard digits.count <= 18, let value = Int(digits) else { return nil }
+        guard let value = DecimalInteger.parse(digits, in: 0...Int.max) else { return nil }
         let units: [String: Int] = [
             "": 1, "B": 1, "KB": 1000, "KiB": 1024, "MB": 1_000_000, "MiB": 1 << 20, "GB": 1_000_000_000, "GiB": 1 << 30
         ]

@@ -1,3 +1,5 @@
+import RedisBridge
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -73,13 +75,7 @@ public enum HostName {
     /// A port in its one spelling: 1 to 65535, no leading zero (`:0`, `:080` and `:65536` are
     /// refused rather than passed on to an upstream that would read them its own way).
     private static func isPort<Bytes: Collection<UInt8>>(_ digits: Bytes) -> Bool {
-        guard let first = digits.first, first != UInt8(ascii: "0"), digits.count <= 5 else { return false }
-        var value = 0
-        for digit in digits {
-            guard isDecimalDigit(digit) else { return false }
-            value = value * 10 + Int(digit - UInt8(ascii: "0"))
-        }
-        return value <= 65_535
+        digits.first != UInt8(ascii: "0") && DecimalInteger.parse(digits, in: 1...65_535) != nil
     }
 
     /// The 16 bytes of an IPv6 address in text form (`::1`, `::ffff:1.2.3.4`); nil for anything

@@ -12,7 +12,9 @@
 /// DecimalInteger.parse("+6379", in: 1...65535) // nil
 /// ```
 public enum DecimalInteger {
-    /// The number `bytes` spell, or nil when they are not one in `range`.
+    /// The number `bytes` spell, or nil when they are not one in `range`. Inlinable, so that the
+    /// request path (a `Host` port) gets it specialized for its byte views.
+    @inlinable
     public static func parse<Bytes: Collection<UInt8>>(_ bytes: Bytes, in range: ClosedRange<Int64>) -> Int64? {
         var digits = bytes[...]
         let negative = digits.first == UInt8(ascii: "-") && range.lowerBound < 0
