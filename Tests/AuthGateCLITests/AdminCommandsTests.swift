@@ -242,42 +242,43 @@ struct AdminCommandsTests {
     /// `--since`, printed twice).
     @Test("audit --follow outlives a Redis restart: it says so on standard error and goes on from its last event")
     func auditFollowOutlivesRedis() async throws {
-        let redis = try await RedisServerProcess.start()
-        defer { Task { await redis.stop() } }
-        try await withSetup(redis: redis.url) { setup in
-            _ = try await setup.signIn("judy")
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("authgate-follow-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(at: directory) }
-            let (output, errors) = (directory.appendingPathComponent("out"), directory.appendingPathComponent("err"))
-            for file in [output, errors] { _ = FileManager.default.createFile(atPath: file.path, contents: nil) }
-            let follower = Process()
-            follower.executableURL = try AuthGateBinary.url()
-            follower.arguments = ["audit", "--follow", "--json", "--config", setup.config.path]
-            follower.standardOutput = try FileHandle(forWritingTo: output)
-            follower.standardError = try FileHandle(forWritingTo: errors)
-            try follower.run()
-            defer {
-                follower.terminate()
-                follower.waitUntilExit()
+        try await withRedisServer { redis in
+            try await withSetup(redis: redis.url) { setup in
+                _ = try await setup.signIn("judy")
+                let directory = FileManager.default.temporaryDirectory.appendingPathComponent("authgate-follow-\(UUID().uuidString)")
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+                defer { try? FileManager.default.removeItem(at: directory) }
+                let (output, errors) = (directory.appendingPathComponent("out"), directory.appendingPathComponent("err"))
+                for file in [output, errors] { _ = FileManager.default.createFile(atPath: file.path, contents: nil) }
+                let follower = Process()
+                follower.executableURL = try AuthGateBinary.url()
+                follower.arguments = ["audit", "--follow", "--json", "--config", setup.config.path]
+                follower.standardOutput = try FileHandle(forWritingTo: output)
+                follower.standardError = try FileHandle(forWritingTo: errors)
+                try follower.run()
+                defer {
+                    follower.terminate()
+                    follower.waitUntilExit()
+                }
+                func text(_ file: URL) -> String { (try? String(contentsOf: file, encoding: .utf8)) ?? "" }
+                func ids() -> [String] {
+                    text(output).split(separator: "\n").compactMap { line in (try? JSONValue.parse(Array(line.utf8)))?.objectValue?["id"]?.stringValue
+                    }
+                }
+                try await waitUntil("the follower prints the trail so far", deadline: .seconds(15)) { !ids().isEmpty }
+                let before = ids().count
+                await redis.kill()
+                try await waitUntil("the follower says the store is away", deadline: .seconds(15)) {
+                    text(errors).contains("audit: the store is unavailable")
+                }
+                #expect(follower.isRunning, "the follower ended with Redis: \(text(errors))")
+                try await redis.start()
+                try await waitUntil("the gateway signs in again", deadline: .seconds(20)) { try await setup.signInStatus("kim") == 200 }
+                try await waitUntil("the follower prints what was written after the restart", deadline: .seconds(20)) {
+                    ids().count > before
+                }
+                #expect(text(errors).contains("audit: the store answers again"), "\(text(errors))")
             }
-            func text(_ file: URL) -> String { (try? String(contentsOf: file, encoding: .utf8)) ?? "" }
-            func ids() -> [String] {
-                text(output).split(separator: "\n").compactMap { line in (try? JSONValue.parse(Array(line.utf8)))?.objectValue?["id"]?.stringValue }
-            }
-            try await waitUntil("the follower prints the trail so far", deadline: .seconds(15)) { !ids().isEmpty }
-            let before = ids().count
-            await redis.kill()
-            try await waitUntil("the follower says the store is away", deadline: .seconds(15)) {
-                text(errors).contains("audit: the store is unavailable")
-            }
-            #expect(follower.isRunning, "the follower ended with Redis: \(text(errors))")
-            try await redis.start()
-            try await waitUntil("the gateway signs in again", deadline: .seconds(20)) { try await setup.signInStatus("kim") == 200 }
-            try await waitUntil("the follower prints what was written after the restart", deadline: .seconds(20)) {
-                ids().count > before
-            }
-            #expect(text(errors).contains("audit: the store answers again"), "\(text(errors))")
         }
     }
 
