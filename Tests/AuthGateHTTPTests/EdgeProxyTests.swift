@@ -333,7 +333,7 @@ struct EdgeProxyTests {
             let (token, _) = try await signUp(client)
             await connection.send(
                 Self.handshake("/api/ws/chat", extra: "Authorization: Bearer \(token)\r\nSec-WebSocket-Protocol: chat, superchat\r\n"))
-            let answer = String(decoding: await connection.receive(), as: UTF8.self)
+            let answer = String(decoding: await connection.receiveHead(), as: UTF8.self)
             #expect(answer.hasPrefix("HTTP/1.1 101 Switching Protocols"), "\(answer)")
             let lines = answer.lowercased().components(separatedBy: "\r\n")
             #expect(lines.contains("sec-websocket-accept: s3pplmbitxaq9kygzzhzrbk+xoo="), "the accept for the client's own key: \(answer)")
@@ -436,7 +436,7 @@ struct EdgeProxyTests {
         ) { client, upstream in
             let connection = try RawConnection(port: try #require(client.port))
             await connection.send(Self.handshake("/raw/ws"))
-            let answer = String(decoding: await connection.receive(), as: UTF8.self)
+            let answer = String(decoding: await connection.receiveHead(), as: UTF8.self)
             #expect(answer.hasPrefix("HTTP/1.1 101 Switching Protocols\r\n"), "\(answer)")
             // A close frame with 1000, masked as a client must.
             let mask: [UInt8] = [9, 8, 7, 6]

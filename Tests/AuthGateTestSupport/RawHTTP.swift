@@ -127,6 +127,19 @@ public final class RawConnection: Sendable {
         await Self.offload { self.receive(maximum: maximum) }
     }
 
+    /// What arrives until a response head is complete (its blank line), with any bytes that
+    /// came after it in the same reads: a head may come in more than one read on a loaded
+    /// machine. Short only when the stream ends or a receive times out first.
+    public func receiveHead() async -> [UInt8] {
+        var bytes: [UInt8] = []
+        while !bytes.indices.dropLast(3).contains(where: { bytes[$0..<$0 + 4].elementsEqual("\r\n\r\n".utf8) }) {
+            let more = await receive()
+            if more.isEmpty { break }
+            bytes += more
+        }
+        return bytes
+    }
+
     /// Runs blocking `work` on a dispatch thread (not NIO's two-thread pool, which other code in
     /// the test process waits on).
     private static func offload<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
