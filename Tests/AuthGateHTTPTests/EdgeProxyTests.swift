@@ -457,6 +457,29 @@ struct EdgeProxyTests {
         }
     }
 
+    /// An upstream whose connection closes without a close frame (a restart: its FIN, as
+    /// upstream connections do not allow half-closure, closes the connection) ended the tunnel
+    /// with only the close of the client's connection, which a browser reports as 1006; the
+    /// client is now told 1001 (going away), as an upstream is when the client stops.
+    @Test("WebSocket: an upstream whose connection closes ends the tunnel with 1001 to the client")
+    func webSocketUpstreamCloses() async throws {
+        try await withGateway(
+            upstream: { try await RawWebSocketUpstream.start(closesOnFirstFrame: true) }, stop: { await $0.stop() },
+            { upstream in "routes: [ { name: raw, path_prefix: /raw/, upstreams: [\(upstream.url)], auth: public } ]" }
+        ) { client, _ in
+            for _ in 0..<3 {
+                let connection = try RawConnection(port: try #require(client.port))
+                await connection.send(Self.handshake("/raw/ws"))
+                let answer = String(decoding: await connection.receiveHead(), as: UTF8.self)
+                #expect(answer.hasPrefix("HTTP/1.1 101 Switching Protocols\r\n") && answer.hasSuffix("\r\n\r\n"), "\(answer)")
+                await connection.send(bytes: Self.maskedTextFrame("bye"))
+                let (rest, closed) = await connection.receiveUntilClosed()
+                #expect(rest == [0x88, 2, 0x03, 0xE9], "a close frame with 1001, then the close: \(rest)")
+                #expect(closed)
+            }
+        }
+    }
+
     /// An upstream that sends its first frame in the same write as its `101`: the gateway reads
     /// both at once, and the frame reaches the relay as the HTTP decoder's leftover bytes, outside
     /// any read cycle. It used to wait unflushed until the upstream sent something more.

@@ -31,8 +31,11 @@ public final class RawWebSocketUpstream: Sendable {
         self.box = box
     }
 
-    /// - Parameter greeting: a text frame (under 126 bytes) sent in the same write as the `101`.
-    public static func start(greeting: String? = nil) async throws -> RawWebSocketUpstream {
+    /// - Parameters:
+    ///   - greeting: a text frame (under 126 bytes) sent in the same write as the `101`.
+    ///   - closesOnFirstFrame: close the connection (no close frame) when the first bytes after
+    ///     the handshake arrive, as an upstream that restarts does.
+    public static func start(greeting: String? = nil, closesOnFirstFrame: Bool = false) async throws -> RawWebSocketUpstream {
         let box = ConnectionsBox()
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .childChannelInitializer { child in
@@ -41,7 +44,8 @@ public final class RawWebSocketUpstream: Sendable {
                         connections.append(Recorded())
                         return connections.count - 1
                     }
-                    try child.pipeline.syncOperations.addHandler(Handler(box: box, index: index, greeting: greeting))
+                    try child.pipeline.syncOperations.addHandler(
+                        Handler(box: box, index: index, greeting: greeting, closesOnFirstFrame: closesOnFirstFrame))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
@@ -67,11 +71,13 @@ public final class RawWebSocketUpstream: Sendable {
         private var head: [UInt8] = []
         private var upgraded = false
         private let greeting: String?
+        private let closesOnFirstFrame: Bool
 
-        init(box: ConnectionsBox, index: Int, greeting: String?) {
+        init(box: ConnectionsBox, index: Int, greeting: String?, closesOnFirstFrame: Bool) {
             self.box = box
             self.index = index
             self.greeting = greeting
+            self.closesOnFirstFrame = closesOnFirstFrame
         }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -89,6 +95,7 @@ public final class RawWebSocketUpstream: Sendable {
                 context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
             }
             box.connections.withLock { $0[index].bytes += bytes }
+            if closesOnFirstFrame, !bytes.isEmpty { context.close(promise: nil) }
         }
 
         func channelInactive(context: ChannelHandlerContext) {

@@ -23,9 +23,9 @@ import NIOWebSocket
 /// decoder leaves the pipeline a task later than it is asked to, and would take a frame for an
 /// HTTP part (a trap). Frames for it meanwhile (sent with the handshake, or right after the
 /// 101) wait, and the other side is not read.
-/// A side that stops sending (a FIN: the client connections allow half-closure) ends the relay:
-/// the other side gets 1001, or just the close of its connection after a close frame relayed to
-/// it. At graceful shutdown both sides get 1001, so that clients reconnect to another replica at
+/// A side that stops sending (a FIN: the client connections allow half-closure) or whose
+/// connection closes ends the relay: the other side gets 1001, or just the close of its connection
+/// after a close frame relayed to it. At graceful shutdown both sides get 1001, so that clients reconnect to another replica at
 /// once rather than holding the drain until `shutdown_timeout`.
 final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = WebSocketFrame
@@ -178,7 +178,11 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
         watcher?.cancel()
         watcher = nil
         closing = true
-        detachPeer()?.closeConnection()
+        // This side's connection closed without a FIN first, or was reset (an upstream's FIN
+        // lands here too: upstream connections do not allow half-closure). The other side is
+        // told 1001, as for a FIN: an upstream that restarts is "going away", where a bare close
+        // left the client only an abnormal closure (1006) to report.
+        tellPeerGoingAway()
         context.fireChannelInactive()
     }
 
@@ -224,10 +228,15 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// This side stopped sending: the other side gets 1001 (or, when this side's close frame
     /// already reached it, only the close of its connection); this side's connection is closed.
     private func finished() {
-        if let peer = detachPeer() {
-            if peer.closeRelayed { peer.closeConnection() } else { peer.sendCloseAndClose(.goingAway, reason: nil) }
-        }
+        tellPeerGoingAway()
         closeConnection()
+    }
+
+    /// Unlinks the other side and ends it: with 1001, or (when this side's close frame already
+    /// reached it) with only the close of its connection.
+    private func tellPeerGoingAway() {
+        guard let peer = detachPeer() else { return }
+        if peer.closeRelayed { peer.closeConnection() } else { peer.sendCloseAndClose(.goingAway, reason: nil) }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
