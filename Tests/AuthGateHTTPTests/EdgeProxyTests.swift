@@ -480,6 +480,34 @@ struct EdgeProxyTests {
         }
     }
 
+    /// An upstream that agrees to the handshake and at once turns the caller away (its `101`, a
+    /// close frame and the close of its connection, in one go). When the gateway read that close
+    /// before the tunnel was built, the relay never saw it and the client's connection stayed
+    /// open with nobody behind it, for as long as the client kept it (seen by hand, 13 of 20
+    /// times). The client now gets the upstream's close frame (its code and reason) or, when the
+    /// close came before the tunnel was there, 1001; either way its connection closes.
+    @Test("WebSocket: an upstream that sends its 101, a close frame and its close in one go ends the tunnel; the client's connection closes")
+    func webSocketUpstreamRefusesAtOnce() async throws {
+        try await withGateway(
+            upstream: { try await RawWebSocketUpstream.start(refusal: (4001, "unauthorized")) }, stop: { await $0.stop() },
+            { upstream in "routes: [ { name: raw, path_prefix: /raw/, upstreams: [\(upstream.url)], auth: public } ]" }
+        ) { client, _ in
+            let refusal: [UInt8] = [0x88, 14, 0x0F, 0xA1] + Array("unauthorized".utf8)
+            let goingAway: [UInt8] = [0x88, 2, 0x03, 0xE9]
+            for round in 0..<10 {
+                let connection = try RawConnection(port: try #require(client.port))
+                await connection.send(Self.handshake("/raw/ws"))
+                let (bytes, closed) = await connection.receiveUntilClosed()
+                let text = String(decoding: bytes, as: UTF8.self)
+                #expect(text.hasPrefix("HTTP/1.1 101 Switching Protocols\r\n"), "round \(round): \(text)")
+                let headEnd = bytes.indices.dropLast(3).first { bytes[$0..<$0 + 4].elementsEqual("\r\n\r\n".utf8) }.map { $0 + 4 }
+                let ending = Array(bytes[(headEnd ?? bytes.endIndex)...])
+                #expect(ending == refusal || ending == goingAway, "round \(round): one close frame: \(ending)")
+                #expect(closed, "round \(round): the client's connection must close")
+            }
+        }
+    }
+
     /// An upstream that sends its first frame in the same write as its `101`: the gateway reads
     /// both at once, and the frame reaches the relay as the HTTP decoder's leftover bytes, outside
     /// any read cycle. It used to wait unflushed until the upstream sent something more.

@@ -35,7 +35,12 @@ public final class RawWebSocketUpstream: Sendable {
     ///   - greeting: a text frame (under 126 bytes) sent in the same write as the `101`.
     ///   - closesOnFirstFrame: close the connection (no close frame) when the first bytes after
     ///     the handshake arrive, as an upstream that restarts does.
-    public static func start(greeting: String? = nil, closesOnFirstFrame: Bool = false) async throws -> RawWebSocketUpstream {
+    ///   - refusal: a close frame with this code and reason sent in the same write as the `101`,
+    ///     the connection closed right after (an application that turns the caller away once
+    ///     connected, without waiting for the closing handshake).
+    public static func start(
+        greeting: String? = nil, closesOnFirstFrame: Bool = false, refusal: (code: UInt16, reason: String)? = nil
+    ) async throws -> RawWebSocketUpstream {
         let box = ConnectionsBox()
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .childChannelInitializer { child in
@@ -45,7 +50,7 @@ public final class RawWebSocketUpstream: Sendable {
                         return connections.count - 1
                     }
                     try child.pipeline.syncOperations.addHandler(
-                        Handler(box: box, index: index, greeting: greeting, closesOnFirstFrame: closesOnFirstFrame))
+                        Handler(box: box, index: index, greeting: greeting, closesOnFirstFrame: closesOnFirstFrame, refusal: refusal))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
@@ -72,12 +77,14 @@ public final class RawWebSocketUpstream: Sendable {
         private var upgraded = false
         private let greeting: String?
         private let closesOnFirstFrame: Bool
+        private let refusal: (code: UInt16, reason: String)?
 
-        init(box: ConnectionsBox, index: Int, greeting: String?, closesOnFirstFrame: Bool) {
+        init(box: ConnectionsBox, index: Int, greeting: String?, closesOnFirstFrame: Bool, refusal: (code: UInt16, reason: String)?) {
             self.box = box
             self.index = index
             self.greeting = greeting
             self.closesOnFirstFrame = closesOnFirstFrame
+            self.refusal = refusal
         }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -92,6 +99,12 @@ public final class RawWebSocketUpstream: Sendable {
                     + "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n"
                 var buffer = ByteBuffer(string: answer)
                 if let greeting { buffer.writeBytes([0x81, UInt8(greeting.utf8.count)] + Array(greeting.utf8)) }
+                if let refusal {
+                    buffer.writeBytes([0x88, UInt8(2 + refusal.reason.utf8.count), UInt8(refusal.code >> 8), UInt8(refusal.code & 0xFF)])
+                    buffer.writeBytes(Array(refusal.reason.utf8))
+                    context.writeAndFlush(wrapOutboundOut(buffer)).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+                    return
+                }
                 context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
             }
             box.connections.withLock { $0[index].bytes += bytes }

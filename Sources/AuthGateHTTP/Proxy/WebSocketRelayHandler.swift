@@ -186,6 +186,16 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
         context.fireChannelInactive()
     }
 
+    /// This side's connection closed before the relay was in its pipeline: the tunnel ends as
+    /// ``channelInactive(context:)`` would have ended it.
+    func closedBeforeRelaying() {
+        logger.info("websocket closed", metadata: ["gw.outcome": "closed_before_relay", "gw.side": "\(side.rawValue)"])
+        watcher?.cancel()
+        watcher = nil
+        closing = true
+        tellPeerGoingAway()
+    }
+
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         switch event {
         case ChannelEvent.inputClosed:

@@ -42,6 +42,14 @@ extension GatewayConnectionHandler {
                 try Self.installRelay(clientRelay, maxFrame: maxFrame, on: clientChannel.pipeline.syncOperations, side: .client)
                 try Self.installRelay(upstreamRelay, maxFrame: maxFrame, on: upstreamChannel.pipeline.syncOperations, side: .upstream)
                 log.info("websocket opened", metadata: ["gw.user_id": "\(plan.claims?.sub ?? "")"])
+                // A connection that closed after the 101 and before its relay was there (an
+                // upstream's 101, close frame and close in one go; a client's reset): its relay
+                // will never see that close, and the tunnel would stay open with nobody at one
+                // end. It ends now, as the relay would have ended it (1001 to the other side);
+                // what an upstream sent after its 101 went with its decoder.
+                for (relay, channel) in [(clientRelay, clientChannel), (upstreamRelay, upstreamChannel)] where !channel.isActive {
+                    relay.closedBeforeRelaying()
+                }
                 // The client stopped sending, or graceful shutdown began, before the relay was
                 // there to see it (while the upstream answered, or in this read cycle): the
                 // tunnel ends at once rather than never, as it would had the relay seen it.
