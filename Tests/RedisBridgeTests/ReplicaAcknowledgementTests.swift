@@ -119,12 +119,16 @@ struct ReplicaAcknowledgementTests {
             replica.pause()
             let clock = ContinuousClock()
             let before = client.acknowledgementRounds
-            try await withThrowingTaskGroup(of: Duration.self) { group in
+            // Each writer's call and return. Compared with each other rather than with the
+            // clock alone: on a loaded machine both return late by the same amount (a CI run
+            // beside two builds saw 1.65 s for both), which is not the double wait looked for.
+            var spans: [(writer: Int, start: ContinuousClock.Instant, end: ContinuousClock.Instant)] = []
+            try await withThrowingTaskGroup(of: (Int, ContinuousClock.Instant, ContinuousClock.Instant).self) { group in
                 // The first writer's round is in flight, its WAIT held by the paused replica...
                 group.addTask {
                     let start = clock.now
                     await #expect(throws: RedisError.self) { try await client.evaluate(script, keys: ["ack:late"], acknowledgement: acknowledgement) }
-                    return clock.now - start
+                    return (0, start, clock.now)
                 }
                 try await waitUntil("the first round is in flight", deadline: .seconds(20)) { client.acknowledgementRounds == before + 1 }
                 // ...when the second writer comes: it waited that round's timeout and then its own.
@@ -135,12 +139,20 @@ struct ReplicaAcknowledgementTests {
                     } throws: { error in
                         (error as? RedisError)?.code == .replicationTimeout
                     }
-                    return clock.now - start
+                    return (1, start, clock.now)
                 }
-                for try await waited in group {
-                    #expect(waited >= .milliseconds(900) && waited < .milliseconds(1600), "waited \(waited) for a 1 s timeout")
-                }
+                for try await span in group { spans.append(span) }
             }
+            spans.sort { $0.writer < $1.writer }
+            try #require(spans.count == 2)
+            for span in spans {
+                let waited = span.end - span.start
+                #expect(waited >= .milliseconds(900) && waited < .seconds(5), "writer \(span.writer) waited \(waited) for a 1 s timeout")
+            }
+            // Its own timeout from its call: the second returns about as much after the first as
+            // it called after it. Both timeouts in a row would put a whole second between them.
+            let apart = (spans[1].end - spans[0].end) - (spans[1].start - spans[0].start)
+            #expect(apart < .milliseconds(500), "the second writer returned \(apart) later than its own timeout allows")
             replica.resume()
             #expect(client.acknowledgementsWaiting == 0)
             try await client.evaluate(script, keys: ["ack:late"], acknowledgement: RedisReplicaAcknowledgement(replicas: 1, timeout: .seconds(20)))
