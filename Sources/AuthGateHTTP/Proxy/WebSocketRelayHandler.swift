@@ -24,9 +24,10 @@ import NIOWebSocket
 /// HTTP part (a trap). Frames for it meanwhile (sent with the handshake, or right after the
 /// 101) wait, and the other side is not read.
 /// A side that stops sending (a FIN: the client connections allow half-closure) or whose
-/// connection closes ends the relay: the other side gets 1001, or just the close of its connection
-/// after a close frame relayed to it. At graceful shutdown both sides get 1001, so that clients reconnect to another replica at
-/// once rather than holding the drain until `shutdown_timeout`.
+/// connection closes ends the relay: the other side gets 1001, or just the close of its
+/// connection after a close frame relayed to it. At graceful shutdown both sides get 1001, so
+/// that clients reconnect to another replica at once rather than holding the drain until
+/// `shutdown_timeout`.
 final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = WebSocketFrame
     typealias OutboundIn = WebSocketFrame
