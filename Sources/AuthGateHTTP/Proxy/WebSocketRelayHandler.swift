@@ -176,14 +176,7 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
     // MARK: Ending
 
     func channelInactive(context: ChannelHandlerContext) {
-        watcher?.cancel()
-        watcher = nil
-        closing = true
-        // This side's connection closed without a FIN first, or was reset (an upstream's FIN
-        // lands here too: upstream connections do not allow half-closure). The other side is
-        // told 1001, as for a FIN: an upstream that restarts is "going away", where a bare close
-        // left the client only an abnormal closure (1006) to report.
-        tellPeerGoingAway()
+        connectionClosed()
         context.fireChannelInactive()
     }
 
@@ -191,6 +184,14 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// ``channelInactive(context:)`` would have ended it.
     func closedBeforeRelaying() {
         logger.info("websocket closed", metadata: ["gw.outcome": "closed_before_relay", "gw.side": "\(side.rawValue)"])
+        connectionClosed()
+    }
+
+    /// This side's connection closed without a FIN first, or was reset (an upstream's FIN lands
+    /// here too: upstream connections do not allow half-closure). The other side is told 1001, as
+    /// for a FIN: an upstream that restarts is "going away", where a bare close left the client
+    /// only an abnormal closure (1006) to report.
+    private func connectionClosed() {
         watcher?.cancel()
         watcher = nil
         closing = true
