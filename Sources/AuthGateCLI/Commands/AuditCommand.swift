@@ -66,19 +66,17 @@ struct AuditCommand: AsyncParsableCommand {
             print(events.reversed())
             fflush(nil)
             var follower = AuditFollower(query: query, from: events.first?.id ?? "\(Date().unixMilliseconds)-0")
-            var outage = false
             while !Task.isCancelled {
                 if follower.delay > .zero { try await Task.sleep(for: follower.delay) }
+                let wasFailing = follower.failures > 0
                 do {
                     let batch = try await follower.next(from: opened.store)
-                    if outage { printError("audit: the store answers again; following on after event \(follower.position)") }
-                    outage = false
+                    if wasFailing { printError("audit: the store answers again; following on after event \(follower.position)") }
                     print(batch, header: false)
                     fflush(nil)
                 } catch let error as AuthGateError where error.code == .storeUnavailable {
                     // A restart or a failover: asked again from the same position until it answers.
-                    if !outage { printError("audit: the store is unavailable (\(error.message)); retrying after event \(follower.position)") }
-                    outage = true
+                    if !wasFailing { printError("audit: the store is unavailable (\(error.message)); retrying after event \(follower.position)") }
                 }
             }
         }
