@@ -1,12 +1,15 @@
+import AuthGateTestSupport
 import Foundation
+import Logging
 import NIOCore
 import RedisBridge
 import Testing
 
 @testable import AuthGateCore
 
-/// Reading the revocation stream's entries, which every replica's proxy acts on.
-@Suite("Revocation feed entries")
+/// Reading the revocation stream's entries, which every replica's proxy acts on, and what the
+/// stream keeps.
+@Suite("Revocation feed entries", .timeLimit(.minutes(2)))
 struct RevocationFeedTests {
     /// The one entry of a stream reply holding `fields`.
     private func entry(_ fields: [(String, String)]) throws -> RedisStreamEntry {
@@ -21,6 +24,50 @@ struct RevocationFeedTests {
         #expect(read?.userID == "u1" && read?.at == Date(timeIntervalSince1970: 1_700_000_000.123))
         for at in ["nan", "inf", "-inf", "1e15", "+1700000000123", "1700000000123.5", " 1700000000123", "253402300800000", ""] {
             #expect(RevocationFeed.event(from: try entry([("kind", "user"), ("user", "u1"), ("at", at)])) == nil, "\(at)")
+        }
+    }
+
+    @Test(
+        "a revocation stays on the stream while a token it voids can live, however many come after it; older entries go")
+    func keptForTheTokensLifetime() async throws {
+        try await withTestStore(.redis) { anyStore in
+            let store = try #require(anyStore as? RedisAuthStore)
+            let stream = RedisKeyspace(prefix: store.keyPrefix).revocations
+            let now = Date()
+            // Entries from before the stream's keep, in whole nodes of the stream: trimming removes them.
+            let expired = now.unixMilliseconds - store.revocationStreamKeep.nanoseconds / 1_000_000 - 600_000
+            let fill = """
+                for i = 1, tonumber(ARGV[1]) do
+                  redis.call('XADD', KEYS[1], ARGV[2] ~= '' and (ARGV[2] .. '-' .. i) or '*', 'kind', 'session', 'user', 'u', 'session', 's' .. i,
+                    'reason', 'logout', 'at', ARGV[3])
+                end
+                return 1
+                """
+            try await store.redis.send(RedisCommand("EVAL", .string(fill), 1, .string(stream), 250, .string("\(expired)"), .string("\(expired)")))
+            // A ban, then more sign-outs than the stream used to hold (100,000), then one more the
+            // way a replica writes it (which trims).
+            try await store.appendRevocation(RevocationEvent(kind: .user, userID: "banned", sessionID: nil, reason: "ban", at: now))
+            try await store.appendRevocation(RevocationEvent(kind: .session, userID: "banned", sessionID: "banned-session", reason: "ban", at: now))
+            try await store.redis.send(RedisCommand("EVAL", .string(fill), 1, .string(stream), 101_000, "", .string("\(now.unixMilliseconds)")))
+            try await store.appendRevocation(RevocationEvent(kind: .session, userID: "last", sessionID: "last-session", reason: "logout", at: now))
+            let expiredLeft = try await store.redis.send(RedisCommand("XRANGE", .string(stream), "-", .string("\(expired + 1)"))).array?.count
+            #expect((expiredLeft ?? .max) <= 100, "at most the node shared with newer entries stays: \(String(describing: expiredLeft))")
+
+            // A replica that starts now reads from one token lifetime back.
+            let view = RevocationView(retention: RevocationView.retention(accessTokenTTL: TokensConfiguration.defaultAccessTokenTTL))
+            let feed = RevocationFeed(
+                configuration: store.redis.configuration, keyPrefix: store.keyPrefix, view: view, logger: Logger(label: "revocation-feed-test"))
+            let reading = Task { try await feed.run() }
+            try await waitUntil("the new replica read the last revocation") {
+                view.isRevoked(sessionID: "last-session", userID: "last", issuedAt: now.unixSeconds)
+            }
+            reading.cancel()
+            _ = try? await reading.value
+            #expect(
+                view.isRevoked(sessionID: "banned-session", userID: "banned", issuedAt: now.unixSeconds),
+                "the banned session's revocation was trimmed")
+            #expect(view.isRevoked(sessionID: nil, userID: "banned", issuedAt: now.unixSeconds - 1), "the ban was trimmed")
+            try await store.redis.send(RedisCommand("DEL", .string(stream)))
         }
     }
 }

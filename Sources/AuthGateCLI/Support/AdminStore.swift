@@ -23,7 +23,10 @@ struct AdminStore {
         }
         var logger = Logger(label: "authgate-admin")
         logger.logLevel = .critical
-        guard let store = AuthStoreFactory.make(configuration.store, logger: logger).store as? RedisAuthStore else {
+        guard
+            let store = AuthStoreFactory.make(configuration.store, accessTokenTTL: configuration.tokens.accessTokenTTL, logger: logger).store
+                as? RedisAuthStore
+        else {
             throw ExitStatus.configurationError
         }
         do {

@@ -44,6 +44,8 @@ public struct TokensConfiguration: Sendable {
     public var audience: String
     /// Lifetime of access tokens.
     public var accessTokenTTL: Duration
+    /// `access_token_ttl` when the configuration does not set it: an hour, as GoTrue's default.
+    public static let defaultAccessTokenTTL = Duration.seconds(3600)
     /// Signing keys in configuration order; empty in development mode (a key is generated).
     public var signingKeys: [SigningKey]
     public var refresh: Refresh
@@ -54,7 +56,8 @@ public struct TokensConfiguration: Sendable {
         issuer = section.string("issuer", default: defaultIssuer)
         audience = section.string("audience", default: "authenticated")
         if audience.isEmpty { section.report("audience", "must not be empty") }
-        accessTokenTTL = section.duration("access_token_ttl", default: .seconds(3600), minimum: .seconds(30), maximum: .seconds(7 * 86_400))
+        accessTokenTTL = section.duration(
+            "access_token_ttl", default: Self.defaultAccessTokenTTL, minimum: .seconds(30), maximum: .seconds(7 * 86_400))
         var keys: [SigningKey] = []
         for keySection in section.sections("signing_keys") {
             let kid = keySection.string("kid", default: "")

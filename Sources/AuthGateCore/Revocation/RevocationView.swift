@@ -30,6 +30,12 @@ public final class RevocationView: Sendable {
         self.retention = retention
     }
 
+    /// How long a revocation matters: as long as a token issued just before it can live, plus a
+    /// minute for clocks that differ between replicas.
+    public static func retention(accessTokenTTL: Duration) -> Duration {
+        accessTokenTTL + .seconds(60)
+    }
+
     /// Applies an event from the stream.
     public func apply(_ event: RevocationEvent) {
         let forgetAt = event.at.addingTimeInterval(retention.inSeconds)

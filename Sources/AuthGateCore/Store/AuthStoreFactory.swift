@@ -11,8 +11,9 @@ public enum AuthStoreFactory {
         public let services: [any Service]
     }
 
-    /// Makes the configured store. Redis connections open on first use.
-    public static func make(_ configuration: StoreConfiguration, logger: Logger) -> Assembly {
+    /// Makes the configured store. Redis connections open on first use. `accessTokenTTL` decides
+    /// how long the revocation stream keeps an entry.
+    public static func make(_ configuration: StoreConfiguration, accessTokenTTL: Duration, logger: Logger) -> Assembly {
         switch configuration.kind {
         case .memory:
             return Assembly(store: MemoryAuthStore(), services: [])
@@ -34,7 +35,7 @@ public enum AuthStoreFactory {
             return Assembly(
                 store: RedisAuthStore(
                     redis: client, keyPrefix: redis.keyPrefix, replicaAcknowledgement: redis.replicaAcknowledgement,
-                    recordCacheSize: redis.recordCacheSize),
+                    recordCacheSize: redis.recordCacheSize, revocationRetention: RevocationView.retention(accessTokenTTL: accessTokenTTL)),
                 services: [client])
         }
     }

@@ -95,7 +95,14 @@ extension RedisAuthStore {
             ("at", .integer(Self.milliseconds(event.at)))
         ]
         if let sessionID = event.sessionID { fields.append(("session", .string(sessionID))) }
-        try await mappingRedisErrors { try await redis.appendToStream(keys.revocations, fields: fields, approximateMaxLength: 100_000) }
+        // Trimmed by age, never by count: an entry leaves only once no token it voids can still
+        // be presented, so a replica that starts (or reconnects) reads every revocation that
+        // matters, however many came after it (a count cap let a flood of sign-outs push a ban
+        // out of the stream, and a new replica let the banned session's token through).
+        let keepFrom = Self.milliseconds(Date()) - Self.milliseconds(revocationStreamKeep)
+        try await mappingRedisErrors {
+            try await redis.appendToStream(keys.revocations, fields: fields, trimming: .approximateMinimumTime(milliseconds: max(0, keepFrom)))
+        }
     }
 
     static func milliseconds(_ date: Date) -> Int64 { date.unixMilliseconds }

@@ -18,6 +18,12 @@ public struct RedisAuthStore: AuthStore {
     /// When set, account writes succeed only once that many replicas have them
     /// (``runAcknowledged(_:keys:arguments:)``).
     public let replicaAcknowledgement: RedisReplicaAcknowledgement?
+    /// How long an entry stays on the revocation stream: the replicas' revocation retention
+    /// (``RevocationView/retention(accessTokenTTL:)``) plus ``revocationStreamMargin``.
+    public let revocationStreamKeep: Duration
+    /// What the revocation stream keeps beyond the retention: the entries' ids are the Redis
+    /// server's clock, the replicas' start and each writer's bound their own.
+    public static let revocationStreamMargin = Duration.seconds(600)
 
     let keys: RedisKeyspace
     /// Audit events recorded and not written yet (``flushAudit()``).
@@ -36,13 +42,17 @@ public struct RedisAuthStore: AuthStore {
     }
 
     /// `recordCacheSize`: how many decoded records of each kind are kept (`store.redis.record_cache_size`; 0 keeps none).
+    /// `revocationRetention`: how long the replicas keep a revocation (the access tokens' lifetime
+    /// and a margin, ``RevocationView/retention(accessTokenTTL:)``).
     public init(
         redis: RedisClient, keyPrefix: String, replicaAcknowledgement: RedisReplicaAcknowledgement? = nil,
-        recordCacheSize: Int = StoreConfiguration.Redis.defaultRecordCacheSize
+        recordCacheSize: Int = StoreConfiguration.Redis.defaultRecordCacheSize,
+        revocationRetention: Duration = RevocationView.retention(accessTokenTTL: TokensConfiguration.defaultAccessTokenTTL)
     ) {
         self.redis = redis
         self.keyPrefix = keyPrefix
         self.replicaAcknowledgement = replicaAcknowledgement
+        self.revocationStreamKeep = revocationRetention + Self.revocationStreamMargin
         self.keys = RedisKeyspace(prefix: keyPrefix)
         self.decodedUsers = StoredRecordCache(capacity: recordCacheSize)
         self.decodedIdentities = StoredRecordCache(capacity: recordCacheSize)

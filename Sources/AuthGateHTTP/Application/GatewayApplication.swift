@@ -100,7 +100,7 @@ public enum GatewayApplication {
                 }
                 return accounts
             }
-            let revocations = RevocationView(retention: configuration.tokens.accessTokenTTL + .seconds(60))
+            let revocations = RevocationView(retention: RevocationView.retention(accessTokenTTL: configuration.tokens.accessTokenTTL))
             self.revocations = revocations
             if let memory = store as? MemoryAuthStore { memory.onRevocation { revocations.apply($0) } }
             if let accounts = self.accounts, let upstreamConnections, !configuration.routes.isEmpty {
@@ -134,7 +134,7 @@ public enum GatewayApplication {
     {
         let keyRing = try SigningKeyRing.load(configuration.tokens, allowGenerated: configuration.isDevelopmentMode)
         let serverTLS = try configuration.server.tls.map { try ServerTLSContext(configuration: $0, http2: configuration.server.http2.enabled) }
-        let store = AuthStoreFactory.make(configuration.store, logger: logger)
+        let store = AuthStoreFactory.make(configuration.store, accessTokenTTL: configuration.tokens.accessTokenTTL, logger: logger)
         let httpClient = HTTPClientService(client: HTTPClientService.makeKeyFetchingClient())
         let verifiers = IdentityVerifierRegistry(
             providers: configuration.providers,

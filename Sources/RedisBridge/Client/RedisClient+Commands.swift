@@ -30,11 +30,15 @@ extension RedisClient {
         return Int(count)
     }
 
-    /// `XADD stream [MAXLEN ~ n] * field value ...`: the new entry's id.
+    /// `XADD stream [MAXLEN ~ n | MINID ~ id] * field value ...`: the new entry's id.
     @discardableResult
-    public func appendToStream(_ stream: String, fields: [(String, RedisArgument)], approximateMaxLength: Int? = nil) async throws -> String {
+    public func appendToStream(_ stream: String, fields: [(String, RedisArgument)], trimming: RedisStreamTrim? = nil) async throws -> String {
         var arguments: [RedisArgument] = [.string(stream)]
-        if let approximateMaxLength { arguments += ["MAXLEN", "~", .integer(Int64(approximateMaxLength))] }
+        switch trimming {
+        case .approximateMaxLength(let count): arguments += ["MAXLEN", "~", .integer(Int64(count))]
+        case .approximateMinimumTime(let milliseconds): arguments += ["MINID", "~", .string("\(milliseconds)-0")]
+        case nil: break
+        }
         arguments.append("*")
         for (name, value) in fields { arguments += [.string(name), value] }
         let reply = try await send(RedisCommand("XADD", arguments: arguments))
