@@ -114,6 +114,49 @@ struct HealthTests {
         await dead.shutdown()
     }
 
+    @Test(
+        "/readyz is 503 while Redis may evict keys (maxmemory with a policy other than noeviction), 200 once it may not; a user without INFO is told to check"
+    )
+    func readinessRefusesEvictingRedis() async throws {
+        try await withRedisServer(extraArguments: ["--maxmemory", "100mb", "--maxmemory-policy", "volatile-lru"]) { redis in
+            let client = RedisClient(configuration: .init(url: redis.url, poolSize: 1), logger: Logger(label: "test"))
+            let store = RedisAuthStore(redis: client, keyPrefix: "ag:")
+            func readiness(_ store: RedisAuthStore) async throws -> (HTTPResponse.Status, String?) {
+                try await application(dependencies(store: store)).test(.router) { client -> (HTTPResponse.Status, String?) in
+                    try await client.execute(uri: "/readyz", method: .get) { response in
+                        let body = try JSONSerialization.jsonObject(with: Data(response.body.readableBytesView)) as? [String: Any]
+                        return (response.status, (body?["checks"] as? [String: String])?["store_eviction"])
+                    }
+                }
+            }
+            let (evicting, evictingDetail) = try await readiness(store)
+            #expect(evicting == .serviceUnavailable)
+            #expect(evictingDetail?.contains("maxmemory-policy volatile-lru") == true, "\(String(describing: evictingDetail))")
+            for policy in ["allkeys-lru", "allkeys-random", "volatile-ttl", "allkeys-lfu"] {
+                try await client.send(RedisCommand("CONFIG", "SET", "maxmemory-policy", .string(policy)))
+                #expect(try await readiness(store).0 == .serviceUnavailable, "\(policy)")
+            }
+            try await client.send(RedisCommand("CONFIG", "SET", "maxmemory-policy", "noeviction"))
+            #expect(try await readiness(store) == (.ok, "ok"))
+            // Without a limit Redis never evicts, whatever the policy.
+            try await client.send(RedisCommand("CONFIG", "SET", "maxmemory-policy", "allkeys-lru"))
+            try await client.send(RedisCommand("CONFIG", "SET", "maxmemory", "0"))
+            #expect(try await readiness(store) == (.ok, "ok"))
+            await client.shutdown()
+
+            // A user that may not run INFO: ready, and told to make sure (Redis's words stay in the log).
+            _ = try await SentinelCluster.command(redis.port, RedisCommand("ACL", "SETUSER", "noinfo", "on", ">pw", "~*", "+@all", "-info"))
+            var url = redis.url
+            url.username = "noinfo"
+            url.password = "pw"
+            let limited = RedisClient(configuration: .init(url: url, poolSize: 1), logger: Logger(label: "test"))
+            let (status, detail) = try await readiness(RedisAuthStore(redis: limited, keyPrefix: "ag:"))
+            #expect(status == .ok)
+            #expect(detail?.hasPrefix("unknown:") == true && detail?.contains("noinfo") == false, "\(String(describing: detail))")
+            await limited.shutdown()
+        }
+    }
+
     @Test("unknown paths get 404 in GoTrue's legacy shape, or the 2024-01-01 shape when asked")
     func notFoundShapes() async throws {
         try await application(dependencies()).test(.router) { client in

@@ -4,9 +4,10 @@ import NIOPosix
 public import RedisBridge
 import Synchronization
 
-/// Runs `body` with a private `redis-server`, stopping it afterwards whether `body` threw or not.
-public func withRedisServer<T>(_ body: (RedisServerProcess) async throws -> T) async throws -> T {
-    let server = try await RedisServerProcess.start()
+/// Runs `body` with a private `redis-server` (started with `extraArguments`), stopping it
+/// afterwards whether `body` threw or not.
+public func withRedisServer<T>(extraArguments: [String] = [], _ body: (RedisServerProcess) async throws -> T) async throws -> T {
+    let server = try await RedisServerProcess.start(extraArguments: extraArguments)
     do {
         let result = try await body(server)
         await server.stop()

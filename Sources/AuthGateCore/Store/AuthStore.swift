@@ -17,6 +17,10 @@ public protocol AuthStore: Sendable {
     /// - Throws: ``AuthGateError`` with code ``AuthGateError/Code/storeUnavailable`` saying why not.
     func checkReadiness() async throws
 
+    /// Whether the store may drop records on its own (``KeyEviction``).
+    /// - Throws: ``AuthGateError`` with code ``AuthGateError/Code/storeUnavailable`` when it cannot be asked.
+    func keyEviction() async throws -> KeyEviction
+
     /// Records `key` until `expiresAt` unless it is already recorded: true when this call recorded
     /// it. Atomic across every replica sharing the store (replay windows, issued nonces).
     func insertIfAbsent(_ key: String, expiresAt: Date) async throws -> Bool

@@ -48,6 +48,9 @@ public actor MemoryAuthStore: AuthStore {
 
     public nonisolated func checkReadiness() async throws {}
 
+    /// Records leave this store only when they expire or are removed.
+    public nonisolated func keyEviction() async throws -> KeyEviction { .never }
+
     public func insertIfAbsent(_ key: String, expiresAt: Date) async throws -> Bool {
         recordIfAbsent(key, expiresAt: expiresAt)
     }

@@ -106,6 +106,21 @@ public struct RedisAuthStore: AuthStore {
         }
     }
 
+    /// Asks Redis (`INFO memory`) whether it may evict keys. A refusal of `INFO` (an ACL without
+    /// it, a proxy that does not pass it on) is ``KeyEviction/unknown(_:)``, not a failure.
+    public func keyEviction() async throws -> KeyEviction {
+        let reply: RESPValue
+        do {
+            reply = try await redis.send(RedisCommand("INFO", "memory"))
+        } catch let error as RedisError where error.code == .serverError {
+            return .unknown("Redis refused INFO: \(error.message.prefix(120))")
+        } catch let error as RedisError {
+            throw AuthGateError(.storeUnavailable, error.description)
+        }
+        guard let text = reply.string else { return .unknown("INFO memory gave no text") }
+        return KeyEviction.fromRedisMemoryInfo(text)
+    }
+
     public func insertIfAbsent(_ key: String, expiresAt: Date) async throws -> Bool {
         let milliseconds = expiresAt.unixMilliseconds(rounded: .up)
         let reply = try await run(RedisCommand("SET", .string(keys.expiring(key)), "1", "PXAT", .integer(milliseconds), "NX"))

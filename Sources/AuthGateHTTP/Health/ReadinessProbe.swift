@@ -58,6 +58,7 @@ public struct ReadinessProbe: Sendable {
         } catch {
             checks.append(Check(name: "store", isReady: false, isCritical: true, detail: "\(store.kind) unavailable"))
         }
+        if checks.last?.isReady == true { checks.append(await evictionCheck()) }
         if let keyRing = keys?.current {
             let detail =
                 "ok (active kid \(keyRing.activeKey.kid), \(keyRing.keys.count) key\(keyRing.keys.count == 1 ? "" : "s")\(keyRing.isGenerated ? ", generated for development" : ""))"
@@ -92,6 +93,35 @@ public struct ReadinessProbe: Sendable {
                 ))
         }
         return checks
+    }
+
+    /// Whether the store may drop records on its own (``KeyEviction``). Critical: a Redis that
+    /// evicts keys forgets single-use marks and revocations under memory pressure, where one that
+    /// does not refuses writes (503: fail closed). Unknown (`INFO` refused) is ready, and logged.
+    private func evictionCheck() async -> Check {
+        let eviction: KeyEviction
+        do {
+            eviction = try await store.keyEviction()
+        } catch {
+            return Check(name: "store_eviction", isReady: false, isCritical: true, detail: "\(store.kind) unavailable")
+        }
+        switch eviction {
+        case .never:
+            return Check(name: "store_eviction", isReady: true, isCritical: true, detail: eviction.detail)
+        case .possible:
+            if let repeated = OutageLog.admit("readiness store eviction") {
+                logger.error("readiness: the store may evict keys", metadata: ["gw.detail": "\(eviction.detail)", "gw.repeated": "\(repeated)"])
+            }
+            return Check(name: "store_eviction", isReady: false, isCritical: true, detail: eviction.detail)
+        case .unknown(let why):
+            // Why (Redis's own words, a user name) goes to the log only: /readyz may be public.
+            if let repeated = OutageLog.admit("readiness store eviction unknown") {
+                logger.warning(
+                    "readiness: the store's eviction policy is unknown",
+                    metadata: ["gw.error": "\(why)", "gw.detail": "\(eviction.detail)", "gw.repeated": "\(repeated)"])
+            }
+            return Check(name: "store_eviction", isReady: true, isCritical: true, detail: eviction.detail)
+        }
     }
 
     /// Apple's REST API credentials: a client secret can be minted (for the first client id) and
