@@ -245,40 +245,48 @@ struct AdminCommandsTests {
         try await withRedisServer { redis in
             try await withSetup(redis: redis.url) { setup in
                 _ = try await setup.signIn("judy")
-                let directory = FileManager.default.temporaryDirectory.appendingPathComponent("authgate-follow-\(UUID().uuidString)")
-                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-                defer { try? FileManager.default.removeItem(at: directory) }
-                let (output, errors) = (directory.appendingPathComponent("out"), directory.appendingPathComponent("err"))
-                for file in [output, errors] { _ = FileManager.default.createFile(atPath: file.path, contents: nil) }
-                let follower = Process()
-                follower.executableURL = try AuthGateBinary.url()
-                follower.arguments = ["audit", "--follow", "--json", "--config", setup.config.path]
-                follower.standardOutput = try FileHandle(forWritingTo: output)
-                follower.standardError = try FileHandle(forWritingTo: errors)
-                try follower.run()
-                defer {
-                    follower.terminate()
-                    follower.waitUntilExit()
-                }
-                func text(_ file: URL) -> String { (try? String(contentsOf: file, encoding: .utf8)) ?? "" }
-                func ids() -> [String] {
-                    text(output).split(separator: "\n").compactMap { line in (try? JSONValue.parse(Array(line.utf8)))?.objectValue?["id"]?.stringValue
-                    }
-                }
-                try await waitUntil("the follower prints the trail so far", deadline: .seconds(15)) { !ids().isEmpty }
-                let before = ids().count
+                let follower = try AuditFollowerProcess(config: setup.config)
+                defer { follower.stop() }
+                try await waitUntil("the follower prints the trail so far", deadline: .seconds(15)) { !follower.ids().isEmpty }
+                let before = follower.ids().count
                 await redis.kill()
                 try await waitUntil("the follower says the store is away", deadline: .seconds(15)) {
-                    text(errors).contains("audit: the store is unavailable")
+                    follower.errors().contains("audit: the store is unavailable")
                 }
-                #expect(follower.isRunning, "the follower ended with Redis: \(text(errors))")
+                #expect(follower.isRunning, "the follower ended with Redis: \(follower.errors())")
                 try await redis.start()
                 try await waitUntil("the gateway signs in again", deadline: .seconds(20)) { try await setup.signInStatus("kim") == 200 }
                 try await waitUntil("the follower prints what was written after the restart", deadline: .seconds(20)) {
-                    ids().count > before
+                    follower.ids().count > before
                 }
-                #expect(text(errors).contains("audit: the store answers again"), "\(text(errors))")
+                #expect(follower.errors().contains("audit: the store answers again"), "\(follower.errors())")
             }
+        }
+    }
+
+    /// The trail keeps about the newest 100,000 events: a follower further behind than that (an
+    /// outage, a slow pipe) skipped what was dropped and said nothing.
+    @Test("audit --follow says when the event it had reached left the trail before it read on, and goes on")
+    func auditFollowSaysWhatWasDropped() async throws {
+        try await withSetup { setup in
+            _ = try await setup.signIn("lena")
+            let follower = try AuditFollowerProcess(config: setup.config)
+            defer { follower.stop() }
+            try await waitUntil("the follower prints the trail so far", deadline: .seconds(15)) { !follower.ids().isEmpty }
+            let reached = try #require(follower.ids().last)
+            // What 100,000 newer events would do, at once: the trail's oldest entries dropped.
+            let trail = setup.prefix + "audit"
+            let client = RedisClient(configuration: .init(url: try await SharedRedis.url(), poolSize: 1), logger: Logger(label: "test"))
+            try await client.send(RedisCommand("XTRIM", .string(trail), "MAXLEN", 0))
+            await client.shutdown()
+            _ = try await setup.signIn("mona")
+            try await waitUntil("the follower prints the event written after the drop", deadline: .seconds(15)) {
+                follower.ids().count > 1 && follower.ids().last != reached
+            }
+            let errors = follower.errors()
+            #expect(errors.contains("audit: event \(reached) left the trail"), "\(errors)")
+            #expect(errors.components(separatedBy: "left the trail").count == 2, "said once: \(errors)")
+            #expect(follower.isRunning)
         }
     }
 
@@ -364,4 +372,42 @@ struct AdminCommandsTests {
             #expect(down.standardError.contains("Redis unreachable"))
         }
     }
+}
+
+/// `authgate audit --follow --json` running beside a test, its output and errors in files.
+private final class AuditFollowerProcess {
+    private let process = Process()
+    private let directory: URL
+    private let output: URL
+    private let errorOutput: URL
+
+    init(config: URL) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("authgate-follow-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        (output, errorOutput) = (directory.appendingPathComponent("out"), directory.appendingPathComponent("err"))
+        for file in [output, errorOutput] { _ = FileManager.default.createFile(atPath: file.path, contents: nil) }
+        process.executableURL = try AuthGateBinary.url()
+        process.arguments = ["audit", "--follow", "--json", "--config", config.path]
+        process.standardOutput = try FileHandle(forWritingTo: output)
+        process.standardError = try FileHandle(forWritingTo: errorOutput)
+        try process.run()
+    }
+
+    var isRunning: Bool { process.isRunning }
+
+    /// The ids of the events printed so far, in order.
+    func ids() -> [String] {
+        text(output).split(separator: "\n").compactMap { line in (try? JSONValue.parse(Array(line.utf8)))?.objectValue?["id"]?.stringValue }
+    }
+
+    /// What it wrote to standard error so far.
+    func errors() -> String { text(errorOutput) }
+
+    func stop() {
+        process.terminate()
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    private func text(_ file: URL) -> String { (try? String(contentsOf: file, encoding: .utf8)) ?? "" }
 }

@@ -60,4 +60,37 @@ struct AuditFollowerTests {
             #expect(follower.failures == 0 && follower.delay == AuditFollower.pollInterval)
         }
     }
+
+    /// The trail drops its oldest events past about 100,000: a follower further behind skipped
+    /// what was dropped without a word.
+    @Test("a call whose starting event left the trail says so, once; the events after it are still returned")
+    func dropped() async throws {
+        try await withTestStore(.redis) { anyStore in
+            let store = try #require(anyStore as? RedisAuthStore)
+            func record(_ count: Int) async throws {
+                for index in 0..<count { store.recordAudit(.now("logout", userID: UUID().uuidString.lowercased(), detail: ["n": "\(index)"])) }
+                try await store.flushAudit()
+            }
+            try await record(3)
+            var follower = AuditFollower(query: AuditQuery(), from: "0-0")
+            #expect(try await follower.next(from: store).count == 3)
+            #expect(follower.droppedAfter == nil, "a starting point that is not an event is not checked")
+            let reached = follower.position
+            #expect(try await follower.next(from: store).isEmpty && follower.droppedAfter == nil, "nothing dropped, nothing said")
+            // What 100,000 newer events do: the oldest entries, the follower's among them, dropped.
+            let trail = RedisKeyspace(prefix: store.keyPrefix).audit
+            try await store.redis.send(RedisCommand("XTRIM", .string(trail), "MAXLEN", 0))
+            try await record(2)
+            #expect(try await follower.next(from: store).count == 2)
+            #expect(follower.droppedAfter == reached)
+            #expect(try await follower.next(from: store).isEmpty && follower.droppedAfter == nil, "said once")
+            // Everything dropped and nothing new: said once too, then the follower waits on.
+            let last = follower.position
+            try await store.redis.send(RedisCommand("XTRIM", .string(trail), "MAXLEN", 0))
+            #expect(try await follower.next(from: store).isEmpty && follower.droppedAfter == last)
+            #expect(try await follower.next(from: store).isEmpty && follower.droppedAfter == nil)
+            try await record(1)
+            #expect(try await follower.next(from: store).count == 1 && follower.droppedAfter == nil)
+        }
+    }
 }

@@ -65,13 +65,18 @@ struct AuditCommand: AsyncParsableCommand {
             // what a stopped follower had not written yet was lost.
             print(events.reversed())
             fflush(nil)
-            var follower = AuditFollower(query: query, from: events.first?.id ?? "\(Date().unixMilliseconds)-0")
+            var follower = AuditFollower(query: query, from: events.first?.id ?? "\(Date().unixMilliseconds)-0", isEvent: events.first != nil)
             while !Task.isCancelled {
                 if follower.delay > .zero { try await Task.sleep(for: follower.delay) }
                 let wasFailing = follower.failures > 0
                 do {
                     let batch = try await follower.next(from: opened.store)
                     if wasFailing { printError("audit: the store answers again; following on after event \(follower.position)") }
+                    if let dropped = follower.droppedAfter {
+                        printError(
+                            "audit: event \(dropped) left the trail (it keeps about the newest 100,000) before the events after it were read: some may be missing; following on after event \(follower.position)"
+                        )
+                    }
                     print(batch, header: false)
                     fflush(nil)
                 } catch let error as AuthGateError where error.code == .storeUnavailable {

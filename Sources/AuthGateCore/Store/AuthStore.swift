@@ -117,4 +117,7 @@ public protocol AuthStore: Sendable {
     func flushAudit() async throws
     /// Events of the trail as `query` asks, after writing those waiting.
     func auditEvents(_ query: AuditQuery) async throws -> [AuditEvent]
+    /// Whether the event with this id is still in the trail (which keeps about the newest
+    /// 100,000 and drops the oldest first): while it is, no event after it has been dropped.
+    func auditEventExists(id: String) async throws -> Bool
 }

@@ -28,6 +28,10 @@ extension MemoryAuthStore {
         }
         return Array(events.reversed().filter(query.matches).dropFirst(query.offset).prefix(query.limit))
     }
+
+    public nonisolated func auditEventExists(id: String) async throws -> Bool {
+        auditTrail.withLock { trail in trail.events.contains { $0.id == id } }
+    }
 }
 
 /// The memory store's audit events and the counter that makes their ids.

@@ -49,6 +49,11 @@ extension RedisAuthStore {
         return Array(Self.events(reply).filter(query.matches).dropFirst(query.offset).prefix(query.limit))
     }
 
+    public func auditEventExists(id: String) async throws -> Bool {
+        let reply = try await run(RedisCommand("XRANGE", .string(keys.audit), .string(id), .string(id), "COUNT", 1))
+        return reply.array?.isEmpty == false
+    }
+
     /// The events of an `XRANGE`/`XREVRANGE` reply, in its order.
     private static func events(_ reply: RESPValue) -> [AuditEvent] {
         (reply.array ?? []).compactMap { entry -> AuditEvent? in
