@@ -4,13 +4,14 @@
     public import Foundation
 #endif
 
-/// Per-client request budgets shared by every replica: a fixed-window counter per
-/// (bucket, client, window) in the store.
+/// Per-client request budgets shared by every replica: a sliding window (``SlidingWindow``) over
+/// two fixed-window counters per (bucket, client) in the store, `rl:{<bucket>:<client>}:<window>`
+/// (one hash slot for both, for Redis Cluster).
 public struct RateLimiter: Sendable {
     /// The outcome of one request's check.
     public struct Decision: Sendable, Hashable {
         public let isAllowed: Bool
-        /// Seconds until the window resets (for `Retry-After`).
+        /// Seconds until a request would be admitted (for `Retry-After`).
         public let retryAfterSeconds: Int
     }
 
@@ -22,10 +23,10 @@ public struct RateLimiter: Sendable {
 
     /// Counts one request of `client` against `limit` in `bucket` (`token`, `signup`, `nonce`).
     public func check(bucket: String, client: String, limit: RateLimit, now: Date) async throws -> Decision {
-        let windowSeconds = max(1, limit.window.inSeconds)
-        let window = (now.timeIntervalSince1970 / windowSeconds).rounded(.down)
-        let windowEnd = Date(timeIntervalSince1970: (window + 1) * windowSeconds)
-        let count = try await store.increment("rl:\(bucket):\(client):\(Int64(window))", expiresAt: windowEnd)
-        return Decision(isAllowed: count <= limit.count, retryAfterSeconds: max(1, Int(windowEnd.timeIntervalSince(now).rounded(.up))))
+        let window = SlidingWindow(limit: limit, now: now)
+        let counter = "rl:{\(bucket):\(client)}:"
+        let counts = try await store.countRequest(
+            in: window, currentKey: counter + String(window.index), previousKey: counter + String(window.index - 1))
+        return Decision(isAllowed: counts.isAdmitted, retryAfterSeconds: counts.isAdmitted ? 0 : window.retryAfterSeconds(counts))
     }
 }

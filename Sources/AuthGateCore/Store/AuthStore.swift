@@ -31,8 +31,11 @@ public protocol AuthStore: Sendable {
     /// Removes `key` and returns true when it was recorded and unexpired: true exactly once.
     func consume(_ key: String) async throws -> Bool
 
-    /// Adds one to the counter `key` (created expiring at `expiresAt`) and returns the new value.
-    func increment(_ key: String, expiresAt: Date) async throws -> Int
+    /// Counts one request against a sliding-window budget (``SlidingWindow``): reads the counters
+    /// of the current window (`currentKey`) and the one before (`previousKey`), and adds one to the
+    /// current one (expiring at ``SlidingWindow/currentExpiresAt``) only when the window admits the
+    /// request. Atomic across every replica sharing the store.
+    func countRequest(in window: SlidingWindow, currentKey: String, previousKey: String) async throws -> SlidingWindow.Counts
 
     // MARK: users and identities
 

@@ -78,15 +78,17 @@ public actor MemoryAuthStore: AuthStore {
         return expiry > Date()
     }
 
-    public func increment(_ key: String, expiresAt: Date) async throws -> Int {
+    public func countRequest(in window: SlidingWindow, currentKey: String, previousKey: String) async throws -> SlidingWindow.Counts {
         let now = Date()
-        if let current = counters[key], current.expiresAt > now {
-            counters[key] = (current.value + 1, current.expiresAt)
-            return current.value + 1
+        func count(_ key: String) -> Int { counters[key].flatMap { $0.expiresAt > now ? $0.value : nil } ?? 0 }
+        let (current, previous) = (count(currentKey), count(previousKey))
+        guard window.admits(current: current, previous: previous) else {
+            return SlidingWindow.Counts(isAdmitted: false, current: current, previous: previous)
         }
         if counters.count > 100_000 { counters = counters.filter { $0.value.expiresAt > now } }
-        counters[key] = (1, expiresAt)
-        return 1
+        let expiresAt = counters[currentKey].flatMap { $0.expiresAt > now ? $0.expiresAt : nil } ?? window.currentExpiresAt
+        counters[currentKey] = (current + 1, expiresAt)
+        return SlidingWindow.Counts(isAdmitted: true, current: current + 1, previous: previous)
     }
 
     public func appendRevocation(_ event: RevocationEvent) async throws {

@@ -135,16 +135,33 @@ public struct RedisAuthStore: AuthStore {
         try await !run(RedisCommand("GETDEL", .string(keys.expiring(key)))).isNull
     }
 
-    /// `INCR`, and on the first increment `PEXPIREAT`, in one script.
-    static let incrementScript = RedisScript(
-        "local c = redis.call('INCR', KEYS[1]) if c == 1 then redis.call('PEXPIREAT', KEYS[1], ARGV[1]) end return c"
+    /// ``SlidingWindow/admits(current:previous:)`` in Lua (the same sum in parts per million),
+    /// then `INCR` and, on the first, `PEXPIREAT` of the current window's counter, only when
+    /// admitted: `{admitted (1 or 0), current, previous}`. ARGV: the limit, the previous window's
+    /// weight in parts per million, the current counter's expiry (ms).
+    static let countRequestScript = RedisScript(
+        """
+        local previous = tonumber(redis.call('GET', KEYS[2]) or '0') or 0
+        local current = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
+        if previous * tonumber(ARGV[2]) + (current + 1) * 1000000 > tonumber(ARGV[1]) * 1000000 then
+          return {0, current, previous}
+        end
+        current = redis.call('INCR', KEYS[1])
+        if current == 1 then redis.call('PEXPIREAT', KEYS[1], ARGV[3]) end
+        return {1, current, previous}
+        """
     )
 
-    public func increment(_ key: String, expiresAt: Date) async throws -> Int {
+    public func countRequest(in window: SlidingWindow, currentKey: String, previousKey: String) async throws -> SlidingWindow.Counts {
         let reply = try await run(
-            Self.incrementScript, keys: [keys.expiring(key)], arguments: [.integer(expiresAt.unixMilliseconds(rounded: .up))]
+            Self.countRequestScript, keys: [keys.expiring(currentKey), keys.expiring(previousKey)],
+            arguments: [
+                .integer(Int64(window.limit)), .integer(window.previousWeight), .integer(window.currentExpiresAt.unixMilliseconds(rounded: .up))
+            ]
         )
-        guard let count = reply.int else { throw AuthGateError(.storeCorrupt, "INCR answered \(reply)") }
-        return Int(count)
+        guard let parts = reply.array, parts.count == 3, let admitted = parts[0].int, let current = parts[1].int, let previous = parts[2].int else {
+            throw AuthGateError(.storeCorrupt, "the rate-limit script answered \(reply)")
+        }
+        return SlidingWindow.Counts(isAdmitted: admitted == 1, current: Int(clamping: current), previous: Int(clamping: previous))
     }
 }
