@@ -121,6 +121,50 @@ struct SentinelFailoverTests {
         }
     }
 
+    /// Announcements reach only subscribed watches: a failover announced before they subscribed
+    /// (the client just started, or its watches were reconnecting) was never heard, and a client
+    /// whose old master stays a master wrote to it for good. (The test above failed that way
+    /// under load: its failover came before the watches had subscribed.)
+    @Test("a failover announced before the client's watches subscribed is followed once they have, even from an old master that stays one")
+    func failoverBeforeTheWatch() async throws {
+        let cluster = try await SentinelCluster.start(masterArguments: ["--rename-command", "SLAVEOF", "", "--rename-command", "REPLICAOF", ""])
+        let client = RedisClient(
+            configuration: .init(
+                url: RedisURL(host: "127.0.0.1", port: 1), poolSize: 1, connectTimeout: .milliseconds(500), sentinel: cluster.configuration),
+            logger: Logger(label: "sentinel-test"))
+        do {
+            // Not running as a service yet: nothing watches the Sentinels.
+            try await client.send(RedisCommand("SET", "before-failover", "kept"))
+            #expect(client.announcedMaster?.port == cluster.master.port)
+            try await cluster.waitForReplication()
+            _ = try await SentinelCluster.command(
+                cluster.sentinels[0].port, RedisCommand("SENTINEL", "FAILOVER", .string(SentinelCluster.masterName)))
+            try await cluster.waitUntil("every Sentinel names the promoted replica") {
+                for sentinel in cluster.sentinels {
+                    let named = try await SentinelCluster.command(
+                        sentinel.port, RedisCommand("SENTINEL", "get-master-addr-by-name", .string(SentinelCluster.masterName)))
+                    guard named.array?.last?.string == String(cluster.replica.port) else { return false }
+                }
+                return true
+            }
+            // The old master is still a master, and the client still writes to it.
+            try await client.send(RedisCommand("SET", "missed", "old"))
+            #expect(client.announcedMaster?.port == cluster.master.port)
+        } catch {
+            print(cluster.logs())
+            await client.shutdown()
+            await cluster.stop()
+            throw error
+        }
+        try await running([client], then: cluster.stop) {
+            try await cluster.waitUntil("the client follows the master the Sentinels name") { client.announcedMaster?.port == cluster.replica.port }
+            try await cluster.waitUntil("a write reaches the new master") {
+                guard (try? await client.send(RedisCommand("SET", "after-watch", "new"))) != nil else { return false }
+                return try await SentinelCluster.command(cluster.replica.port, RedisCommand("GET", "after-watch")).string == "new"
+            }
+        }
+    }
+
     @Test("configuration errors: an unknown master name is a clear connection failure")
     func unknownMaster() async throws {
         let cluster = try await SentinelCluster.start()

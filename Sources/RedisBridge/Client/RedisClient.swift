@@ -126,7 +126,8 @@ public final class RedisClient: Service, Sendable {
         await withTaskGroup(of: Void.self) { group in
             if let sentinel = configuration.sentinel {
                 let watcher = RedisSentinelWatcher(
-                    sentinel: sentinel, configuration: configuration, eventLoop: eventLoopGroup.next(), logger: logger
+                    sentinel: sentinel, configuration: configuration, eventLoop: eventLoopGroup.next(), logger: logger,
+                    following: { [weak self] in self?.master.current }
                 ) { [weak self] announcement in
                     self?.masterSwitched(announcement)
                 }
