@@ -210,29 +210,13 @@ struct AdminCommandsTests {
     func auditFollow() async throws {
         try await withSetup { setup in
             _ = try await setup.signIn("frank")
-            let output = FileManager.default.temporaryDirectory.appendingPathComponent("authgate-follow-\(UUID().uuidString)")
-            _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-            defer { try? FileManager.default.removeItem(at: output) }
-            let follower = Process()
-            follower.executableURL = try AuthGateBinary.url()
-            follower.arguments = ["audit", "--follow", "--json", "--config", setup.config.path]
-            follower.standardOutput = try FileHandle(forWritingTo: output)
-            follower.standardError = FileHandle.nullDevice
-            try follower.run()
-            defer {
-                follower.terminate()
-                follower.waitUntilExit()
-            }
-            func times() -> [String] {
-                let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
-                return text.split(separator: "\n").compactMap { line in
-                    (try? JSONValue.parse(Array(line.utf8)))?.objectValue?["created_at"]?.stringValue
-                }
-            }
-            try await waitUntil("the follower prints the trail so far", deadline: .seconds(15)) { !times().isEmpty }
+            let follower = try AuditFollowerProcess(config: setup.config)
+            defer { follower.stop() }
+            func times() -> [String] { follower.field("created_at") }
+            try await follower.waitUntil("the follower prints the trail so far") { !times().isEmpty }
             let before = times().count
             for name in ["grace", "heidi", "ivan"] { _ = try await setup.signIn(name) }
-            try await waitUntil("the follower prints the three sign-ups while it runs", deadline: .seconds(15)) { times().count >= before + 3 }
+            try await follower.waitUntil("the follower prints the three sign-ups while it runs") { times().count >= before + 3 }
             #expect(times() == times().sorted(), "oldest first: \(times())")
         }
     }
@@ -247,19 +231,43 @@ struct AdminCommandsTests {
                 _ = try await setup.signIn("judy")
                 let follower = try AuditFollowerProcess(config: setup.config)
                 defer { follower.stop() }
-                try await waitUntil("the follower prints the trail so far", deadline: .seconds(15)) { !follower.ids().isEmpty }
+                try await follower.waitUntil("the follower prints the trail so far") { !follower.ids().isEmpty }
                 let before = follower.ids().count
                 await redis.kill()
-                try await waitUntil("the follower says the store is away", deadline: .seconds(15)) {
+                try await follower.waitUntil("the follower says the store is away") {
                     follower.errors().contains("audit: the store is unavailable")
                 }
                 #expect(follower.isRunning, "the follower ended with Redis: \(follower.errors())")
                 try await redis.start()
                 try await waitUntil("the gateway signs in again", deadline: .seconds(20)) { try await setup.signInStatus("kim") == 200 }
-                try await waitUntil("the follower prints what was written after the restart", deadline: .seconds(20)) {
+                try await follower.waitUntil("the follower prints what was written after the restart", deadline: .seconds(20)) {
                     follower.ids().count > before
                 }
                 #expect(follower.errors().contains("audit: the store answers again"), "\(follower.errors())")
+            }
+        }
+    }
+
+    /// Started on an empty trail, the follower began after this host's clock, read after its
+    /// first read: an event written in between was skipped, and so was every event while Redis's
+    /// clock (which stream ids are) ran behind the operator's host.
+    @Test("audit --follow on an empty trail prints the first event written, whatever Redis's clock says")
+    func auditFollowFromAnEmptyTrail() async throws {
+        try await withRedisServer { redis in
+            try await withSetup(redis: redis.url) { setup in
+                let follower = try AuditFollowerProcess(config: setup.config)
+                defer { follower.stop() }
+                // Its first poll (XRANGE) comes after its start position is taken.
+                try await follower.waitUntil("the follower polls") {
+                    try await SentinelCluster.info(redis.port, "commandstats").contains("cmdstat_xrange:")
+                }
+                // An event with the id Redis gives it when its clock is an hour behind this host's.
+                let event = AuditEvent.now("logout", userID: UUID().uuidString.lowercased(), detail: ["n": "1"])
+                let hourAgo = Int64(Date().timeIntervalSince1970 * 1000) - 3_600_000
+                _ = try await SentinelCluster.command(
+                    redis.port,
+                    RedisCommand("XADD", .string(setup.prefix + "audit"), .string("\(hourAgo)-0"), "e", .byteArray(event.encoded())))
+                try await follower.waitUntil("the follower prints the event") { follower.ids() == ["\(hourAgo)-0"] }
             }
         }
     }
@@ -272,7 +280,7 @@ struct AdminCommandsTests {
             _ = try await setup.signIn("lena")
             let follower = try AuditFollowerProcess(config: setup.config)
             defer { follower.stop() }
-            try await waitUntil("the follower prints the trail so far", deadline: .seconds(15)) { !follower.ids().isEmpty }
+            try await follower.waitUntil("the follower prints the trail so far") { !follower.ids().isEmpty }
             let reached = try #require(follower.ids().last)
             // What 100,000 newer events would do, at once: the trail's oldest entries dropped.
             let trail = setup.prefix + "audit"
@@ -280,7 +288,7 @@ struct AdminCommandsTests {
             try await client.send(RedisCommand("XTRIM", .string(trail), "MAXLEN", 0))
             await client.shutdown()
             _ = try await setup.signIn("mona")
-            try await waitUntil("the follower prints the event written after the drop", deadline: .seconds(15)) {
+            try await follower.waitUntil("the follower prints the event written after the drop") {
                 follower.ids().count > 1 && follower.ids().last != reached
             }
             let errors = follower.errors()
@@ -395,9 +403,23 @@ private final class AuditFollowerProcess {
 
     var isRunning: Bool { process.isRunning }
 
+    /// ``AuthGateTestSupport/waitUntil(_:deadline:_:)``, failing with what the follower wrote to
+    /// standard error and whether it still runs.
+    func waitUntil(_ what: String, deadline: Duration = .seconds(15), _ condition: () async throws -> Bool) async throws {
+        do {
+            try await AuthGateTestSupport.waitUntil(what, deadline: deadline, condition)
+        } catch {
+            let state = process.isRunning ? "runs" : "exited with \(process.terminationStatus)"
+            throw TestSupportError("\(error); the follower \(state); its standard error: \(errors())")
+        }
+    }
+
     /// The ids of the events printed so far, in order.
-    func ids() -> [String] {
-        text(output).split(separator: "\n").compactMap { line in (try? JSONValue.parse(Array(line.utf8)))?.objectValue?["id"]?.stringValue }
+    func ids() -> [String] { field("id") }
+
+    /// One field of each event printed so far, in order.
+    func field(_ name: String) -> [String] {
+        text(output).split(separator: "\n").compactMap { line in (try? JSONValue.parse(Array(line.utf8)))?.objectValue?[name]?.stringValue }
     }
 
     /// What it wrote to standard error so far.

@@ -55,6 +55,12 @@ struct AuditCommand: AsyncParsableCommand {
     func run() async throws {
         try await AdminStore.run(options) { opened in
             let query = AuditQuery(userID: user.flatMap(AuditQuery.userID), since: since.flatMap { Self.parseSince($0, now: Date()) }, limit: limit)
+            // Following with nothing to show yet, the follower starts after the trail's newest
+            // event, asked before the first read (in Redis's own ids): an event written between the
+            // two is then either shown or followed. A start taken from this host's clock after the
+            // read skipped an event written in between, and a minute of them on a host whose
+            // clock ran a minute ahead of Redis's.
+            let newest = follow ? try await opened.store.auditEvents(AuditQuery(limit: 1)).first?.id : nil
             let events = try await opened.store.auditEvents(query)
             guard follow else {
                 print(events)
@@ -65,7 +71,8 @@ struct AuditCommand: AsyncParsableCommand {
             // what a stopped follower had not written yet was lost.
             print(events.reversed())
             fflush(nil)
-            var follower = AuditFollower(query: query, from: events.first?.id ?? "\(Date().unixMilliseconds)-0", isEvent: events.first != nil)
+            let start = events.first?.id ?? newest
+            var follower = AuditFollower(query: query, from: start ?? "0-0", isEvent: start != nil)
             while !Task.isCancelled {
                 if follower.delay > .zero { try await Task.sleep(for: follower.delay) }
                 let wasFailing = follower.failures > 0
