@@ -29,6 +29,13 @@ struct SlidingWindowTests {
         // Counts a corrupted store could hold do not trap.
         #expect(!later.admits(current: .max, previous: .max) && !later.admits(current: .min, previous: .max))
         #expect(later.retryAfterSeconds(SlidingWindow.Counts(isAdmitted: false, current: .max, previous: .max)) <= 120)
+        // Nor does a budget or a window far past what the configuration accepts.
+        for window in [Duration.seconds(Int64.max / 2), .seconds(-5), .zero] {
+            let huge = SlidingWindow(limit: RateLimit(count: .max, window: window), now: Date())
+            #expect(huge.admits(current: 5, previous: 5))
+            #expect(huge.retryAfterSeconds(SlidingWindow.Counts(isAdmitted: false, current: .max, previous: .max)) >= 1)
+            #expect(huge.retryAfterSeconds(SlidingWindow.Counts(isAdmitted: false, current: 1_000_000_000, previous: 7)) >= 1)
+        }
     }
 
     @Test("Retry-After is when the next request would be admitted, in this window or the next")

@@ -51,7 +51,7 @@ public struct SlidingWindow: Sendable, Hashable {
     static let largestCount: Int64 = 2_000_000_000
 
     public init(limit: RateLimit, now: Date) {
-        self.limit = limit.count
+        self.limit = Int(Self.clamped(limit.count))
         windowMilliseconds = max(1000, min(limit.window.nanoseconds / 1_000_000, Int64(Int32.max) * 1000))
         let nowMilliseconds = max(0, now.unixMilliseconds)
         index = nowMilliseconds / windowMilliseconds
@@ -75,20 +75,22 @@ public struct SlidingWindow: Sendable, Hashable {
     /// meanwhile: later in this window as the previous one's requests slide out, or in the next
     /// as this one's do.
     public func retryAfterSeconds(_ counts: Counts) -> Int {
-        let (current, previous) = (Self.clamped(counts.current), Self.clamped(counts.previous))
-        let room = Int64(limit) - 1 - current
-        var wait: Int64
+        // In floating point: an estimate, and room × window could pass Int64 for a long window.
+        let (current, previous) = (Double(Self.clamped(counts.current)), Double(Self.clamped(counts.previous)))
+        let (window, elapsed) = (Double(windowMilliseconds), Double(elapsedMilliseconds))
+        let room = Double(limit) - 1 - current
+        var wait: Double
         if room >= 0 {
             // This window: previous × (W − e) / W ≤ room, so e ≥ W × (1 − room / previous).
-            let needed = previous == 0 ? 0 : windowMilliseconds - (room * windowMilliseconds) / previous
-            wait = max(0, needed - elapsedMilliseconds)
+            let needed = previous == 0 ? 0 : window * (previous - room) / previous
+            wait = max(0, needed - elapsed)
         } else {
             // The next window: current × (W − e′) / W ≤ limit − 1, so e′ ≥ W × (1 − (limit − 1) / current).
-            let needed = current == 0 ? 0 : windowMilliseconds - ((Int64(limit) - 1) * windowMilliseconds) / current
-            wait = windowMilliseconds - elapsedMilliseconds + max(0, needed)
+            let needed = current == 0 ? 0 : window * (current - (Double(limit) - 1)) / current
+            wait = window - elapsed + max(0, needed)
         }
-        wait = min(wait, 2 * windowMilliseconds)
-        return Int(max(1, (wait + 999) / 1000))
+        let seconds = (min(wait, 2 * window) / 1000).rounded(.up)
+        return max(1, Int(seconds))
     }
 
     private static func clamped(_ count: Int) -> Int64 { min(max(Int64(count), 0), largestCount) }
