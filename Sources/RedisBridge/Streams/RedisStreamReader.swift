@@ -8,7 +8,9 @@ import Synchronization
 /// entries to a handler, in order.
 ///
 /// After a lost connection it reconnects with backoff and resumes from the last entry it
-/// delivered, so nothing is skipped and nothing is delivered twice. Starting at ``Start/latest``
+/// delivered, so nothing the stream still holds is skipped and nothing is delivered twice (what
+/// the stream's writers trimmed meanwhile is gone: they must keep what readers need, as the
+/// revocation stream keeps every entry for a token's lifetime). Starting at ``Start/latest``
 /// resolves the stream's current last id once, on the first successful read, so even entries added
 /// while the first connection was being made are not missed after that point.
 ///
