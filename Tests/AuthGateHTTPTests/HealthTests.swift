@@ -157,6 +157,26 @@ struct HealthTests {
         }
     }
 
+    /// `/readyz` is often public: each call asked Redis for `INFO`, so a flood of them was a flood
+    /// of `INFO` on the one shared Redis.
+    @Test("the eviction answer is reused for 5 s: a burst of /readyz costs Redis one INFO")
+    func evictionAnswerReused() async throws {
+        try await withRedisServer { redis in
+            let client = RedisClient(configuration: .init(url: redis.url, poolSize: 1), logger: Logger(label: "test"))
+            let probe = ReadinessProbe(store: RedisAuthStore(redis: client, keyPrefix: "ag:"), keys: nil)
+            func infoCalls() async throws -> Int {
+                let stats = try await SentinelCluster.info(redis.port, "commandstats")
+                let line = stats.split(separator: "\r\n").first { $0.hasPrefix("cmdstat_info:calls=") }
+                return line.flatMap { Int($0.dropFirst("cmdstat_info:calls=".count).prefix { $0.isNumber }) } ?? 0
+            }
+            let before = try await infoCalls()
+            for _ in 0..<20 { #expect(await probe.run().contains { $0.name == "store_eviction" && $0.isReady }) }
+            // The probe's one INFO memory, and the INFO commandstats that read `before`.
+            #expect(try await infoCalls() - before == 2)
+            await client.shutdown()
+        }
+    }
+
     @Test("unknown paths get 404 in GoTrue's legacy shape, or the 2024-01-01 shape when asked")
     func notFoundShapes() async throws {
         try await application(dependencies()).test(.router) { client in

@@ -1,5 +1,6 @@
 public import AuthGateCore
 public import Logging
+import NIOConcurrencyHelpers
 
 #if canImport(FoundationEssentials)
     import FoundationEssentials
@@ -29,6 +30,12 @@ public struct ReadinessProbe: Sendable {
     private let tls: ServerTLSContext?
 
     private let logger: Logger
+    /// The store's last answer about key eviction, and when it came: `/readyz` is often public
+    /// and asked by anyone, and each answer costs Redis an `INFO`, so it is asked at most once per
+    /// ``evictionRecheckInterval``.
+    private let lastEviction = NIOLockedValueBox<(at: ContinuousClock.Instant, eviction: KeyEviction)?>(nil)
+    /// How long an answer about key eviction is reused.
+    static let evictionRecheckInterval = Duration.seconds(5)
 
     public init(
         store: any AuthStore, keys: SigningKeys?, keySets: [ProviderKeySet] = [], appleClientSecrets: AppleClientSecretMinter? = nil,
@@ -100,10 +107,16 @@ public struct ReadinessProbe: Sendable {
     /// does not refuses writes (503: fail closed). Unknown (`INFO` refused) is ready, and logged.
     private func evictionCheck() async -> Check {
         let eviction: KeyEviction
-        do {
-            eviction = try await store.keyEviction()
-        } catch {
-            return Check(name: "store_eviction", isReady: false, isCritical: true, detail: "\(store.kind) unavailable")
+        let now = ContinuousClock.now
+        if let last = lastEviction.withLockedValue({ $0 }), now - last.at < Self.evictionRecheckInterval {
+            eviction = last.eviction
+        } else {
+            do {
+                eviction = try await store.keyEviction()
+            } catch {
+                return Check(name: "store_eviction", isReady: false, isCritical: true, detail: "\(store.kind) unavailable")
+            }
+            lastEviction.withLockedValue { $0 = (now, eviction) }
         }
         switch eviction {
         case .never:
