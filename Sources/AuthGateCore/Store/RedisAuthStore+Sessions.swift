@@ -101,7 +101,7 @@ extension RedisAuthStore {
         // out of the stream, and a new replica let the banned session's token through).
         let keepFrom = Self.milliseconds(Date()) - Self.milliseconds(revocationStreamKeep)
         try await mappingRedisErrors {
-            try await redis.appendToStream(keys.revocations, fields: fields, trimming: .approximateMinimumTime(milliseconds: max(0, keepFrom)))
+            try await redis.appendToStream(keys.revocations, fields: fields, droppingBefore: max(0, keepFrom))
         }
     }
 

@@ -30,15 +30,16 @@ extension RedisClient {
         return Int(count)
     }
 
-    /// `XADD stream [MAXLEN ~ n | MINID ~ id] * field value ...`: the new entry's id.
+    /// `XADD stream [MINID ~ <ms>-0] * field value ...`: the new entry's id. With
+    /// `droppingBefore`, entries added before that time (milliseconds, on the Redis server's clock,
+    /// which entry ids are) are trimmed, a whole node of entries at a time (`~`): a few older ones
+    /// may stay a little longer, and none newer goes, however many there are.
     @discardableResult
-    public func appendToStream(_ stream: String, fields: [(String, RedisArgument)], trimming: RedisStreamTrim? = nil) async throws -> String {
+    public func appendToStream(_ stream: String, fields: [(String, RedisArgument)], droppingBefore milliseconds: Int64? = nil) async throws
+        -> String
+    {
         var arguments: [RedisArgument] = [.string(stream)]
-        switch trimming {
-        case .approximateMaxLength(let count): arguments += ["MAXLEN", "~", .integer(Int64(count))]
-        case .approximateMinimumTime(let milliseconds): arguments += ["MINID", "~", .string("\(milliseconds)-0")]
-        case nil: break
-        }
+        if let milliseconds { arguments += ["MINID", "~", .string("\(milliseconds)-0")] }
         arguments.append("*")
         for (name, value) in fields { arguments += [.string(name), value] }
         let reply = try await send(RedisCommand("XADD", arguments: arguments))
