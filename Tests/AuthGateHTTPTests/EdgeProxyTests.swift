@@ -457,8 +457,7 @@ struct EdgeProxyTests {
         }
     }
 
-    /// An upstream whose connection closes without a close frame (a restart: its FIN, as
-    /// upstream connections do not allow half-closure, closes the connection) ended the tunnel
+    /// An upstream whose connection closes without a close frame (a restart) ended the tunnel
     /// with only the close of the client's connection, which a browser reports as 1006; the
     /// client is now told 1001 (going away), as an upstream is when the client stops.
     @Test("WebSocket: an upstream whose connection closes ends the tunnel with 1001 to the client")
@@ -481,19 +480,29 @@ struct EdgeProxyTests {
     }
 
     /// An upstream that agrees to the handshake and at once turns the caller away (its `101`, a
-    /// close frame and the close of its connection, in one go). When the gateway read that close
-    /// before the tunnel was built, the relay never saw it and the client's connection stayed
-    /// open with nobody behind it, for as long as the client kept it (seen by hand, 13 of 20
-    /// times). The client now gets the upstream's close frame (its code and reason) or, when the
-    /// close came before the tunnel was there, 1001; either way its connection closes.
-    @Test("WebSocket: an upstream that sends its 101, a close frame and its close in one go ends the tunnel; the client's connection closes")
-    func webSocketUpstreamRefusesAtOnce() async throws {
+    /// close frame and the close of its connection, in one go), over TCP and over TLS (where the
+    /// close is a `close_notify` and then the FIN). When the gateway read that close before the
+    /// tunnel was built, the relay never saw it and the client's connection stayed open with
+    /// nobody behind it (seen by hand, 13 of 20 times); once that was mended, the client got 1001
+    /// instead of the upstream's own code and reason whenever the FIN came in the same read as
+    /// the `101`: the HTTP decoder, told of the end of input before it left the pipeline, dropped
+    /// the close frame it held. The client now always gets the upstream's close frame, and then
+    /// the close of its connection.
+    @Test(
+        "WebSocket: an upstream that sends its 101, a close frame and its close in one go: the client gets that close frame, then the close",
+        arguments: [false, true])
+    func webSocketUpstreamRefusesAtOnce(tls: Bool) async throws {
+        let certificates = tls ? try await TestCertificates() : nil
+        defer { certificates?.remove() }
+        let issued = try await certificates?.issue("upstream", commonName: "upstream.test")
         try await withGateway(
-            upstream: { try await RawWebSocketUpstream.start(refusal: (4001, "unauthorized")) }, stop: { await $0.stop() },
-            { upstream in "routes: [ { name: raw, path_prefix: /raw/, upstreams: [\(upstream.url)], auth: public } ]" }
+            upstream: { try await RawWebSocketUpstream.start(refusal: (4001, "unauthorized"), tls: issued) }, stop: { await $0.stop() },
+            { upstream in
+                let verification = certificates.map { ", tls: { ca_file: \"\($0.caFile)\" }" } ?? ""
+                return "routes: [ { name: raw, path_prefix: /raw/, upstreams: [\(upstream.url)], auth: public\(verification) } ]"
+            }
         ) { client, _ in
             let refusal: [UInt8] = [0x88, 14, 0x0F, 0xA1] + Array("unauthorized".utf8)
-            let goingAway: [UInt8] = [0x88, 2, 0x03, 0xE9]
             for round in 0..<10 {
                 let connection = try RawConnection(port: try #require(client.port))
                 await connection.send(Self.handshake("/raw/ws"))
@@ -502,8 +511,41 @@ struct EdgeProxyTests {
                 #expect(text.hasPrefix("HTTP/1.1 101 Switching Protocols\r\n"), "round \(round): \(text)")
                 let headEnd = bytes.indices.dropLast(3).first { bytes[$0..<$0 + 4].elementsEqual("\r\n\r\n".utf8) }.map { $0 + 4 }
                 let ending = Array(bytes[(headEnd ?? bytes.endIndex)...])
-                #expect(ending == refusal || ending == goingAway, "round \(round): one close frame: \(ending)")
+                #expect(ending == refusal, "round \(round): the upstream's close frame (4001), nothing else: \(ending)")
                 #expect(closed, "round \(round): the client's connection must close")
+            }
+        }
+    }
+
+    /// An upstream that answers a handshake with something other than a `101` and closes its
+    /// connection at once: a refusal whose body ends with the connection (no length given), or
+    /// no answer at all. A tunnel handshake's upstream connection allows half-closure (so that
+    /// the end of input can wait for the relay after a `101`); before a `101` that end must
+    /// still end the exchange: the refusal is relayed whole, the missing answer is a 502 at once
+    /// rather than after the route's 30 s head timeout, and the client's connection closes.
+    @Test(
+        "WebSocket: an upstream that answers the handshake without a 101 and closes: its answer is relayed whole, no answer is a 502 at once",
+        arguments: [true, false])
+    func webSocketUpstreamAnswersAndCloses(withAnswer: Bool) async throws {
+        let answer = withAnswer ? "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\n\r\nnot for you, read to the end" : ""
+        try await withGateway(
+            upstream: { try await RawWebSocketUpstream.start(answer: answer) }, stop: { await $0.stop() },
+            { upstream in "routes: [ { name: raw, path_prefix: /raw/, upstreams: [\(upstream.url)], auth: public, timeout: 30s } ]" }
+        ) { client, _ in
+            for round in 0..<3 {
+                let started = ContinuousClock.now
+                let connection = try RawConnection(port: try #require(client.port))
+                await connection.send(Self.handshake("/raw/ws"))
+                let (bytes, closed) = await connection.receiveUntilClosed()
+                let text = String(decoding: bytes, as: UTF8.self)
+                if withAnswer {
+                    #expect(text.hasPrefix("HTTP/1.1 403 Forbidden\r\n"), "round \(round): \(text)")
+                    #expect(text.contains("not for you, read to the end"), "round \(round): the whole body: \(text)")
+                } else {
+                    #expect(text.hasPrefix("HTTP/1.1 502 Bad Gateway") && text.contains("bad_gateway"), "round \(round): \(text)")
+                }
+                #expect(closed, "round \(round): the client's connection must close")
+                #expect(ContinuousClock.now - started < .seconds(10), "round \(round): answered at once, not after the head timeout")
             }
         }
     }

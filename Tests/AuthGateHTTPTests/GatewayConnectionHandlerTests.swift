@@ -25,7 +25,7 @@ struct GatewayConnectionHandlerTests {
 
         var channels: [EmbeddedChannel] { lock.withLock { made } }
 
-        func connect(_ key: UpstreamConnectionPool.Key, on eventLoop: any EventLoop, timeout: TimeAmount, keepsLeftoverBytes: Bool)
+        func connect(_ key: UpstreamConnectionPool.Key, on eventLoop: any EventLoop, timeout: TimeAmount, tunnel: Bool)
             -> EventLoopFuture<any Channel>
         {
             let channel = EmbeddedChannel(handler: UpstreamChannelHandler(), loop: loop)

@@ -1,5 +1,6 @@
 import NIOCore
 import NIOPosix
+import NIOSSL
 import Synchronization
 
 /// An upstream that agrees to every WebSocket handshake (with the accept for RFC 6455's sample
@@ -19,16 +20,19 @@ public final class RawWebSocketUpstream: Sendable {
 
     /// The loopback port it listens on.
     public let port: Int
-    /// `http://127.0.0.1:<port>`.
-    public var url: String { "http://127.0.0.1:\(port)" }
+    /// Whether it serves TLS.
+    public let servesTLS: Bool
+    /// `http://127.0.0.1:<port>`, or `https://` when it serves TLS.
+    public var url: String { "\(servesTLS ? "https" : "http")://127.0.0.1:\(port)" }
 
     /// Every connection so far, in the order they were accepted.
     public var recorded: [Recorded] { box.connections.withLock { $0 } }
 
-    private init(channel: any Channel, port: Int, box: ConnectionsBox) {
+    private init(channel: any Channel, port: Int, box: ConnectionsBox, servesTLS: Bool) {
         self.channel = channel
         self.port = port
         self.box = box
+        self.servesTLS = servesTLS
     }
 
     /// - Parameters:
@@ -38,10 +42,21 @@ public final class RawWebSocketUpstream: Sendable {
     ///   - refusal: a close frame with this code and reason sent in the same write as the `101`,
     ///     the connection closed right after (an application that turns the caller away once
     ///     connected, without waiting for the closing handshake).
+    ///   - tls: serve TLS with this certificate chain and key (PEM files): an `https://`
+    ///     upstream, whose close sends TLS's `close_notify` before the FIN.
+    ///   - answer: instead of agreeing, answer every handshake with these bytes (an HTTP
+    ///     response, or nothing) and close the connection.
     public static func start(
-        greeting: String? = nil, closesOnFirstFrame: Bool = false, refusal: (code: UInt16, reason: String)? = nil
+        greeting: String? = nil, closesOnFirstFrame: Bool = false, refusal: (code: UInt16, reason: String)? = nil,
+        tls: (certificate: String, key: String)? = nil, answer: String? = nil
     ) async throws -> RawWebSocketUpstream {
         let box = ConnectionsBox()
+        let tlsContext = try tls.map { files in
+            try NIOSSLContext(
+                configuration: .makeServerConfiguration(
+                    certificateChain: try NIOSSLCertificate.fromPEMFile(files.certificate).map { .certificate($0) },
+                    privateKey: .privateKey(try NIOSSLPrivateKey(file: files.key, format: .pem))))
+        }
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .childChannelInitializer { child in
                 child.eventLoop.makeCompletedFuture {
@@ -49,13 +64,15 @@ public final class RawWebSocketUpstream: Sendable {
                         connections.append(Recorded())
                         return connections.count - 1
                     }
+                    if let tlsContext { try child.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tlsContext)) }
                     try child.pipeline.syncOperations.addHandler(
-                        Handler(box: box, index: index, greeting: greeting, closesOnFirstFrame: closesOnFirstFrame, refusal: refusal))
+                        Handler(
+                            box: box, index: index, greeting: greeting, closesOnFirstFrame: closesOnFirstFrame, refusal: refusal, answer: answer))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
         guard let port = channel.localAddress?.port else { throw TestSupportError("the raw WebSocket upstream has no port") }
-        return RawWebSocketUpstream(channel: channel, port: port, box: box)
+        return RawWebSocketUpstream(channel: channel, port: port, box: box, servesTLS: tls != nil)
     }
 
     public func stop() async {
@@ -78,13 +95,18 @@ public final class RawWebSocketUpstream: Sendable {
         private let greeting: String?
         private let closesOnFirstFrame: Bool
         private let refusal: (code: UInt16, reason: String)?
+        private let answer: String?
 
-        init(box: ConnectionsBox, index: Int, greeting: String?, closesOnFirstFrame: Bool, refusal: (code: UInt16, reason: String)?) {
+        init(
+            box: ConnectionsBox, index: Int, greeting: String?, closesOnFirstFrame: Bool, refusal: (code: UInt16, reason: String)?,
+            answer: String?
+        ) {
             self.box = box
             self.index = index
             self.greeting = greeting
             self.closesOnFirstFrame = closesOnFirstFrame
             self.refusal = refusal
+            self.answer = answer
         }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -94,6 +116,12 @@ public final class RawWebSocketUpstream: Sendable {
                 guard let end = head.indices.dropLast(3).first(where: { head[$0..<$0 + 4].elementsEqual("\r\n\r\n".utf8) }) else { return }
                 upgraded = true
                 bytes = Array(head[(end + 4)...])
+                if let answer {
+                    context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: answer))).assumeIsolated().whenComplete { _ in
+                        context.close(promise: nil)
+                    }
+                    return
+                }
                 let answer =
                     "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                     + "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n"

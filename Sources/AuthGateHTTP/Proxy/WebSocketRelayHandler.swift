@@ -23,8 +23,8 @@ import NIOWebSocket
 /// decoder leaves the pipeline a task later than it is asked to, and would take a frame for an
 /// HTTP part (a trap). Frames for it meanwhile (sent with the handshake, or right after the
 /// 101) wait, and the other side is not read.
-/// A side that stops sending (a FIN: the client connections allow half-closure) or whose
-/// connection closes ends the relay: the other side gets 1001, or just the close of its
+/// A side that stops sending (a FIN, or a TLS `close_notify`: client connections and tunnel
+/// handshakes' upstream connections allow half-closure) or whose connection closes ends the relay: the other side gets 1001, or just the close of its
 /// connection after a close frame relayed to it. At graceful shutdown both sides get 1001, so
 /// that clients reconnect to another replica at once rather than holding the drain until
 /// `shutdown_timeout`.
@@ -187,10 +187,9 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
         connectionClosed()
     }
 
-    /// This side's connection closed without a FIN first, or was reset (an upstream's FIN lands
-    /// here too: upstream connections do not allow half-closure). The other side is told 1001, as
-    /// for a FIN: an upstream that restarts is "going away", where a bare close left the client
-    /// only an abnormal closure (1006) to report.
+    /// This side's connection closed without a FIN first, or was reset. The other side is told
+    /// 1001, as for a FIN: an upstream that restarts is "going away", where a bare close left the
+    /// client only an abnormal closure (1006) to report.
     private func connectionClosed() {
         watcher?.cancel()
         watcher = nil

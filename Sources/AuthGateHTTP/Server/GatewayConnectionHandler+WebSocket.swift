@@ -18,6 +18,10 @@ extension GatewayConnectionHandler {
             perform(exchange.machine.upstreamFailed(.protocolViolation, reusedConnection: false), exchange)
             return
         }
+        // The upstream's end of input may be in this read cycle too: it waits for the relay,
+        // behind the frames the HTTP decoder holds.
+        let endOfInput = try? connection.channel.pipeline.syncOperations.handler(type: UpstreamEndOfInputGate.self)
+        endOfInput?.hold()
         exchange.connection = nil
         exchange.status = 101
         mode = .tunnel
@@ -40,13 +44,14 @@ extension GatewayConnectionHandler {
         context.eventLoop.assumeIsolated().execute {
             do {
                 try Self.installRelay(clientRelay, maxFrame: maxFrame, on: clientChannel.pipeline.syncOperations, side: .client)
-                try Self.installRelay(upstreamRelay, maxFrame: maxFrame, on: upstreamChannel.pipeline.syncOperations, side: .upstream)
+                try Self.installRelay(
+                    upstreamRelay, maxFrame: maxFrame, on: upstreamChannel.pipeline.syncOperations, side: .upstream, endOfInput: endOfInput)
                 log.info("websocket opened", metadata: ["gw.user_id": "\(plan.claims?.sub ?? "")"])
-                // A connection that closed after the 101 and before its relay was there (an
-                // upstream's 101, close frame and close in one go; a client's reset): its relay
-                // will never see that close, and the tunnel would stay open with nobody at one
-                // end. It ends now, as the relay would have ended it (1001 to the other side);
-                // what an upstream sent after its 101 went with its decoder.
+                // A connection that closed after the 101 and before its relay was there (a
+                // reset; an upstream's FIN is only an end of input, held for the relay): its
+                // relay will never see that close, and the tunnel would stay open with nobody at
+                // one end. It ends now, as the relay would have ended it (1001 to the other
+                // side); what an upstream sent after its 101 went with its decoder.
                 for (relay, channel) in [(clientRelay, clientChannel), (upstreamRelay, upstreamChannel)] where !channel.isActive {
                     relay.closedBeforeRelaying()
                 }
@@ -65,10 +70,12 @@ extension GatewayConnectionHandler {
 
     /// Replaces a connection's HTTP handlers by WebSocket framing and `relay`. Bytes the HTTP
     /// decoder holds past the handshake reach the frame decoder. The decoder leaves a task later
-    /// (after handing those bytes on): only then may `relay` write (``WebSocketRelayHandler/becameReady()``);
-    /// if it cannot leave (the connection closed meanwhile), the connection is closed.
+    /// (after handing those bytes on): only then may `relay` write (``WebSocketRelayHandler/becameReady()``),
+    /// and only then does an end of input held by `endOfInput` reach it, after those frames;
+    /// if the decoder cannot leave (the connection closed meanwhile), the connection is closed.
     private static func installRelay(
-        _ relay: WebSocketRelayHandler, maxFrame: Int, on pipeline: ChannelPipeline.SynchronousOperations, side: WebSocketRelayHandler.Side
+        _ relay: WebSocketRelayHandler, maxFrame: Int, on pipeline: ChannelPipeline.SynchronousOperations, side: WebSocketRelayHandler.Side,
+        endOfInput: UpstreamEndOfInputGate? = nil
     ) throws {
         let decoder: any RemovableChannelHandler
         let others: [any RemovableChannelHandler]
@@ -86,7 +93,9 @@ extension GatewayConnectionHandler {
         let decoderRemoved = pipeline.eventLoop.makePromise(of: Void.self)
         decoderRemoved.futureResult.assumeIsolated().whenComplete { result in
             switch result {
-            case .success: relay.becameReady()
+            case .success:
+                relay.becameReady()
+                endOfInput?.release()
             case .failure: relay.closeNow()
             }
         }

@@ -163,6 +163,18 @@ final class UpstreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandle
         context.fireChannelInactive()
     }
 
+    /// The upstream stopped sending (a FIN; only a tunnel handshake's connection allows
+    /// half-closure). After the decoder has ended a response read to the end of input, or before
+    /// any response: the connection is of no more use, and closes. After a `101` the end of input
+    /// belongs to the tunnel (an ``UpstreamEndOfInputGate`` holds it for the relay).
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case ChannelEvent.inputClosed = event, !upgraded {
+            fail(.connectionLost(beforeResponse: !responseStarted))
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         fail(error is HTTPParserError ? .protocolViolation : .connectionLost(beforeResponse: !responseStarted))
     }

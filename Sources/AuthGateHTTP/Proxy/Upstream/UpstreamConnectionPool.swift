@@ -121,7 +121,7 @@ final class LoopConnections: Sendable {
 
     /// A connection of its own for a WebSocket tunnel: never pooled, not counted against the limit.
     func connectTunnel(_ key: UpstreamConnectionPool.Key, connectTimeout: TimeAmount) -> EventLoopFuture<UpstreamConnection> {
-        connector.connect(key, on: eventLoop, timeout: connectTimeout, keepsLeftoverBytes: true).flatMapThrowing { channel in
+        connector.connect(key, on: eventLoop, timeout: connectTimeout, tunnel: true).flatMapThrowing { channel in
             try UpstreamConnection(channel: channel, key: key, handler: channel.pipeline.syncOperations.handler(type: UpstreamChannelHandler.self))
         }
     }
@@ -151,7 +151,7 @@ final class LoopConnections: Sendable {
 
     private func connect(_ key: UpstreamConnectionPool.Key, timeout: TimeAmount) -> EventLoopFuture<UpstreamConnection> {
         let bound = NIOLoopBound(self, eventLoop: eventLoop)
-        return connector.connect(key, on: eventLoop, timeout: timeout, keepsLeftoverBytes: false).flatMapThrowing { channel in
+        return connector.connect(key, on: eventLoop, timeout: timeout, tunnel: false).flatMapThrowing { channel in
             let connection = try UpstreamConnection(
                 channel: channel, key: key, handler: channel.pipeline.syncOperations.handler(type: UpstreamChannelHandler.self))
             let boundConnection = NIOLoopBound(connection, eventLoop: channel.eventLoop)

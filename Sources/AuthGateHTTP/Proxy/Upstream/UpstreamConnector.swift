@@ -11,17 +11,19 @@ import Synchronization
 protocol UpstreamConnector: Sendable {
     /// A connected channel to `key` on `eventLoop` whose pipeline ends with the HTTP/1.1 client
     /// codec and an ``UpstreamChannelHandler``.
-    /// - Parameter keepsLeftoverBytes: the response decoder forwards the bytes after a `101` when
-    ///   it is removed (a WebSocket tunnel's first frames).
-    func connect(_ key: UpstreamConnectionPool.Key, on eventLoop: any EventLoop, timeout: TimeAmount, keepsLeftoverBytes: Bool) -> EventLoopFuture<
+    /// - Parameter tunnel: the connection carries a WebSocket handshake: it allows half-closure,
+    ///   an ``UpstreamEndOfInputGate`` is in front of the response decoder, and the decoder
+    ///   forwards the bytes after a `101` when it is removed (the tunnel's first frames).
+    func connect(_ key: UpstreamConnectionPool.Key, on eventLoop: any EventLoop, timeout: TimeAmount, tunnel: Bool) -> EventLoopFuture<
         any Channel
     >
 }
 
 extension UpstreamConnector {
-    /// Adds what every upstream connection's pipeline ends with.
-    static func addUpstreamHandlers(to pipeline: ChannelPipeline.SynchronousOperations, keepsLeftoverBytes: Bool) throws {
-        try pipeline.addHTTPClientHandlers(leftOverBytesStrategy: keepsLeftoverBytes ? .forwardBytes : .dropBytes)
+    /// Adds what every upstream connection's pipeline ends with (after TLS, if any).
+    static func addUpstreamHandlers(to pipeline: ChannelPipeline.SynchronousOperations, tunnel: Bool) throws {
+        if tunnel { try pipeline.addHandler(UpstreamEndOfInputGate()) }
+        try pipeline.addHTTPClientHandlers(leftOverBytesStrategy: tunnel ? .forwardBytes : .dropBytes)
         try pipeline.addHandler(UpstreamChannelHandler())
     }
 }
@@ -57,7 +59,7 @@ final class SocketUpstreamConnector: UpstreamConnector {
         }
     }
 
-    func connect(_ key: UpstreamConnectionPool.Key, on eventLoop: any EventLoop, timeout: TimeAmount, keepsLeftoverBytes: Bool) -> EventLoopFuture<
+    func connect(_ key: UpstreamConnectionPool.Key, on eventLoop: any EventLoop, timeout: TimeAmount, tunnel: Bool) -> EventLoopFuture<
         any Channel
     > {
         var tlsContext: NIOSSLContext?
@@ -71,6 +73,7 @@ final class SocketUpstreamConnector: UpstreamConnector {
         let connected = ClientBootstrap(group: eventLoop)
             .connectTimeout(timeout)
             .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(ChannelOptions.allowRemoteHalfClosure, value: tunnel)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     if let settings = key.tls, let tlsContext {
@@ -79,7 +82,7 @@ final class SocketUpstreamConnector: UpstreamConnector {
                         try channel.pipeline.syncOperations.addHandler(waiter)
                         handshake.withLockedValue { $0 = waiter.handshake.futureResult }
                     }
-                    try Self.addUpstreamHandlers(to: channel.pipeline.syncOperations, keepsLeftoverBytes: keepsLeftoverBytes)
+                    try Self.addUpstreamHandlers(to: channel.pipeline.syncOperations, tunnel: tunnel)
                 }
             }
             .connect(host: key.host, port: key.port)
