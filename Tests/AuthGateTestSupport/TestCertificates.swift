@@ -54,7 +54,8 @@ public struct TestCertificates: Sendable {
         try await run("/usr/bin/openssl", arguments, input: input)
     }
 
-    /// Runs a program to completion: its exit status and everything it printed.
+    /// Runs a program to completion: its exit status and everything it printed (standard output
+    /// and standard error together).
     public static func run(_ executable: String, _ arguments: [String], input: String? = nil, check: Bool = true) async throws -> (
         status: Int32, output: String
     ) {
@@ -74,7 +75,12 @@ public struct TestCertificates: Sendable {
         try process.run()
         if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
         try? stdin.fileHandleForWriting.close()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
+        // Read on a thread of its own: the read blocks until the program exits, and a blocked
+        // cooperative thread (two on this machine) would hold up every test beside this one.
+        let reader = output.fileHandleForReading
+        let data = await withCheckedContinuation { (finished: CheckedContinuation<Data, Never>) in
+            Thread { finished.resume(returning: reader.readDataToEndOfFile()) }.start()
+        }
         var status: Int32 = -1
         for await value in stream { status = value }
         let text = String(decoding: data, as: UTF8.self)
