@@ -1,6 +1,7 @@
 import AuthGateCore
 import Logging
 import NIOCore
+import NIOSSL
 import NIOWebSocket
 
 #if canImport(FoundationEssentials)
@@ -251,6 +252,11 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A TLS peer that closed its TCP connection without `close_notify` (browsers and many
+        // servers do, often right after their close frame): NIOSSL reports it, then the end of
+        // input (or the close) that ends the tunnel as any FIN does. It is no frame error: taken
+        // for one, the other side got a second close frame (1001) after the one relayed to it.
+        if let error = error as? NIOSSLError, case .uncleanShutdown = error { return }
         let code: WebSocketErrorCode = (error as? NIOWebSocketError) == .invalidFrameLength ? .messageTooLarge : .protocolError
         logger.info("websocket closed", metadata: ["gw.outcome": "frame_refused", "gw.side": "\(side.rawValue)", "gw.code": "\(code)"])
         end(code, reason: nil, peerCode: .goingAway)

@@ -1,0 +1,87 @@
+import Logging
+import NIOCore
+import NIOEmbedded
+import NIOSSL
+import NIOWebSocket
+import Testing
+
+@testable import AuthGateHTTP
+
+/// The two relays of a tunnel on embedded channels (one loop, WebSocket framing on each side):
+/// how a side's end reaches the other, byte for byte.
+@Suite("WebSocket relay")
+struct WebSocketRelayHandlerTests {
+    /// A built tunnel: each channel has NIO's frame decoder and encoder and its relay, both ready.
+    struct Tunnel {
+        let client: EmbeddedChannel
+        let upstream: EmbeddedChannel
+
+        init() throws {
+            let loop = EmbeddedEventLoop()
+            let logger = Logger(label: "relay-test")
+            let clientRelay = WebSocketRelayHandler(side: .client, watch: nil, logger: logger)
+            let upstreamRelay = WebSocketRelayHandler(side: .upstream, watch: nil, logger: logger)
+            clientRelay.peer = upstreamRelay
+            upstreamRelay.peer = clientRelay
+            func channel(_ relay: WebSocketRelayHandler) throws -> EmbeddedChannel {
+                let channel = EmbeddedChannel(loop: loop)
+                try channel.pipeline.syncOperations.addHandlers([
+                    ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: 1 << 20)), WebSocketFrameEncoder(), relay
+                ])
+                try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+                return channel
+            }
+            client = try channel(clientRelay)
+            upstream = try channel(upstreamRelay)
+            clientRelay.becameReady()
+            upstreamRelay.becameReady()
+        }
+
+        /// Every byte written to `channel` so far.
+        static func written(_ channel: EmbeddedChannel) throws -> [UInt8] {
+            var bytes: [UInt8] = []
+            while let buffer = try channel.readOutbound(as: ByteBuffer.self) { bytes += buffer.readableBytesView }
+            return bytes
+        }
+    }
+
+    /// A TLS peer that sends its close frame and then closes its TCP connection without
+    /// `close_notify` (as browsers and many servers do): NIOSSL reports `uncleanShutdown`, then
+    /// the end of input. The relay took that report for a frame error and sent the other side
+    /// 1001 after the close frame it had just relayed: two close frames, the second a lie. Now the
+    /// other side gets the one close frame, then the close of its connection.
+    @Test(
+        "a TLS peer's close frame, then a FIN without close_notify: the other side gets that close frame alone, then the close",
+        arguments: [false, true])
+    func uncleanShutdownAfterClose(fromClient: Bool) throws {
+        let tunnel = try Tunnel()
+        let (sender, receiver) = fromClient ? (tunnel.client, tunnel.upstream) : (tunnel.upstream, tunnel.client)
+        // 4001 "bye": a client's frame is masked (key 1 2 3 4), a server's is not.
+        let payload: [UInt8] = [0x0F, 0xA1] + Array("bye".utf8)
+        let key: [UInt8] = [1, 2, 3, 4]
+        let frame: [UInt8] =
+            fromClient
+            ? [0x88, 0x80 | UInt8(payload.count)] + key + payload.enumerated().map { $0.element ^ key[$0.offset % 4] }
+            : [0x88, UInt8(payload.count)] + payload
+        try sender.writeInbound(ByteBuffer(bytes: frame))
+        sender.pipeline.fireErrorCaught(NIOSSLError.uncleanShutdown)
+        sender.pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+        sender.embeddedEventLoop.run()
+        #expect(try Tunnel.written(receiver) == frame, "the close frame as it came, and nothing after it")
+        #expect(!receiver.isActive, "the other side's connection is closed")
+        #expect(!sender.isActive, "the side that ended is closed")
+        #expect(try Tunnel.written(sender).isEmpty, "no close frame back to a side that has stopped sending")
+    }
+
+    /// A FIN without a close frame first (TLS without `close_notify`, or plain TCP) still ends the
+    /// tunnel as "going away" for the other side.
+    @Test("a FIN without a close frame, TLS report or not: the other side gets 1001, then the close", arguments: [false, true])
+    func finWithoutClose(unclean: Bool) throws {
+        let tunnel = try Tunnel()
+        if unclean { tunnel.upstream.pipeline.fireErrorCaught(NIOSSLError.uncleanShutdown) }
+        tunnel.upstream.pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+        tunnel.upstream.embeddedEventLoop.run()
+        #expect(try Tunnel.written(tunnel.client) == [0x88, 2, 0x03, 0xE9])
+        #expect(!tunnel.client.isActive && !tunnel.upstream.isActive)
+    }
+}
