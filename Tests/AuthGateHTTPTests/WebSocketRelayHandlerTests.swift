@@ -73,6 +73,51 @@ struct WebSocketRelayHandlerTests {
         #expect(try Tunnel.written(sender).isEmpty, "no close frame back to a side that has stopped sending")
     }
 
+    /// What can end a tunnel after the upstream's close frame was relayed to the client, before
+    /// the client answered it.
+    enum LaterEnd: String, CaseIterable, CustomTestStringConvertible {
+        case shutdown, oversizedFrame, oversizedFrameInTheSameRead, revokedSession
+        var testDescription: String { rawValue }
+    }
+
+    /// The client has been relayed the upstream's close frame; then graceful shutdown begins, the
+    /// upstream sends a frame over the limit, or the caller's session ends. Each ended the client with a close frame of its
+    /// own (1001, or 1008 for the session)  after the one relayed: two close
+    /// frames, where RFC 6455 allows nothing after the first. The client now gets the one close
+    /// frame and the close of its connection; the upstream, which was sent none, still gets one.
+    @Test("after a close frame relayed to a side, what ends the tunnel next sends that side no second close frame", arguments: LaterEnd.allCases)
+    func oneCloseFramePerSide(_ later: LaterEnd) throws {
+        let tunnel = try Tunnel()
+        let close: [UInt8] = [0x88, 5, 0x0F, 0xA1] + Array("bye".utf8)
+        // A binary frame announcing 2 MiB, over the rig's 1 MiB limit.
+        let oversized: [UInt8] = [0x82, 127, 0, 0, 0, 0, 0, 0x20, 0, 0]
+        if later == .oversizedFrameInTheSameRead {
+            // The close frame is relayed, unflushed, when the next frame ends the tunnel: it must
+            // still be written before the client's connection closes.
+            try? tunnel.upstream.writeInbound(ByteBuffer(bytes: close + oversized))
+        } else {
+            try tunnel.upstream.writeInbound(ByteBuffer(bytes: close))
+        }
+        switch later {
+        case .shutdown:
+            tunnel.client.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
+        case .oversizedFrame:
+            try? tunnel.upstream.writeInbound(ByteBuffer(bytes: oversized))
+        case .oversizedFrameInTheSameRead:
+            break
+        case .revokedSession:
+            // What the session watch does once the caller's session has ended.
+            let relay = try tunnel.client.pipeline.syncOperations.handler(type: WebSocketRelayHandler.self)
+            relay.end(.policyViolation, reason: "session revoked", peerCode: .goingAway)
+        }
+        tunnel.client.embeddedEventLoop.run()
+        #expect(try Tunnel.written(tunnel.client) == close, "the upstream's close frame alone")
+        #expect(!tunnel.client.isActive)
+        let toUpstream = try Tunnel.written(tunnel.upstream)
+        #expect(toUpstream.prefix(2).elementsEqual([0x88, 0x82]), "one masked close frame with a code: \(toUpstream)")
+        #expect(toUpstream.count == 8, "\(toUpstream)")
+    }
+
     /// A FIN without a close frame first (TLS without `close_notify`, or plain TCP) still ends the
     /// tunnel as "going away" for the other side.
     @Test("a FIN without a close frame, TLS report or not: the other side gets 1001, then the close", arguments: [false, true])

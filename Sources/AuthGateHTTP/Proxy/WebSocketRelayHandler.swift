@@ -247,8 +247,7 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// Unlinks the other side and ends it: with 1001, or (when this side's close frame already
     /// reached it) with only the close of its connection.
     private func tellPeerGoingAway() {
-        guard let peer = detachPeer() else { return }
-        if peer.closeRelayed { peer.closeConnection() } else { peer.sendCloseAndClose(.goingAway, reason: nil) }
+        detachPeer()?.sendCloseAndClose(.goingAway, reason: nil)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -276,8 +275,12 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
         return peer
     }
 
+    /// Ends this side with a close frame of `code`, or, when a close frame from the other side has
+    /// already been relayed here, with only the close of its connection: a side is sent one close
+    /// frame at most (RFC 6455 §5.5.1: nothing after a close frame), whatever ends the tunnel after it.
     private func sendCloseAndClose(_ code: WebSocketErrorCode, reason: String?) {
         guard let context, !closing else { return }
+        if closeRelayed { return closeConnection() }
         guard ready else {
             if endOnceReady == nil { endOnceReady = .closeFrame(code, reason: reason) }
             return
@@ -299,10 +302,14 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
         closeNow()
     }
 
-    /// Closes this side's connection at once (its HTTP decoder could not leave: it is closing).
+    /// Closes this side's connection at once (its HTTP decoder could not leave: it is closing),
+    /// after what was relayed to it in this read cycle (a close frame, say) is flushed: a close
+    /// drops unflushed writes.
     func closeNow() {
         closing = true
-        context?.close(promise: nil)
+        guard let context else { return }
+        context.flush()
+        context.close(promise: nil)
     }
 
     // MARK: Session
