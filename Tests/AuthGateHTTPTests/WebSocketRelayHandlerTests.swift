@@ -118,6 +118,29 @@ struct WebSocketRelayHandlerTests {
         #expect(toUpstream.count == 8, "\(toUpstream)")
     }
 
+    /// A side that goes on sending after its close frame (RFC 6455 §5.5.1 forbids it): the
+    /// frames after the close are not relayed, in the same read or a later one.
+    @Test("frames a side sends after its close frame are not relayed", arguments: [false, true])
+    func nothingAfterClose(sameRead: Bool) throws {
+        let tunnel = try Tunnel()
+        let key: [UInt8] = [9, 8, 7, 6]
+        func masked(_ opcode: UInt8, _ payload: [UInt8]) -> [UInt8] {
+            [0x80 | opcode, 0x80 | UInt8(payload.count)] + key + payload.enumerated().map { $0.element ^ key[$0.offset % 4] }
+        }
+        let close = masked(0x8, [0x03, 0xE8])
+        let after = masked(0x1, Array("late".utf8)) + masked(0x9, [])
+        if sameRead {
+            try tunnel.client.writeInbound(ByteBuffer(bytes: close + after))
+        } else {
+            try tunnel.client.writeInbound(ByteBuffer(bytes: close))
+            try tunnel.client.writeInbound(ByteBuffer(bytes: after))
+        }
+        #expect(try Tunnel.written(tunnel.upstream) == close, "the close frame, and nothing after it")
+        #expect(tunnel.upstream.isActive, "the upstream's answer to the close is still relayed")
+        try tunnel.upstream.writeInbound(ByteBuffer(bytes: [0x88, 2, 0x03, 0xE8]))
+        #expect(try Tunnel.written(tunnel.client) == [0x88, 2, 0x03, 0xE8])
+    }
+
     /// A FIN without a close frame first (TLS without `close_notify`, or plain TCP) still ends the
     /// tunnel as "going away" for the other side.
     @Test("a FIN without a close frame, TLS report or not: the other side gets 1001, then the close", arguments: [false, true])

@@ -104,8 +104,10 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     /// Writes a frame read on the other side to this side (flushed at the end of that read cycle).
+    /// Nothing follows a close frame (RFC 6455 §5.5.1): frames the other side sends after its own
+    /// are dropped.
     private func relay(_ frame: WebSocketFrame) {
-        guard let context, !closing else { return }
+        guard let context, !closing, !closeRelayed else { return }
         if frame.opcode == .connectionClose { closeRelayed = true }
         guard ready else {
             held.append(Self.adapted(frame, for: side))
