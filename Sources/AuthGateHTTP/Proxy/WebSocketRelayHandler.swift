@@ -25,10 +25,11 @@ import NIOWebSocket
 /// HTTP part (a trap). Frames for it meanwhile (sent with the handshake, or right after the
 /// 101) wait, and the other side is not read.
 /// A side that stops sending (a FIN, or a TLS `close_notify`: client connections and tunnel
-/// handshakes' upstream connections allow half-closure) or whose connection closes ends the relay: the other side gets 1001, or just the close of its
-/// connection after a close frame relayed to it. At graceful shutdown both sides get 1001, so
-/// that clients reconnect to another replica at once rather than holding the drain until
-/// `shutdown_timeout`.
+/// handshakes' upstream connections allow half-closure) or whose connection closes ends the
+/// relay: the other side gets 1001. At graceful shutdown both sides get 1001, so that clients
+/// reconnect to another replica at once rather than holding the drain until `shutdown_timeout`.
+/// Each side is sent one close frame at most and nothing after it (RFC 6455 §5.5.1): a side that
+/// was relayed the other's close frame is only closed, whatever ends the tunnel next.
 final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = WebSocketFrame
     typealias OutboundIn = WebSocketFrame
