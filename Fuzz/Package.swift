@@ -36,7 +36,18 @@ let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
     ("FuzzRESP", [.product(name: "RedisBridge", package: main), .product(name: "NIOCore", package: "swift-nio")]),
     ("FuzzConfiguration", []),
     ("FuzzAppleNotification", []),
-    ("FuzzStoredRecords", [])
+    ("FuzzStoredRecords", []),
+    (
+        "FuzzWebSocketRelay",
+        [
+            .product(name: "AuthGateHTTP", package: main),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOEmbedded", package: "swift-nio"),
+            .product(name: "NIOWebSocket", package: "swift-nio"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl")
+        ]
+    )
 ]
 
 let package = Package(
@@ -46,7 +57,8 @@ let package = Package(
         .package(path: ".."),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
-        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2")
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6")
     ],
     targets: [
         .target(

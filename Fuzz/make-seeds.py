@@ -122,3 +122,16 @@ records = {
 }
 for name, (kind, text) in records.items():
     write("FuzzStoredRecords", name, bytes([kind]) + text.encode())
+
+# WebSocket relay scripts: a step byte (action in the low 7 bits, 0x80 for the client's side), a
+# frame's control byte (0x80 fin, the opcode's index), its length, payload and (client) mask key.
+close_from_upstream = bytes([0x00, 0x83, 2, 0x03, 0xE8])
+for name, script in {
+    "upstream-close-then-shutdown": close_from_upstream + bytes([0x04, 0x07]),
+    "upstream-close-unclean-tls-end": close_from_upstream + bytes([0x03, 0x02, 0x07]),
+    "client-text-then-fin": bytes([0x80, 0x81, 5]) + b"hello" + bytes([1, 2, 3, 4, 0x82, 0x07]),
+    "client-close-then-text": bytes([0x80, 0x83, 2, 0x03, 0xE8, 1, 2, 3, 4, 0x80, 0x81, 1, 0x41, 5, 6, 7, 8, 0x07]),
+    "upstream-close-then-session-end": close_from_upstream + bytes([0x05, 0x07]),
+    "client-garbage": bytes([0x81]) + b"\x88\xff\x00\x00" + bytes([0, 0x07]),
+}.items():
+    write("FuzzWebSocketRelay", name, script)

@@ -11,6 +11,9 @@ public struct FuzzInput {
         }
     }
 
+    /// Whether every byte has been read.
+    public var isEmpty: Bool { bytes.isEmpty }
+
     /// The next byte, or 0 when the input is used up.
     public mutating func byte() -> UInt8 {
         bytes.popFirst() ?? 0
