@@ -18,16 +18,10 @@ struct WebSocketRelayHandlerTests {
 
         init() throws {
             let loop = EmbeddedEventLoop()
-            let logger = Logger(label: "relay-test")
-            let clientRelay = WebSocketRelayHandler(side: .client, watch: nil, logger: logger)
-            let upstreamRelay = WebSocketRelayHandler(side: .upstream, watch: nil, logger: logger)
-            clientRelay.peer = upstreamRelay
-            upstreamRelay.peer = clientRelay
+            let (clientRelay, upstreamRelay) = WebSocketRelayHandler.pair(watch: nil, logger: Logger(label: "relay-test"))
             func channel(_ relay: WebSocketRelayHandler) throws -> EmbeddedChannel {
                 let channel = EmbeddedChannel(loop: loop)
-                try channel.pipeline.syncOperations.addHandlers([
-                    ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: 1 << 20)), WebSocketFrameEncoder(), relay
-                ])
+                try channel.pipeline.syncOperations.addHandlers(relay.framing(maxFrame: 1 << 20))
                 try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
                 return channel
             }

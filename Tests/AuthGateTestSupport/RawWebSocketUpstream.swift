@@ -116,12 +116,7 @@ public final class RawWebSocketUpstream: Sendable {
                 guard let end = head.indices.dropLast(3).first(where: { head[$0..<$0 + 4].elementsEqual("\r\n\r\n".utf8) }) else { return }
                 upgraded = true
                 bytes = Array(head[(end + 4)...])
-                if let answer {
-                    context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: answer))).assumeIsolated().whenComplete { _ in
-                        context.close(promise: nil)
-                    }
-                    return
-                }
+                if let answer { return sendAndClose(ByteBuffer(string: answer), context: context) }
                 let answer =
                     "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                     + "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n"
@@ -130,13 +125,17 @@ public final class RawWebSocketUpstream: Sendable {
                 if let refusal {
                     buffer.writeBytes([0x88, UInt8(2 + refusal.reason.utf8.count), UInt8(refusal.code >> 8), UInt8(refusal.code & 0xFF)])
                     buffer.writeBytes(Array(refusal.reason.utf8))
-                    context.writeAndFlush(wrapOutboundOut(buffer)).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
-                    return
+                    return sendAndClose(buffer, context: context)
                 }
                 context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
             }
             box.connections.withLock { $0[index].bytes += bytes }
             if closesOnFirstFrame, !bytes.isEmpty { context.close(promise: nil) }
+        }
+
+        /// Writes `buffer`, then closes the connection (an upstream that answers and hangs up).
+        private func sendAndClose(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
+            context.writeAndFlush(wrapOutboundOut(buffer)).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
         }
 
         func channelInactive(context: ChannelHandlerContext) {

@@ -68,10 +68,8 @@ final class RelayFixture {
 
     init() {
         let logger = Logger(label: "fuzz", factory: { _ in SwiftLogNoOpLogHandler() })
-        clientRelay = WebSocketRelayHandler(side: .client, watch: nil, logger: logger)
-        let upstreamRelay = WebSocketRelayHandler(side: .upstream, watch: nil, logger: logger)
-        clientRelay.peer = upstreamRelay
-        upstreamRelay.peer = clientRelay
+        let upstreamRelay: WebSocketRelayHandler
+        (clientRelay, upstreamRelay) = WebSocketRelayHandler.pair(watch: nil, logger: logger)
         client = Self.channel(clientRelay, loop: loop)
         upstream = Self.channel(upstreamRelay, loop: loop)
         clientRelay.becameReady()
@@ -81,9 +79,7 @@ final class RelayFixture {
     private static func channel(_ relay: WebSocketRelayHandler, loop: EmbeddedEventLoop) -> EmbeddedChannel {
         let channel = EmbeddedChannel(loop: loop)
         do {
-            try channel.pipeline.syncOperations.addHandlers([
-                ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: 256)), WebSocketFrameEncoder(), relay
-            ])
+            try channel.pipeline.syncOperations.addHandlers(relay.framing(maxFrame: 256))
             try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
         } catch {
             fuzzCheck(false, "the fixture could not be built: \(error)")

@@ -47,7 +47,7 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     let side: Side
-    /// The other side's relay; set once both are in their pipelines, cleared when one closes.
+    /// The other side's relay; set by ``pair(watch:logger:)``, cleared when one side ends.
     var peer: WebSocketRelayHandler?
     private let watch: Watch?
     private let logger: Logger
@@ -75,6 +75,22 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
         self.side = side
         self.watch = watch
         self.logger = logger
+    }
+
+    /// A tunnel's two relays, each the other's ``peer``; `watch` (the caller's session) is on the
+    /// client side.
+    static func pair(watch: Watch?, logger: Logger) -> (client: WebSocketRelayHandler, upstream: WebSocketRelayHandler) {
+        let client = WebSocketRelayHandler(side: .client, watch: watch, logger: logger)
+        let upstream = WebSocketRelayHandler(side: .upstream, watch: nil, logger: logger)
+        client.peer = upstream
+        upstream.peer = client
+        return (client, upstream)
+    }
+
+    /// What a side's pipeline ends with as a relay: NIO's frame decoder (frames up to `maxFrame`
+    /// bytes) and encoder, then this relay.
+    func framing(maxFrame: Int) -> [any ChannelHandler] {
+        [ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: maxFrame)), WebSocketFrameEncoder(), self]
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -254,11 +270,10 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        // A TLS peer that closed its TCP connection without `close_notify` (browsers and many
-        // servers do, often right after their close frame): NIOSSL reports it, then the end of
-        // input (or the close) that ends the tunnel as any FIN does. It is no frame error: taken
-        // for one, the other side got a second close frame (1001) after the one relayed to it.
-        if let error = error as? NIOSSLError, case .uncleanShutdown = error { return }
+        // A TLS peer's FIN without `close_notify`, often right after its close frame: the end of
+        // input that follows ends the tunnel as any FIN does. Taken for a frame error, it sent the
+        // other side a second close frame (1001) after the one relayed to it.
+        if NIOSSLError.isUncleanShutdown(error) { return }
         let code: WebSocketErrorCode = (error as? NIOWebSocketError) == .invalidFrameLength ? .messageTooLarge : .protocolError
         logger.info("websocket closed", metadata: ["gw.outcome": "frame_refused", "gw.side": "\(side.rawValue)", "gw.code": "\(code)"])
         end(code, reason: nil, peerCode: .goingAway)

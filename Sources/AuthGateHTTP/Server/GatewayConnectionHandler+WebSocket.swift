@@ -33,13 +33,10 @@ extension GatewayConnectionHandler {
         self.exchange = nil
         let maxFrame = proxy?.configuration.proxy.maxWebSocketFrame ?? 1 << 20
         let watch = plan.claims.flatMap { claims in proxy.map { WebSocketRelayHandler.Watch(claims: claims, authenticator: $0.authenticator) } }
-        let clientRelay = WebSocketRelayHandler(side: .client, watch: watch, logger: logger(for: exchange))
-        let upstreamRelay = WebSocketRelayHandler(side: .upstream, watch: nil, logger: logger(for: exchange))
-        clientRelay.peer = upstreamRelay
-        upstreamRelay.peer = clientRelay
+        let log = logger(for: exchange)
+        let (clientRelay, upstreamRelay) = WebSocketRelayHandler.pair(watch: watch, logger: log)
         let clientChannel = context.channel
         let upstreamChannel = connection.channel
-        let log = logger(for: exchange)
         // After this read cycle: the decoders are mid-call now.
         context.eventLoop.assumeIsolated().execute {
             do {
@@ -87,8 +84,7 @@ extension GatewayConnectionHandler {
             decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPResponseDecoder>.self)
             others = [try pipeline.handler(type: UpstreamChannelHandler.self), try pipeline.handler(type: HTTPRequestEncoder.self)]
         }
-        try pipeline.addHandlers(
-            [ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: maxFrame)), WebSocketFrameEncoder(), relay], position: .after(decoder))
+        try pipeline.addHandlers(relay.framing(maxFrame: maxFrame), position: .after(decoder))
         for handler in others { pipeline.removeHandler(handler, promise: nil) }
         let decoderRemoved = pipeline.eventLoop.makePromise(of: Void.self)
         decoderRemoved.futureResult.assumeIsolated().whenComplete { result in

@@ -61,7 +61,7 @@ final class UpstreamEndOfInputGate: ChannelInboundHandler, RemovableChannelHandl
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // NIOSSL reports a FIN without `close_notify` as this error, then the end of input.
-        if case .holding = state, let error = error as? NIOSSLError, case .uncleanShutdown = error { return }
+        if case .holding = state, NIOSSLError.isUncleanShutdown(error) { return }
         context.fireErrorCaught(error)
     }
 }
