@@ -21,15 +21,22 @@ tokens: { signing_keys: [ { kid: k1, file: k1.pem } ] }
 providers:
   anonymous: { enabled: true }
   apple: { enabled: true, audiences: [com.example.app], jwks_file: "$PWD/Tests/AuthGateCoreTests/Fixtures/provider-tokens/jwks/apple-keys-collected.json" }
+  google: { enabled: true, audiences: [web-client], jwks_file: "$PWD/Tests/AuthGateCoreTests/Fixtures/provider-tokens/jwks/google-keys-collected.json" }
 rate_limits: { token: off, signup: off, nonce: off }
+# The browser flow, its code exchange pointed at a closed port (no generated state is ever a flow's).
+browser_flow:
+  enabled: true
+  site_url: http://localhost:3000
+  redirect_urls: ["http://localhost:3000/**"]
+  google: { client_id: web-client, token_url: "http://127.0.0.1:9/token" }
 logging: { level: warning }
 YAML
-.build/debug/authgate serve --config "$work/authgate.yaml" 2>"$work/authgate.log" &
+AUTHGATE_BROWSER_FLOW_GOOGLE_CLIENT_SECRET=unused .build/debug/authgate serve --config "$work/authgate.yaml" 2>"$work/authgate.log" &
 pids+=($!)
 wait_port "$port" authgate
 base="http://127.0.0.1:$port"
 user_token="$(curl -fs -X POST "$base/auth/v1/signup" -H 'Content-Type: application/json' -d '{}' | python3 -c 'import json,sys;print(json.load(sys.stdin)["access_token"])')"
-admin_token="$(.build/debug/authgate tokens service-role --config "$work/authgate.yaml")"
+admin_token="$(AUTHGATE_BROWSER_FLOW_GOOGLE_CLIENT_SECRET=unused .build/debug/authgate tokens service-role --config "$work/authgate.yaml")"
 checks=not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,unsupported_method
 run() { # what token [options]
     echo "schemathesis: $1"

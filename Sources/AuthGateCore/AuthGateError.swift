@@ -115,6 +115,14 @@ public struct AuthGateError: Error, Sendable, Hashable, CustomStringConvertible 
         /// The caller's sign-in is too old for this action (deleting the account): sign in again.
         public static let reauthenticationNeeded = Code("reauthentication_needed")
 
+        /// A browser flow's authorization code is unknown, not yet signed in, or already exchanged
+        /// (GoTrue's `flow_state_not_found`).
+        public static let flowStateNotFound = Code("flow_state_not_found")
+        /// A browser flow's authorization code is older than the flow's lifetime.
+        public static let flowStateExpired = Code("flow_state_expired")
+        /// The PKCE verifier does not answer the flow's challenge (GoTrue's `bad_code_verifier`).
+        public static let badCodeVerifier = Code("bad_code_verifier")
+
         public var description: String { base }
     }
 

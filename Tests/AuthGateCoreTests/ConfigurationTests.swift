@@ -369,6 +369,38 @@ struct ConfigurationTests {
         #expect(IPNetwork("10.0.0.0/+8") == nil && IPNetwork("10.0.0.0/ 8") == nil && IPNetwork("10.0.0.0/8") != nil)
         #expect(ConfigurationValueParsers.rate("+5/s") == nil && ConfigurationValueParsers.rate("5/s") != nil)
     }
+
+    @Test(
+        "browser_flow: each provider's client id must be an audience of an enabled provider; globs, site URL and lifetime checked; printed and read back"
+    )
+    func browserFlow() throws {
+        let providers = "providers: { google: { enabled: true, audiences: [web] } }\n"
+        let configuration = try parse(
+            providers + """
+                browser_flow: { enabled: true, site_url: "HTTPS://App.Example.com", redirect_urls: ["http://localhost:3000/**"], flow_lifetime: 10m,
+                                google: { client_id: web } }
+                """, environment: ["AUTHGATE_BROWSER_FLOW_GOOGLE_CLIENT_SECRET": "s3cret"])
+        #expect(configuration.browserFlow.siteURL.text == "https://app.example.com")
+        #expect(configuration.browserFlow.callbackURL == configuration.server.publicURL + "/auth/v1/callback")
+        #expect(configuration.browserFlow.providers["google"]?.clientSecret == "s3cret")
+        #expect(configuration.browserFlow.flowLifetime == .seconds(600))
+        let printed = configuration.renderedYAML()
+        #expect(!printed.contains("s3cret"))
+        #expect(try parse(printed, environment: ["AUTHGATE_BROWSER_FLOW_GOOGLE_CLIENT_SECRET": "s3cret"]).renderedYAML() == printed)
+        #expect(try parse("").browserFlow.enabled == false)
+        let found = issues(
+            providers + """
+                browser_flow: { enabled: true, site_url: "https://user@app.example.com", redirect_urls: ["https://{a,b"], flow_lifetime: 5s,
+                                google: { client_id: other }, apple: { client_id: com.example.web } }
+                """)
+        for key in [
+            "browser_flow.site_url", "browser_flow.redirect_urls", "browser_flow.flow_lifetime", "browser_flow.google.client_id",
+            "browser_flow.google.client_secret_file", "browser_flow.apple.client_id"
+        ] {
+            #expect(found.contains { $0.key == key }, "\(key): \(found)")
+        }
+        #expect(issues("browser_flow: { enabled: true, site_url: \"https://app.example.com\" }").contains { $0.key == "browser_flow.enabled" })
+    }
 }
 
 @Suite("Configuration value syntaxes", .timeLimit(.minutes(3)))

@@ -102,6 +102,26 @@ struct SingleUseTests {
         await provider.stop()
     }
 
+    @Test("values kept until a time: inserted once, read while unexpired, taken by one caller", arguments: StoreKind.allCases)
+    func expiringValues(kind: StoreKind) async throws {
+        try await withStore(kind) { (store: any AuthStore) async throws in
+            let key = "flow:test:\(UUID().uuidString)"
+            #expect(try await store.insertIfAbsent(key, value: "first", expiresAt: Date().addingTimeInterval(60)))
+            #expect(try await store.insertIfAbsent(key, value: "second", expiresAt: Date().addingTimeInterval(60)) == false)
+            #expect(try await store.value(of: key) == "first")
+            let takers = await withTaskGroup(of: String?.self) { group in
+                for _ in 0..<20 { group.addTask { try? await store.take(key) } }
+                return await group.reduce(into: [String?]()) { $0.append($1) }
+            }
+            #expect(takers.compactMap { $0 } == ["first"])
+            #expect(try await store.value(of: key) == nil)
+            let expired = "flow:test:\(UUID().uuidString)"
+            #expect(try await store.insertIfAbsent(expired, value: "old", expiresAt: Date().addingTimeInterval(-1)))
+            #expect(try await store.value(of: expired) == nil)
+            #expect(try await store.take(expired) == nil)
+        }
+    }
+
     @Test("server nonces: issued nonces are accepted once; unknown, reused or expired ones are refused", arguments: StoreKind.allCases)
     func serverNonces(kind: StoreKind) async throws {
         let provider = try await FakeProvider.start(keys: FakeProvider.sharedKeys)

@@ -34,6 +34,8 @@ public final class FakeAppleAPI: Sendable {
     private struct State {
         /// code → Apple subject its ID token names.
         var codes: [String: String] = [:]
+        /// code → the ID token to answer with (signed by the test), in place of an unsigned one.
+        var idTokens: [String: String] = [:]
         var usedCodes: Set<String> = []
         var revokeAnswers: [Answer] = []
         var revokes: [RevokeCall] = []
@@ -84,6 +86,15 @@ public final class FakeAppleAPI: Sendable {
     /// Makes `code` exchangeable (once) for a refresh token of the Apple account `subject`.
     public func register(code: String, subject: String) { state.withLock { $0.codes[code] = subject } }
 
+    /// Makes `code` exchangeable (once) for Apple's tokens with `idToken` (signed by the test, with
+    /// the nonce and audience the browser flow expects).
+    public func register(code: String, subject: String, idToken: String) {
+        state.withLock {
+            $0.codes[code] = subject
+            $0.idTokens[code] = idToken
+        }
+    }
+
     /// The refresh token Apple hands out for `code`.
     public static func refreshToken(for code: String) -> String { "r.apple-refresh-\(code)" }
 
@@ -115,12 +126,14 @@ public final class FakeAppleAPI: Sendable {
         }
         guard let subject else { return Self.error(400, "invalid_grant") }
         let now = Int64(Date().timeIntervalSince1970)
-        let idToken = FakeProvider.unsignedToken(
-            header: ["alg": "RS256", "kid": "apple-fake"],
-            claims: [
-                "iss": "https://appleid.apple.com", "aud": .string(clientID), "sub": .string(subject), "iat": .integer(now),
-                "exp": .integer(now + 600)
-            ])
+        let idToken =
+            state.withLock { $0.idTokens[code] }
+            ?? FakeProvider.unsignedToken(
+                header: ["alg": "RS256", "kid": "apple-fake"],
+                claims: [
+                    "iss": "https://appleid.apple.com", "aud": .string(clientID), "sub": .string(subject), "iat": .integer(now),
+                    "exp": .integer(now + 600)
+                ])
         let body =
             "{\"access_token\":\"a.apple\",\"token_type\":\"Bearer\",\"expires_in\":3600,"
             + "\"refresh_token\":\"\(Self.refreshToken(for: code))\",\"id_token\":\"\(idToken)\"}"

@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import urllib.parse
 import urllib.request
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -65,13 +66,41 @@ class FakeProvider:
         return jwt.encode(claims, self.key, algorithm="RS256", headers={"kid": self.kid})
 
 
+GOOGLE_WEB_SECRET = "e2e-google-web-secret"
+
+
 class Providers:
     def __init__(self):
         self.apple = FakeProvider("apple", "https://appleid.apple.com", APPLE_AUDIENCE)
         self.google = FakeProvider("google", "https://accounts.google.com", GOOGLE_AUDIENCE)
+        # Google's token endpoint for the browser flow: code -> the token response it is exchanged for.
+        self.google_codes: dict[str, dict] = {}
+        self.google_token_calls: list[dict] = []
         providers = self
 
         class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                if self.path != "/google/token":
+                    self.send_response(404)
+                    self.end_headers()
+                    return
+                form = urllib.parse.parse_qs(self.rfile.read(int(self.headers.get("Content-Length", "0"))).decode())
+                fields = {name: values[0] for name, values in form.items()}
+                providers.google_token_calls.append(fields)
+                answer = providers.google_codes.pop(fields.get("code", ""), None)
+                if fields.get("client_secret") != GOOGLE_WEB_SECRET or fields.get("client_id") != GOOGLE_AUDIENCE:
+                    status, answer = 401, {"error": "invalid_client"}
+                elif answer is None or fields.get("grant_type") != "authorization_code":
+                    status, answer = 400, {"error": "invalid_grant"}
+                else:
+                    status = 200
+                body = json.dumps(answer).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
             def do_GET(self):
                 provider = {"/apple/keys": providers.apple, "/google/keys": providers.google}.get(self.path)
                 if provider is None:
@@ -92,6 +121,15 @@ class Providers:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def register_google_code(self, sub: str, email: str, nonce: str) -> str:
+        """A code Google's token endpoint exchanges once for an ID token carrying `nonce` as sent."""
+        code = "4/" + secrets.token_urlsafe(16)
+        self.google_codes[code] = {
+            "access_token": "ya29." + secrets.token_hex(8), "token_type": "Bearer", "expires_in": 3599,
+            "refresh_token": "1//" + secrets.token_hex(8), "id_token": self.google.id_token(sub, email=email, nonce=nonce),
+        }
+        return code
 
     def close(self):
         self.server.shutdown()
@@ -129,9 +167,15 @@ class Gateway:
             },
             "rate_limits": {"token": "off", "signup": "off", "nonce": "off"},
             "security": {"manual_linking_enabled": True},
+            "browser_flow": {
+                "enabled": True, "site_url": "http://localhost:3000", "redirect_urls": ["http://localhost:3000/**"],
+                "google": {"client_id": GOOGLE_AUDIENCE, "client_secret_file": "google-web-secret",
+                           "token_url": f"http://127.0.0.1:{providers.port}/google/token"},
+            },
             # An upstream nobody listens on: the metrics check drives the proxy's families with it.
             "routes": [{"name": "api", "path_prefix": "/api/", "upstreams": [f"http://127.0.0.1:{free_port()}"], "auth": "required", "allow_anonymous": True}],
         }
+        (self.directory / "google-web-secret").write_text(GOOGLE_WEB_SECRET)
         (self.directory / "authgate.yaml").write_text(json.dumps(config))
         self.log = open(self.directory / "authgate.log", "w")
         env = {k: v for k, v in os.environ.items() if not k.startswith("AUTHGATE_")}

@@ -283,6 +283,76 @@ def test_plain_id_token_sign_in_ignores_the_anonymous_session(gateway, providers
     assert still.id == anonymous.user.id and still.is_anonymous is True and still.identities == []
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+def location_of(url: str) -> tuple[int, str]:
+    """What a browser is told by a redirect: (status, Location), without following it."""
+    opener = urllib.request.build_opener(_NoRedirect)
+    try:
+        with opener.open(url, timeout=10) as response:
+            return response.status, response.headers.get("Location", "")
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers.get("Location", "")
+
+
+def test_browser_flow_pkce_with_the_python_client(gateway, providers):
+    """sign_in_with_oauth (PKCE) -> /authorize -> Google -> /callback -> exchange_code_for_session, as an app does it."""
+    client = SyncGoTrueClient(url=gateway.url, auto_refresh_token=False, persist_session=True, flow_type="pkce")
+    started = client.sign_in_with_oauth(
+        {"provider": "google", "options": {"redirect_to": "http://localhost:3000/done", "query_params": {"access_type": "offline"}}})
+    status, to_google = location_of(started.url)
+    assert status == 302, to_google
+    sent = urllib.parse.parse_qs(urllib.parse.urlsplit(to_google).query)
+    assert sent["client_id"] == [GOOGLE_AUDIENCE] and sent["access_type"] == ["offline"] and sent["response_type"] == ["code"]
+    assert "code_challenge" not in sent
+    email = f"web-{secrets.token_hex(4)}@example.com"
+    code = providers.register_google_code(sub=f"web-{secrets.token_hex(4)}", email=email, nonce=sent["nonce"][0])
+    status, back = location_of(f"{gateway.url}/callback?state={sent['state'][0]}&code={urllib.parse.quote(code)}")
+    assert status == 302 and back.startswith("http://localhost:3000/done?code="), back
+    auth_code = urllib.parse.parse_qs(urllib.parse.urlsplit(back).query)["code"][0]
+    session = client.exchange_code_for_session({"auth_code": auth_code}).session
+    assert session.user.email == email
+    assert client.get_user().user.id == session.user.id
+    assert providers.google_token_calls[-1]["redirect_uri"] == f"{gateway.base}/auth/v1/callback"
+    # The code was used: a second exchange is GoTrue's 404.
+    with pytest.raises(AuthApiError) as refused:
+        client.exchange_code_for_session({"auth_code": auth_code, "code_verifier": "x" * 64})
+    assert refused.value.code == "flow_state_not_found"
+
+
+def test_browser_flow_implicit_with_the_python_client(gateway, providers):
+    """The implicit flow: the session in the fragment, read by initialize_from_url."""
+    client = SyncGoTrueClient(url=gateway.url, auto_refresh_token=False, persist_session=True)
+    started = client.sign_in_with_oauth({"provider": "google", "options": {"redirect_to": "http://localhost:3000/done"}})
+    _, to_google = location_of(started.url)
+    sent = urllib.parse.parse_qs(urllib.parse.urlsplit(to_google).query)
+    email = f"imp-{secrets.token_hex(4)}@example.com"
+    code = providers.register_google_code(sub=f"imp-{secrets.token_hex(4)}", email=email, nonce=sent["nonce"][0])
+    status, back = location_of(f"{gateway.url}/callback?state={sent['state'][0]}&code={urllib.parse.quote(code)}")
+    assert status == 302 and back.startswith("http://localhost:3000/done#access_token="), back
+    client.initialize_from_url(back)
+    assert client.get_user().user.email == email
+
+
+def test_browser_flow_link_identity_upgrades_the_anonymous_user(gateway, providers):
+    """link_identity (PKCE): the anonymous user keeps its id and gains the Google identity."""
+    client = SyncGoTrueClient(url=gateway.url, auto_refresh_token=False, persist_session=True, flow_type="pkce")
+    anonymous = client.sign_in_anonymously().user
+    started = client.link_identity({"provider": "google", "options": {"redirect_to": "http://localhost:3000/linked"}})
+    sent = urllib.parse.parse_qs(urllib.parse.urlsplit(started.url).query)
+    email = f"link-{secrets.token_hex(4)}@example.com"
+    code = providers.register_google_code(sub=f"link-{secrets.token_hex(4)}", email=email, nonce=sent["nonce"][0])
+    status, back = location_of(f"{gateway.url}/callback?state={sent['state'][0]}&code={urllib.parse.quote(code)}")
+    assert status == 302 and back.startswith("http://localhost:3000/linked?code="), back
+    session = client.exchange_code_for_session({"auth_code": urllib.parse.parse_qs(urllib.parse.urlsplit(back).query)["code"][0]}).session
+    assert session.user.id == anonymous.id
+    assert session.user.is_anonymous is False and session.user.email == email
+    assert [identity.provider for identity in client.get_user_identities().identities] == ["google"]
+
+
 def test_metrics_after_the_suite(gateway):
     """Runs last (pytest keeps file order): the suite's traffic shows in /metrics for every
     family, and no label holds a token. Two proxied calls (to an upstream nobody listens on) add

@@ -52,6 +52,7 @@ extension AuthGateConfiguration {
                 "self_delete_max_auth_age": Node(format(users.selfDeleteMaxAuthAge))
             ],
             "security": ["manual_linking_enabled": Node(String(security.manualLinkingEnabled))],
+            "browser_flow": renderedBrowserFlow(),
             "routes": Node(routes.map(rendered)),
             "proxy": [
                 "identity_header_prefix": Node(proxy.identityHeaderPrefix),
@@ -69,6 +70,25 @@ extension AuthGateConfiguration {
             ]
         ]
         return (try? Yams.serialize(node: document, sortKeys: false)) ?? ""
+    }
+
+    /// `browser_flow`, its providers by client id and URLs (Google's client secret by its file's path).
+    private func renderedBrowserFlow() -> Node {
+        var pairs: [(Node, Node)] = [
+            ("enabled", Node(String(browserFlow.enabled))),
+            ("site_url", Node(browserFlow.siteURL.text)),
+            ("redirect_urls", Node(browserFlow.redirectURLs.map { Node($0.pattern) })),
+            ("callback_url", Node(browserFlow.callbackURL)),
+            ("flow_lifetime", Node(format(browserFlow.flowLifetime)))
+        ]
+        for name in browserFlow.providers.keys.sorted() {
+            guard let provider = browserFlow.providers[name] else { continue }
+            var fields: [(Node, Node)] = [("client_id", Node(provider.clientID)), ("authorize_url", Node(provider.authorizeURL))]
+            if let file = provider.clientSecretFile { fields.append(("client_secret_file", Node(file))) }
+            if name == "google" { fields.append(("token_url", Node(provider.tokenURL))) }
+            pairs.append((Node(name), Node(fields)))
+        }
+        return Node(pairs)
     }
 
     /// `server`, with `tls` only when it is set.

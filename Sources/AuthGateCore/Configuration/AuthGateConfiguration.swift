@@ -21,6 +21,8 @@ public struct AuthGateConfiguration: Sendable {
     public var rateLimits: RateLimitsConfiguration
     public var users: UsersConfiguration
     public var security: SecurityConfiguration
+    /// `browser_flow:`: `/authorize`, `/callback` and the PKCE grant.
+    public var browserFlow: BrowserFlowConfiguration
     public var routes: [RouteConfiguration]
     public var proxy: ProxyConfiguration
     public var logging: LoggingConfiguration
@@ -74,6 +76,7 @@ public struct AuthGateConfiguration: Sendable {
         let rateLimits = RateLimitsConfiguration(reading: root.section("rate_limits"))
         let users = UsersConfiguration(reading: root.section("users"))
         let security = SecurityConfiguration(reading: root.section("security"))
+        let browserFlow = BrowserFlowConfiguration(reading: root.section("browser_flow"), publicURL: server.publicURL, providers: providers)
         let routes = root.sections("routes").map(RouteConfiguration.init(reading:))
         let proxy = ProxyConfiguration(reading: root.section("proxy"))
         let logging = LoggingConfiguration(reading: root.section("logging"))
@@ -124,6 +127,7 @@ public struct AuthGateConfiguration: Sendable {
             rateLimits: rateLimits,
             users: users,
             security: security,
+            browserFlow: browserFlow,
             routes: routes,
             proxy: proxy,
             logging: logging,

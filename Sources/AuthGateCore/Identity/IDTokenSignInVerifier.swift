@@ -42,6 +42,22 @@ public struct IDTokenSignInVerifier: Sendable {
         return (identity, SingleUseMarks(provider: identity.provider, replay: replayGuard.mark(for: identity, now: now), serverNonce: serverNonce))
     }
 
+    /// Verifies an ID token a provider's token endpoint returned to a browser flow, without using
+    /// it up: the provider's checks; the flow's own nonce (sent hashed with the browser to the
+    /// provider), always, whatever `skip_nonce_check` says; and its single-use mark (the nonce is
+    /// the gateway's own, so no server nonce is asked for).
+    /// - Throws: ``AuthGateError`` with the rejection reason as its code.
+    public func checkBrowserFlow(provider: String, idToken: String, flowNonce: String, now: Date) async throws -> (
+        VerifiedIdentity, SingleUseMarks
+    ) {
+        let verifier = try registry.verifier(for: provider)
+        let identity = try await verifier.verify(idToken: idToken, rawNonce: flowNonce, now: now)
+        if verifier.configuration.skipNonceCheck {
+            try NonceRule.check(rawNonce: flowNonce, claim: identity.claims["nonce"]?.stringValue)
+        }
+        return (identity, SingleUseMarks(provider: identity.provider, replay: replayGuard.mark(for: identity, now: now), serverNonce: nil))
+    }
+
     /// Takes the marks alone (one round trip each): the replay record, then the nonce.
     /// - Throws: ``AuthGateError`` ``AuthGateError/Code/replayed`` or
     ///   ``AuthGateError/Code/serverNonceUnknown``.

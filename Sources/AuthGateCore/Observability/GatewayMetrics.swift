@@ -83,6 +83,11 @@ public enum GatewayMetrics {
         Counter(label: "authgate_provider_code_exchanges_total", dimensions: [("provider", provider), ("outcome", outcome)]).increment()
     }
 
+    /// A browser flow's callback: `outcome` is `ok` or the `error_code` the browser was sent back with.
+    public static func browserFlowCallback(outcome: String) {
+        Counter(label: "authgate_browser_flow_callbacks_total", dimensions: [("outcome", outcome)]).increment()
+    }
+
     /// Audit events dropped because too many waited to be written (the store was unreachable).
     public static func auditDropped(_ count: Int) {
         Counter(label: "authgate_audit_dropped_total").increment(by: count)

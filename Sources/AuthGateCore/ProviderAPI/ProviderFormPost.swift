@@ -57,7 +57,7 @@ struct ProviderFormPost: Sendable {
         request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
         request.headers.add(name: "Accept", value: "application/json")
         request.headers.add(name: "User-Agent", value: "AuthGate")
-        request.body = .bytes(ByteBuffer(string: Self.formEncoded(fields)))
+        request.body = .bytes(ByteBuffer(string: FormFields.encoded(fields)))
         do {
             let response = try await client.execute(request, timeout: .nanoseconds(Int64(clamping: timeout.nanoseconds)))
             var buffer = try await response.body.collect(upTo: Self.maximumBodyBytes)
@@ -75,26 +75,6 @@ struct ProviderFormPost: Sendable {
             code.utf8.allSatisfy({ (0x21...0x7E).contains($0) })
         else { return nil }
         return code
-    }
-
-    /// `application/x-www-form-urlencoded` (every byte but the unreserved ones percent-encoded).
-    static func formEncoded(_ fields: [(String, String)]) -> String {
-        fields.map { encode($0.0) + "=" + encode($0.1) }.joined(separator: "&")
-    }
-
-    private static func encode(_ text: String) -> String {
-        var output = ""
-        output.reserveCapacity(text.utf8.count)
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
-                output.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                output += "%" + String(byte >> 4, radix: 16, uppercase: true) + String(byte & 0xF, radix: 16, uppercase: true)
-            }
-        }
-        return output
     }
 
     /// A transport error's kind, without anything the request carried.

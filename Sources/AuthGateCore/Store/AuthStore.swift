@@ -31,6 +31,16 @@ public protocol AuthStore: Sendable {
     /// Removes `key` and returns true when it was recorded and unexpired: true exactly once.
     func consume(_ key: String) async throws -> Bool
 
+    /// Records `value` under `key` until `expiresAt` unless `key` is recorded: true when this call
+    /// recorded it (a browser flow's state, its authorization code).
+    func insertIfAbsent(_ key: String, value: String, expiresAt: Date) async throws -> Bool
+
+    /// The value recorded under `key` (``insertIfAbsent(_:value:expiresAt:)``), while unexpired.
+    func value(of key: String) async throws -> String?
+
+    /// Removes `key` and returns its value when it was recorded and unexpired: one caller gets it.
+    func take(_ key: String) async throws -> String?
+
     /// Counts one request against a sliding-window budget (``SlidingWindow``): reads the counters
     /// of the current window (`currentKey`) and the one before (`previousKey`), and adds one to the
     /// current one (expiring at ``SlidingWindow/currentExpiresAt``) only when the window admits the

@@ -24,6 +24,8 @@ public actor MemoryAuthStore: AuthStore {
     }
 
     var expiringKeys: [String: Date] = [:]
+    /// Values recorded until a time (``insertIfAbsent(_:value:expiresAt:)``).
+    var expiringValues: [String: (value: String, expiresAt: Date)] = [:]
     private var counters: [String: (value: Int, expiresAt: Date)] = [:]
     private var insertsSinceSweep = 0
     var users: [String: UserRecord] = [:]
@@ -78,6 +80,22 @@ public actor MemoryAuthStore: AuthStore {
         return expiry > Date()
     }
 
+    public func insertIfAbsent(_ key: String, value: String, expiresAt: Date) async throws -> Bool {
+        let now = Date()
+        sweepIfDue(now: now)
+        if let existing = expiringValues[key], existing.expiresAt > now { return false }
+        expiringValues[key] = (value, expiresAt)
+        return true
+    }
+
+    public func value(of key: String) async throws -> String? {
+        expiringValues[key].flatMap { $0.expiresAt > Date() ? $0.value : nil }
+    }
+
+    public func take(_ key: String) async throws -> String? {
+        expiringValues.removeValue(forKey: key).flatMap { $0.expiresAt > Date() ? $0.value : nil }
+    }
+
     public func countRequest(in window: SlidingWindow, currentKey: String, previousKey: String) async throws -> SlidingWindow.Counts {
         let now = Date()
         func count(_ key: String) -> Int { counters[key].flatMap { $0.expiresAt > now ? $0.value : nil } ?? 0 }
@@ -108,5 +126,6 @@ public actor MemoryAuthStore: AuthStore {
         guard insertsSinceSweep >= 1024 else { return }
         insertsSinceSweep = 0
         expiringKeys = expiringKeys.filter { $0.value > now }
+        expiringValues = expiringValues.filter { $0.value.expiresAt > now }
     }
 }

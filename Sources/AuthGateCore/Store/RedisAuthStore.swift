@@ -135,6 +135,20 @@ public struct RedisAuthStore: AuthStore {
         try await !run(RedisCommand("GETDEL", .string(keys.expiring(key)))).isNull
     }
 
+    public func insertIfAbsent(_ key: String, value: String, expiresAt: Date) async throws -> Bool {
+        let milliseconds = expiresAt.unixMilliseconds(rounded: .up)
+        let reply = try await run(RedisCommand("SET", .string(keys.expiring(key)), .string(value), "PXAT", .integer(milliseconds), "NX"))
+        return !reply.isNull
+    }
+
+    public func value(of key: String) async throws -> String? {
+        try await run(RedisCommand("GET", .string(keys.expiring(key)))).string
+    }
+
+    public func take(_ key: String) async throws -> String? {
+        try await run(RedisCommand("GETDEL", .string(keys.expiring(key)))).string
+    }
+
     /// ``SlidingWindow/admits(current:previous:)`` in Lua (the same sum in parts per million),
     /// then `INCR` and, on the first, `PEXPIREAT` of the current window's counter, only when
     /// admitted: `{admitted (1 or 0), current, previous}`. ARGV: the limit, the previous window's

@@ -32,6 +32,9 @@ public enum GatewayApplication {
         public let revocations: RevocationView
         /// The edge proxy; nil without routes or keys.
         public let edge: EdgeProxy?
+        /// The browser redirect flow; nil unless `browser_flow.enabled` (and keys and a provider
+        /// HTTP client are there).
+        public let browserFlow: BrowserFlowService?
         /// Mints Apple's `client_secret`; nil unless `providers.apple` has `team_id`, `key_id`
         /// and `private_key_file`.
         public let appleClientSecrets: AppleClientSecretMinter?
@@ -99,6 +102,13 @@ public enum GatewayApplication {
                         client: appleClient, sealer: sealer, defaultClientID: configuration.providers.apple.audiences.first ?? "")
                 }
                 return accounts
+            }
+            if configuration.browserFlow.enabled, let accounts = self.accounts, let providerHTTPClient {
+                self.browserFlow = BrowserFlowService(
+                    configuration: configuration.browserFlow, store: store, accounts: accounts,
+                    codes: AuthorizationCodeClient(http: providerHTTPClient, appleSecrets: appleClientSecrets), sealer: sealer, logger: logger)
+            } else {
+                self.browserFlow = nil
             }
             let revocations = RevocationView(retention: RevocationView.retention(accessTokenTTL: configuration.tokens.accessTokenTTL))
             self.revocations = revocations
@@ -212,8 +222,17 @@ public enum GatewayApplication {
             // Users' JSON text, kept for as many users as the store keeps decoded records.
             let userTexts = UserTextCache(
                 capacity: dependencies.configuration.store.redis?.recordCacheSize ?? StoreConfiguration.Redis.defaultRecordCacheSize)
-            TokenController(accounts: accounts, trustedProxies: dependencies.configuration.server.trustedProxies, users: userTexts)
-                .register(on: limited("token", limits.token))
+            TokenController(
+                accounts: accounts, trustedProxies: dependencies.configuration.server.trustedProxies, users: userTexts,
+                browserFlow: dependencies.browserFlow
+            ).register(on: limited("token", limits.token))
+            if let browserFlow = dependencies.browserFlow {
+                // Each /authorize stores a flow for its lifetime: limited like the nonces, which do too.
+                BrowserFlowController(
+                    service: browserFlow, trustedProxies: dependencies.configuration.server.trustedProxies,
+                    manualLinkingEnabled: dependencies.configuration.security.manualLinkingEnabled
+                ).register(authorize: limited("authorize", limits.nonce), callback: limited("token", limits.token), accounts: accounts)
+            }
             AppleAuthorizationCodeController(accounts: accounts, userUpdateLimit: limits.userUpdate, store: dependencies.store)
                 .register(on: limited("token", limits.token))
             UserAccountController(accounts: accounts, configuration: dependencies.configuration).register(on: router)

@@ -84,12 +84,17 @@ public enum GoTrueJSON {
     }
 
     /// The token answer's JSON text (``session(_:)``'s bytes); its user's text from `users` when
-    /// given (see ``UserTextCache``), else written now.
-    static func sessionText(_ issued: IssuedSession, users: UserTextCache?) -> [UInt8] {
+    /// given (see ``UserTextCache``), else written now. The PKCE grant adds the provider's tokens
+    /// (`provider_token`, `provider_refresh_token`) when it has them.
+    static func sessionText(_ issued: IssuedSession, users: UserTextCache?, providerToken: String? = nil, providerRefreshToken: String? = nil)
+        -> [UInt8]
+    {
         var object = JSONObjectWriter(capacity: 2048)
         object.string("access_token", issued.accessToken)
         object.integer("expires_at", issued.expiresAt)
         object.integer("expires_in", issued.expiresIn)
+        if let providerRefreshToken, !providerRefreshToken.isEmpty { object.string("provider_refresh_token", providerRefreshToken) }
+        if let providerToken, !providerToken.isEmpty { object.string("provider_token", providerToken) }
         object.string("refresh_token", issued.refreshToken)
         object.string("token_type", "bearer")
         if let users {

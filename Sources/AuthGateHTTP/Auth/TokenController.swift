@@ -17,11 +17,14 @@ public struct TokenController: Sendable {
     let trustedProxies: [IPNetwork]
     /// The users of token answers, as JSON text already written.
     let users: UserTextCache
+    /// The browser flow, for `grant_type=pkce`; nil when `browser_flow` is off.
+    let browserFlow: BrowserFlowService?
 
-    public init(accounts: AccountService, trustedProxies: [IPNetwork] = [], users: UserTextCache) {
+    public init(accounts: AccountService, trustedProxies: [IPNetwork] = [], users: UserTextCache, browserFlow: BrowserFlowService? = nil) {
         self.accounts = accounts
         self.trustedProxies = trustedProxies
         self.users = users
+        self.browserFlow = browserFlow
     }
 
     public func register(on router: some RouterMethods<AuthGateRequestContext>) {
@@ -39,6 +42,9 @@ public struct TokenController: Sendable {
         let refreshToken: String?
         /// Apple's `authorizationCode` from the app (an AuthGate extension; GoTrue ignores it).
         let authorizationCode: String?
+        /// `grant_type=pkce`: the browser flow's code and the verifier of its challenge.
+        let authCode: String?
+        let codeVerifier: String?
 
         init(_ body: JSONBody) throws {
             idToken = try body.string("id_token")
@@ -49,6 +55,8 @@ public struct TokenController: Sendable {
             issuer = try body.string("issuer")
             refreshToken = try body.string("refresh_token")
             authorizationCode = try body.string("authorization_code")
+            authCode = try body.string("auth_code")
+            codeVerifier = try body.string("code_verifier")
         }
 
         static func read(_ request: Request) async throws -> IDTokenBody {
@@ -62,6 +70,8 @@ public struct TokenController: Sendable {
             return try await idTokenGrant(request, context: context)
         case "refresh_token":
             return try await refreshGrant(request, context: context)
+        case "pkce" where browserFlow != nil:
+            return try await pkceGrant(request, context: context)
         default:
             throw GoTrueError(.badRequest, code: "invalid_credentials", message: "unsupported_grant_type")
         }
@@ -110,6 +120,29 @@ public struct TokenController: Sendable {
             context.logger.notice(
                 "id_token sign-in refused", metadata: ["gw.provider": "\(label)", "gw.outcome": "\(error.code)", "gw.reason": "\(error.message)"])
             throw ErrorMapping.clientError(for: error, in: .idTokenGrant)
+        }
+    }
+
+    /// `grant_type=pkce` (GoTrue's `token.go` `PKCE`): the browser flow's code and verifier for
+    /// the session, with the provider's tokens when AuthGate kept them.
+    private func pkceGrant(_ request: Request, context: AuthGateRequestContext) async throws -> Response {
+        guard let browserFlow else { throw GoTrueError(.badRequest, code: "invalid_credentials", message: "unsupported_grant_type") }
+        let body = try await IDTokenBody.read(request)
+        do {
+            let exchanged = try await GatewaySpans.run("auth.pkce") { _ in
+                try await browserFlow.exchange(
+                    authCode: body.authCode ?? "", verifier: body.codeVerifier ?? "",
+                    device: RequestSupport.device(request, context, trustedProxies: trustedProxies), now: Date())
+            }
+            context.outcome.userID = exchanged.session.user.id
+            context.logger.info("pkce exchange", metadata: ["gw.user_id": "\(exchanged.session.user.id)", "gw.outcome": "ok"])
+            return RequestSupport.json(
+                text: GoTrueJSON.sessionText(
+                    exchanged.session, users: users, providerToken: exchanged.providerToken, providerRefreshToken: exchanged.providerRefreshToken))
+        } catch let error as AuthGateError {
+            context.outcome.reason = error.code.description
+            context.logger.notice("pkce exchange refused", metadata: ["gw.outcome": "\(error.code)"])
+            throw ErrorMapping.clientError(for: error, in: .refreshGrant)
         }
     }
 

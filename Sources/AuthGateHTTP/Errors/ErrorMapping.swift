@@ -40,6 +40,12 @@ public enum ErrorMapping {
             return GoTrueError(.forbidden, code: "not_admin", message: text)
         case .identityNotFound, .singleIdentityNotDeletable, .emailConflictIdentityNotDeletable:
             return GoTrueError(.unprocessableContent, code: error.code.description, message: text)
+        case .flowStateNotFound:
+            return GoTrueError(.notFound, code: "flow_state_not_found", message: text)
+        case .flowStateExpired:
+            return GoTrueError(.unprocessableContent, code: "flow_state_expired", message: text)
+        case .badCodeVerifier:
+            return GoTrueError(.badRequest, code: "bad_code_verifier", message: text)
         case .reauthenticationNeeded:
             return GoTrueError(.forbidden, code: "reauthentication_needed", message: text)
         case .providerRejected:
@@ -78,6 +84,9 @@ public enum ErrorMapping {
         case .anonymousProviderDisabled: "Anonymous sign-ins are disabled"
         case .notAdmin: "User not allowed"
         case .identityNotFound: "Identity doesn't exist"
+        case .flowStateNotFound: "invalid flow state, no valid flow state found"
+        case .flowStateExpired: "invalid flow state, flow state has expired"
+        case .badCodeVerifier: "code challenge does not match previously saved code verifier"
         case .singleIdentityNotDeletable: "User must have at least 1 identity after unlinking"
         case .emailConflictIdentityNotDeletable: "Unable to unlink identity due to email conflict"
         case .reauthenticationNeeded: "Deleting the account needs a recent sign-in; sign in again"

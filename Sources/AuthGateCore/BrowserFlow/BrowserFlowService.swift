@@ -1,0 +1,385 @@
+public import Logging
+
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
+
+/// GoTrue's browser redirect flow (`../shared/docs/oauth-flow-contract.md`): `/authorize` sends
+/// the browser to Google or Apple with a `state` stored for the flow's lifetime; `/callback` takes
+/// that state once, exchanges the provider's code, checks the ID token it returns like any other
+/// (signature by `kid`, issuer, audience, expiry, the flow's own nonce, single use) and signs the
+/// user in with the id_token grant's rules; the browser goes back with the session in the URL
+/// fragment (implicit flow) or with an authorization code that `POST /token?grant_type=pkce`
+/// exchanges, once, for the session, given the verifier of the flow's PKCE challenge.
+public struct BrowserFlowService: Sendable {
+    public let configuration: BrowserFlowConfiguration
+    public let policy: RedirectPolicy
+    let store: any AuthStore
+    let accounts: AccountService
+    let codes: AuthorizationCodeClient
+    let sealer: ProviderTokenSealer?
+    let logger: Logger
+
+    public init(
+        configuration: BrowserFlowConfiguration, store: any AuthStore, accounts: AccountService, codes: AuthorizationCodeClient,
+        sealer: ProviderTokenSealer?, logger: Logger
+    ) {
+        self.configuration = configuration
+        self.policy = configuration.redirectPolicy
+        self.store = store
+        self.accounts = accounts
+        self.codes = codes
+        self.sealer = sealer
+        self.logger = logger
+    }
+
+    /// Parameters `/authorize` reads itself or sets for the provider (compared in lower case);
+    /// every other one goes to Google as it came (first value). GoTrue's `reservedOAuthParams`,
+    /// and what the gateway sets (`nonce`, the flow's own; `scope`, from `scopes`), so the provider
+    /// never sees a parameter twice; the app's `redirect_to`, which Google has no use for.
+    static let reserved: Set<String> = [
+        "provider", "scopes", "client_id", "client_secret", "redirect_uri", "response_type", "state", "code_challenge",
+        "code_challenge_method", "code_verifier", "nonce", "scope", "response_mode", "invite_token", "skip_http_redirect", "redirect_to"
+    ]
+
+    /// `GET /authorize` (and `GET /user/identities/authorize`, with `linkingTo`): checks the
+    /// request in GoTrue's order, stores the flow and returns the provider's URL to send the
+    /// browser to.
+    /// - Parameters:
+    ///   - redirectHeader: a `redirect_to` request header, which wins over the query's.
+    ///   - linkingTo: the authenticated caller whose account the identity is linked to.
+    /// - Throws: ``AuthGateError`` `validation_failed` (with GoTrue's texts), `storeUnavailable`.
+    public func authorize(_ query: FormFields, redirectHeader: String?, referer: String?, linkingTo: String? = nil, now: Date) async throws
+        -> String
+    {
+        let fields = try Self.fields(query, ["provider", "redirect_to", "scopes", "code_challenge", "code_challenge_method"])
+        guard let name = fields["provider"]?.lowercased(), let provider = configuration.providers[name] else {
+            throw AuthGateError(
+                .validationFailed, "provider not offered in browser_flow", clientText: .fixed("Unsupported provider: provider is not enabled"))
+        }
+        let challenge = try PKCEChallenge.parse(challenge: fields["code_challenge"], method: fields["code_challenge_method"])
+        let target = policy.target(redirectTo: redirectHeader ?? fields["redirect_to"], referer: referer)
+        let state = UUIDBytes.random()
+        let nonce = Base64URL.encode(Base64URL.randomBytes(32))
+        let flow = FlowState(
+            provider: provider.name, redirectTo: target.text, nonce: nonce, challenge: challenge, createdAt: now, linkingTarget: linkingTo)
+        let expiresAt = now.addingTimeInterval(configuration.flowLifetime.inSeconds)
+        guard try await store.insertIfAbsent(FlowState.storeKey(state: state), value: flow.encoded, expiresAt: expiresAt) else {
+            throw AuthGateError(.storeCorrupt, "a new random flow state was already taken")
+        }
+        var parameters: [(String, String)] = [
+            ("client_id", provider.clientID), ("nonce", NonceRule.hashed(nonce)), ("redirect_uri", configuration.callbackURL),
+            ("response_type", "code"), ("state", state)
+        ]
+        if provider.name == "apple" {
+            // Apple posts the answer as a form when name or email is asked for; it takes no other parameter.
+            parameters += [("response_mode", "form_post"), ("scope", "email name")]
+        } else {
+            var scopes = ["email", "profile"]
+            for scope in (fields["scopes"] ?? "").split(separator: ",") {
+                let trimmed = scope.trimmed
+                if !trimmed.isEmpty, !scopes.contains(trimmed) { scopes.append(trimmed) }
+            }
+            parameters.append(("scope", scopes.joined(separator: " ")))
+            var forwarded: Set<String> = []
+            for field in query.fields where !Self.reserved.contains(field.name.lowercased()) && forwarded.insert(field.name).inserted {
+                parameters.append((field.name, field.value))
+            }
+        }
+        parameters.sort { $0.0 < $1.0 }
+        return provider.authorizeURL + "?" + FormFields.encoded(parameters)
+    }
+
+    /// Where `/callback` sends the browser, and why (for the log and the metrics).
+    public struct Redirect: Sendable, Equatable {
+        /// 302, or 303 when the flow's state could not be loaded (GoTrue's codes).
+        public let status: Int
+        public let location: String
+        /// `ok`, or the error code the browser was given.
+        public let outcome: String
+        /// The user signed in, when it got that far.
+        public let userID: String?
+    }
+
+    /// `GET` or `POST /callback` with the provider's answer (`state`, `code`, or `error`; Apple's
+    /// form adds `user` on the first authorization). Every outcome is a redirect: the flow's
+    /// target with the session or the code, or with `error`, `error_code` and `error_description`.
+    public func callback(_ fields: FormFields, device: SessionDevice, now: Date) async -> Redirect {
+        let stateText: String?
+        do {
+            stateText = try fields.nonEmpty("state")
+        } catch {
+            return stateError("bad_oauth_state", "OAuth state parameter is invalid")
+        }
+        guard let stateText else { return stateError("bad_oauth_callback", "OAuth state parameter missing") }
+        guard let state = UUIDBytes.canonical(stateText) else { return stateError("bad_oauth_state", "OAuth state parameter is invalid") }
+        let taken: String?
+        do {
+            taken = try await store.take(FlowState.storeKey(state: state))
+        } catch {
+            return stateError("unexpected_failure", "The session store is unavailable; try again", error: "temporarily_unavailable")
+        }
+        guard let taken, let flow = FlowState(encoded: taken) else { return stateError("bad_oauth_state", "OAuth state not found or expired") }
+        guard now < flow.createdAt.addingTimeInterval(configuration.flowLifetime.inSeconds) else {
+            return stateError("bad_oauth_state", "OAuth state has expired")
+        }
+        let target = RedirectTarget(flow.redirectTo) ?? policy.siteURL
+        do {
+            let fields = try Self.fields(fields, ["error", "error_description", "code", "user"])
+            if let providerError = fields["error"] {
+                var parameters = [("error", providerError)]
+                if let description = fields["error_description"] { parameters.append(("error_description", description)) }
+                return Self.errorRedirect(target, parameters, outcome: "provider_error")
+            }
+            guard let code = fields["code"] else {
+                return Self.errorRedirect(
+                    target, "invalid_request", "bad_oauth_callback", "OAuth callback with missing authorization code missing")
+            }
+            return try await signIn(flow, code: code, appleUser: fields["user"], target: target, device: device, now: now)
+        } catch let failure as BrowserFlowFailure {
+            log(failure.cause, provider: flow.provider)
+            let description =
+                switch failure.stage {
+                case .codeExchange: "Unable to exchange external code"
+                case .profile: "Error getting user profile from external provider"
+                case .email: "Error getting user email from external provider"
+                }
+            return Self.errorRedirect(target, "server_error", "unexpected_failure", description)
+        } catch let error as AuthGateError {
+            log(error, provider: flow.provider)
+            let (name, code, description) = Self.callbackError(error)
+            return Self.errorRedirect(target, name, code, description)
+        } catch {
+            return Self.errorRedirect(target, "invalid_request", "validation_failed", "The callback's parameters are malformed")
+        }
+    }
+
+    /// Exchanges the code, checks the ID token, signs the user in and builds the success redirect.
+    private func signIn(_ flow: FlowState, code: String, appleUser: String?, target: RedirectTarget, device: SessionDevice, now: Date)
+        async throws -> Redirect
+    {
+        guard let provider = configuration.providers[flow.provider] else {
+            throw AuthGateError(.validationFailed, "the flow's provider is no longer offered")
+        }
+        let grant: AuthorizationCodeClient.Grant
+        do {
+            grant = try await codes.exchange(code: code, provider: provider, redirectURI: configuration.callbackURL, now: now)
+        } catch let error as AuthGateError {
+            throw BrowserFlowFailure(stage: .codeExchange, cause: error)
+        }
+        var (identity, marks): (VerifiedIdentity, SingleUseMarks)
+        do {
+            (identity, marks) = try await accounts.idTokens.checkBrowserFlow(
+                provider: provider.name, idToken: grant.idToken, flowNonce: flow.nonce, now: now)
+            guard identity.audiences.contains(where: { ByteExactString($0) == ByteExactString(provider.clientID) }) else {
+                throw AuthGateError(.audience, "the ID token is not for the web client \(provider.clientID)")
+            }
+        } catch let error as AuthGateError {
+            throw BrowserFlowFailure(stage: .profile, cause: error)
+        }
+        guard identity.email != nil else {
+            throw BrowserFlowFailure(stage: .email, cause: AuthGateError(.validationFailed, "the provider gave no email"))
+        }
+        if provider.name == "apple", let name = appleUser.flatMap(Self.appleName) { identity = identity.named(name) }
+        if provider.name == "apple", let refreshToken = grant.refreshToken, let sealer {
+            identity.sealedRefreshToken = try sealer.seal(refreshToken, provider: "apple", subject: identity.subject)
+            identity.refreshTokenClientID = provider.clientID
+        }
+        let now = now.atStoredMillisecond
+        guard let challenge = flow.challenge else {
+            // Implicit: the session now, in the fragment.
+            let signedIn = try await account(for: identity, flow: flow, taking: marks, startingSessionOn: device, now: now)
+            guard let (session, refreshToken) = signedIn.session else { throw AuthGateError(.storeCorrupt, "a sign-in started no session") }
+            let issued = try accounts.issue(
+                for: signedIn.user, identities: signedIn.identities, session: session, refreshToken: refreshToken, now: now)
+            var fragment: [(String, String)] = [
+                ("access_token", issued.accessToken), ("expires_at", String(issued.expiresAt)), ("expires_in", String(issued.expiresIn))
+            ]
+            if let providerRefresh = grant.refreshToken { fragment.append(("provider_refresh_token", providerRefresh)) }
+            fragment += [("provider_token", grant.accessToken), ("refresh_token", issued.refreshToken), ("sb", ""), ("token_type", "bearer")]
+            return Redirect(
+                status: 302, location: Self.withoutFragment(target.text) + "#" + FormFields.encoded(fragment), outcome: "ok", userID: signedIn.user.id
+            )
+        }
+        let signedIn = try await account(for: identity, flow: flow, taking: marks, startingSessionOn: nil, now: now)
+        let authCode = UUIDBytes.random()
+        let record = FlowCode(
+            userID: signedIn.user.id, provider: provider.name, subject: identity.subject, challenge: challenge, createdAt: flow.createdAt,
+            sealedProviderToken: try sealer.flatMap {
+                grant.accessToken.isEmpty ? nil : try $0.seal(grant.accessToken, provider: provider.name, subject: identity.subject)
+            },
+            sealedProviderRefreshToken: try sealer.flatMap { sealer in
+                try grant.refreshToken.map { try sealer.seal($0, provider: provider.name, subject: identity.subject) }
+            })
+        // Kept a lifetime past the flow's end, so that a late exchange is told it expired.
+        let expiresAt = flow.createdAt.addingTimeInterval(2 * configuration.flowLifetime.inSeconds)
+        guard try await store.insertIfAbsent(FlowCode.storeKey(code: authCode), value: record.encoded, expiresAt: expiresAt) else {
+            throw AuthGateError(.storeCorrupt, "a new random authorization code was already taken")
+        }
+        return Redirect(status: 302, location: Self.settingQuery(target.text, [("code", authCode)]), outcome: "ok", userID: signedIn.user.id)
+    }
+
+    /// The sign-in (find or create) or, for a linking flow, the link to its target user.
+    private func account(
+        for identity: VerifiedIdentity, flow: FlowState, taking marks: SingleUseMarks, startingSessionOn device: SessionDevice?, now: Date
+    ) async throws -> AccountService.SignedInAccount {
+        guard let target = flow.linkingTarget else {
+            return try await accounts.commitSignIn(identity, taking: marks, startingSessionOn: device, now: now)
+        }
+        try await accounts.idTokens.take(marks)
+        return try await accounts.linkAccount(identity, userID: target, sessionID: nil, startingFrom: nil, startingSessionOn: device, now: now)
+    }
+
+    /// What `POST /token?grant_type=pkce` gives: the session, and the provider's tokens when
+    /// they were kept.
+    public struct Exchanged: Sendable {
+        public let session: IssuedSession
+        public let providerToken: String?
+        public let providerRefreshToken: String?
+    }
+
+    /// `POST /token?grant_type=pkce`: GoTrue's checks in its order. A wrong verifier leaves the
+    /// code usable; a right one takes it, once (of two racing exchanges, one gets the session).
+    /// - Throws: ``AuthGateError`` `validation_failed`, `flow_state_not_found`,
+    ///   `flow_state_expired`, `bad_code_verifier`, `user_banned`, `user_not_found`.
+    public func exchange(authCode: String, verifier: String, device: SessionDevice, now: Date) async throws -> Exchanged {
+        guard !authCode.isEmpty, !verifier.isEmpty else {
+            throw AuthGateError(
+                .validationFailed, "auth_code or code_verifier empty",
+                clientText: .fixed("invalid request: both auth code and code verifier should be non-empty"))
+        }
+        let key = FlowCode.storeKey(code: authCode)
+        guard let text = try await store.value(of: key), let flow = FlowCode(encoded: text) else {
+            throw AuthGateError(.flowStateNotFound, "no flow for this authorization code")
+        }
+        guard now < flow.createdAt.addingTimeInterval(configuration.flowLifetime.inSeconds) else {
+            _ = try await store.take(key)
+            throw AuthGateError(.flowStateExpired, "the flow began more than its lifetime ago")
+        }
+        guard flow.challenge.isAnswered(by: verifier) else {
+            throw AuthGateError(.badCodeVerifier, "the verifier does not answer the challenge")
+        }
+        guard try await store.take(key) != nil else { throw AuthGateError(.flowStateNotFound, "the authorization code was exchanged meanwhile") }
+        let session = try await accounts.startSession(userID: flow.userID, provider: flow.provider, device: device, now: now)
+        return Exchanged(
+            session: session,
+            providerToken: flow.sealedProviderToken.flatMap { try? sealer?.open($0, provider: flow.provider, subject: flow.subject) },
+            providerRefreshToken: flow.sealedProviderRefreshToken.flatMap { try? sealer?.open($0, provider: flow.provider, subject: flow.subject) })
+    }
+
+    // MARK: helpers
+
+    /// The named parameters, each given at most once; empty values are absent.
+    static func fields(_ form: FormFields, _ names: [String]) throws -> [String: String] {
+        var values: [String: String] = [:]
+        for name in names {
+            do {
+                if let value = try form.nonEmpty(name) { values[name] = value }
+            } catch {
+                throw AuthGateError(.validationFailed, "\(name) given more than once", clientText: .fixed("A parameter is given more than once"))
+            }
+        }
+        return values
+    }
+
+    private func log(_ error: AuthGateError, provider: String) {
+        logger.notice(
+            "browser flow refused", metadata: ["gw.provider": "\(provider)", "gw.outcome": "\(error.code)", "gw.reason": "\(error.message)"])
+    }
+
+    /// 303 to the site URL with the error in the query (the flow's target is unknown).
+    private func stateError(_ code: String, _ description: String, error: String = "invalid_request") -> Redirect {
+        let location = Self.settingQuery(policy.siteURL.text, [("error", error), ("error_code", code), ("error_description", description)])
+        return Redirect(status: 303, location: location, outcome: code, userID: nil)
+    }
+
+    static func errorRedirect(_ target: RedirectTarget, _ error: String, _ code: String, _ description: String) -> Redirect {
+        errorRedirect(target, [("error", error), ("error_code", code), ("error_description", description)], outcome: code)
+    }
+
+    /// 302 to the target: the error in its query (its own parameters kept), and again in the
+    /// fragment (the non-empty ones, then `sb=`), as GoTrue's `redirectErrors` writes it.
+    static func errorRedirect(_ target: RedirectTarget, _ parameters: [(String, String)], outcome: String) -> Redirect {
+        let withQuery = settingQuery(target.text, parameters)
+        let fragment = parameters.filter { !$0.1.isEmpty } + [("sb", "")]
+        return Redirect(status: 302, location: withoutFragment(withQuery) + "#" + FormFields.encoded(fragment), outcome: outcome, userID: nil)
+    }
+
+    /// GoTrue's error triple for a callback that failed after the state was loaded (§6.6).
+    static func callbackError(_ error: AuthGateError) -> (String, String, String) {
+        switch error.code {
+        case .userBanned:
+            return ("access_denied", "user_banned", "User is banned")
+        case .storeUnavailable, .providerUnavailable:
+            return ("temporarily_unavailable", "unexpected_failure", "The provider or the session store is unavailable; try again")
+        case .identityAlreadyExists:
+            return ("server_error", "identity_already_exists", "Identity is already linked to another user")
+        case .emailExists:
+            return ("server_error", "email_exists", "A user with this email address has already been registered")
+        case .emailNotConfirmed:
+            return ("server_error", "email_not_confirmed", "Unverified email with the provider")
+        case .userNotFound:
+            return ("invalid_request", "user_not_found", "Linking target user not found")
+        case .validationFailed:
+            return ("invalid_request", "validation_failed", "The callback's parameters are malformed")
+        default:
+            return ("server_error", "unexpected_failure", "Unable to sign in with the provider")
+        }
+    }
+
+    /// `text` without its fragment.
+    static func withoutFragment(_ text: String) -> Substring {
+        text[..<(text.firstIndex(of: "#") ?? text.endIndex)]
+    }
+
+    /// `text` with `parameters` set in its query (earlier values of those names removed, the
+    /// others and the fragment kept).
+    static func settingQuery(_ text: String, _ parameters: [(String, String)]) -> String {
+        let fragmentStart = text.firstIndex(of: "#") ?? text.endIndex
+        let beforeFragment = text[..<fragmentStart]
+        let queryStart = beforeFragment.firstIndex(of: "?")
+        let base = beforeFragment[..<(queryStart ?? beforeFragment.endIndex)]
+        let names = Set(parameters.map { FormFields.percentEncoded($0.0) })
+        var pairs: [Substring] = []
+        if let queryStart {
+            pairs = beforeFragment[beforeFragment.index(after: queryStart)...].split(separator: "&").filter { pair in
+                !names.contains(String(pair.prefix { $0 != "=" }))
+            }
+        }
+        let query = (pairs.map(String.init) + [FormFields.encoded(parameters)]).joined(separator: "&")
+        return base + "?" + query + text[fragmentStart...]
+    }
+
+    /// `"<firstName> <lastName>"` from Apple's `user` form field (sent on the first authorization
+    /// only), trimmed; nil when absent, not that JSON, empty or longer than a name can be.
+    static func appleName(_ text: String) -> String? {
+        guard text.utf8.count <= 4096, let name = (try? JSONValue.parse(Array(text.utf8)))?.objectValue?["name"]?.objectValue else { return nil }
+        let parts = [name["firstName"]?.stringValue, name["lastName"]?.stringValue].compactMap { $0?.trimmed }.filter { !$0.isEmpty }
+        let full = parts.joined(separator: " ")
+        return full.isEmpty || full.utf8.count > 256 ? nil : full
+    }
+}
+
+/// Where a callback failed after the flow's state was loaded, for the browser's error text.
+struct BrowserFlowFailure: Error {
+    enum Stage { case codeExchange, profile, email }
+    let stage: Stage
+    let cause: AuthGateError
+}
+
+extension VerifiedIdentity {
+    /// The identity with `name` and `full_name` set in its `identity_data` (Apple's `user` field).
+    func named(_ fullName: String) -> VerifiedIdentity {
+        var data = identityData
+        data["name"] = .string(fullName)
+        data["full_name"] = .string(fullName)
+        var copy = VerifiedIdentity(
+            provider: provider, subject: subject, email: email, emailVerified: emailVerified, name: fullName, picture: picture, issuer: issuer,
+            expiresAt: expiresAt, issuedAt: issuedAt, claims: claims, identityData: data, tokenHash: tokenHash)
+        copy.sealedRefreshToken = sealedRefreshToken
+        copy.refreshTokenClientID = refreshTokenClientID
+        return copy
+    }
+}

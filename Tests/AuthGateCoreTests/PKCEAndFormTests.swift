@@ -1,0 +1,72 @@
+import Testing
+
+@testable import AuthGateCore
+
+/// PKCE challenges (GoTrue's checks, RFC 7636's example) and the strict form reader the
+/// browser flow reads its queries and Apple's form post with.
+@Suite("PKCE challenges and form fields")
+struct PKCEAndFormTests {
+    /// RFC 7636 Appendix B.
+    static let rfcVerifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+    static let rfcChallenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+
+    func code(_ challenge: String?, _ method: String?) -> String? {
+        do {
+            _ = try PKCEChallenge.parse(challenge: challenge, method: method)
+            return nil
+        } catch let error as AuthGateError {
+            return error.clientText?.text
+        } catch {
+            return "other"
+        }
+    }
+
+    @Test("GoTrue's checks in order, the method read case-insensitively")
+    func challenges() throws {
+        #expect(try PKCEChallenge.parse(challenge: nil, method: nil) == nil)
+        #expect(try PKCEChallenge.parse(challenge: "", method: "") == nil)
+        #expect(try PKCEChallenge.parse(challenge: Self.rfcChallenge, method: "S256")?.method == .s256)
+        #expect(code(Self.rfcChallenge, nil) == "PKCE flow requires code_challenge_method and code_challenge")
+        #expect(code(nil, "s256") == "PKCE flow requires code_challenge_method and code_challenge")
+        #expect(code(String(repeating: "a", count: 42), "s256") == "code challenge has to be between 43 and 128 characters")
+        #expect(code(String(repeating: "a", count: 129), "s256") == "code challenge has to be between 43 and 128 characters")
+        #expect(code(String(repeating: "a", count: 42) + "+", "s256")?.hasPrefix("code challenge can only contain") == true)
+        #expect(code(Self.rfcChallenge, "S512") == "Invalid code_challenge_method")
+    }
+
+    @Test("verifiers: RFC 7636's example, plain, and everything else refused")
+    func verifiers() {
+        let s256 = PKCEChallenge(challenge: Self.rfcChallenge, method: .s256)
+        #expect(s256.isAnswered(by: Self.rfcVerifier))
+        #expect(!s256.isAnswered(by: Self.rfcVerifier + "x"))
+        #expect(!s256.isAnswered(by: Self.rfcChallenge), "the challenge itself is not the verifier")
+        let plain = PKCEChallenge(challenge: Self.rfcVerifier, method: .plain)
+        #expect(plain.isAnswered(by: Self.rfcVerifier))
+        #expect(!plain.isAnswered(by: Self.rfcVerifier.uppercased()))
+        // Outside RFC 7636's form: answers nothing even when the bytes would match.
+        let short = PKCEChallenge(challenge: "abc", method: .plain)
+        #expect(!short.isAnswered(by: "abc"))
+        #expect(
+            !PKCEChallenge(challenge: String(repeating: "a", count: 42) + "+", method: .plain).isAnswered(by: String(repeating: "a", count: 42) + "+")
+        )
+    }
+
+    @Test("forms: decoded once, strictly; a repeated field is refused where it is read once")
+    func forms() throws {
+        let form = try FormFields(parsing: "a=1&b=x+y%2Bz&&c&d=%E2%9C%93&a=2")
+        #expect(form.fields.count == 5)
+        #expect(try form.single("b") == "x y+z")
+        #expect(try form.single("c") == "")
+        #expect(try form.nonEmpty("c") == nil)
+        #expect(try form.single("d") == "\u{2713}")
+        #expect(throws: FormFields.Failure.repeated("a")) { try form.single("a") }
+        for broken in ["a=%", "a=%4", "a=%zz", "a=%00", "a=%0A", "a=%C2%85", "a=%FF", "a=%C3", "a b=1", "a=\u{00e9}", "a=\t"] {
+            #expect(throws: FormFields.Failure.self, "\(broken)") { try FormFields(parsing: broken) }
+        }
+        #expect(throws: FormFields.Failure.tooLarge) { try FormFields(parsing: String(repeating: "a=1&", count: 65)) }
+        #expect(
+            FormFields.encoded([("redirect_uri", "https://a.b/c?d=e f"), ("scope", "email profile")])
+                == "redirect_uri=https%3A%2F%2Fa.b%2Fc%3Fd%3De%20f&scope=email%20profile")
+        #expect(try FormFields(parsing: FormFields.encoded([("x", "a+b &=%")])).single("x") == "a+b &=%")
+    }
+}
