@@ -37,6 +37,7 @@ let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
     ("FuzzConfiguration", []),
     ("FuzzAppleNotification", []),
     ("FuzzStoredRecords", []),
+    ("FuzzRedirect", []),
     (
         "FuzzWebSocketRelay",
         [

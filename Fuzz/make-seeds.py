@@ -135,3 +135,15 @@ for name, script in {
     "client-garbage": bytes([0x81]) + b"\x88\xff\x00\x00" + bytes([0, 0x07]),
 }.items():
     write("FuzzWebSocketRelay", name, script)
+
+# Browser flow: an allow-list glob, NUL, a redirect_to, NUL, a query or form.
+for name, (pattern, candidate, form) in {
+    "path-glob": ("http://localhost:3000/**", "http://localhost:3000/cb?next=1#x", "provider=google&redirect_to=http%3A%2F%2Flocalhost%3A3000%2Fcb"),
+    "subdomain": ("https://*.example.com/cb", "https://Preview.Example.com:443/cb", "state=6f1c0000-0000-4000-8000-000000000000&code=4%2F0AQ"),
+    "braces-sets": ("https://{app,admin}.example.com/[a-c]?/\\*", "https://app.example.com/b1/*", "a=1&a=2&b=x+y%2Bz"),
+    "user-info": ("https://**", "https://app.example.com@evil.example/", "user=%7B%22name%22%3A%7B%22firstName%22%3A%22Jane%22%7D%7D"),
+    "dot-segments": ("https://app.example.com/**", "https://app.example.com/cb/%2e%2E/admin", "x=%zz"),
+    "custom-scheme": ("com.example.app://login-callback", "com.example.app://login-callback", "error=access_denied&error_description="),
+    "loopback": ("", "http://[0:0::1]:8080/any", "code_challenge=E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM&code_challenge_method=S256"),
+}.items():
+    write("FuzzRedirect", name, pattern.encode() + b"\x00" + candidate.encode() + b"\x00" + form.encode())
