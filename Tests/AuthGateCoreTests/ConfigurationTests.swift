@@ -400,6 +400,17 @@ struct ConfigurationTests {
             #expect(found.contains { $0.key == key }, "\(key): \(found)")
         }
         #expect(issues("browser_flow: { enabled: true, site_url: \"https://app.example.com\" }").contains { $0.key == "browser_flow.enabled" })
+        let oidc = issues(
+            """
+            providers: { oidc: [ { name: corp, issuer: "https://id.example.com", audiences: [web] } ] }
+            browser_flow: { oidc: [ { name: corp, client_id: other, token_url: "ftp://x" }, { name: nobody } ] }
+            """)
+        for key in [
+            "browser_flow.oidc[0].client_id", "browser_flow.oidc[0].client_secret_file", "browser_flow.oidc[0].authorize_url",
+            "browser_flow.oidc[0].token_url", "browser_flow.oidc[1].name"
+        ] {
+            #expect(oidc.contains { $0.key == key }, "\(key): \(oidc)")
+        }
     }
 }
 

@@ -31,6 +31,8 @@ struct BrowserFlowTests {
     struct Rig {
         let keys: FakeProvider
         let google: FakeOAuthTokenEndpoint
+        /// The token endpoint of `corp`, an OpenID Connect provider whose issuer is `keys`.
+        let corp: FakeOAuthTokenEndpoint
         let apple: FakeAppleAPI
         let dependencies: GatewayApplication.Dependencies
         let app: Application<RouterResponder<AuthGateRequestContext>>
@@ -41,6 +43,7 @@ struct BrowserFlowTests {
 
         func stop() async {
             await google.stop()
+            await corp.stop()
             await apple.stop()
             await keys.stop()
             try? FileManager.default.removeItem(atPath: directory)
@@ -50,6 +53,7 @@ struct BrowserFlowTests {
     func rig(store: any AuthStore = MemoryAuthStore(), sealing: Bool = true, manualLinking: Bool = true) async throws -> Rig {
         let keys = try await FakeProvider.start(keys: [FakeProvider.sharedKeys[0]])
         let google = try await FakeOAuthTokenEndpoint.start(clientID: Self.webClient, clientSecret: "google-secret", redirectURI: Self.callbackURL)
+        let corp = try await FakeOAuthTokenEndpoint.start(clientID: "corp-web", clientSecret: "google-secret", redirectURI: Self.callbackURL)
         let teamKey = P256.Signing.PrivateKey()
         let apple = try await FakeAppleAPI.start(teamID: Self.teamID, keyID: Self.keyID, publicKey: teamKey.publicKey)
         let directory = NSTemporaryDirectory() + "authgate-browser-flow-\(UUID().uuidString)"
@@ -67,6 +71,7 @@ struct BrowserFlowTests {
                   apple: { enabled: true, audiences: [com.example.app, \(Self.servicesID)], jwks_url: "\(keys.jwksURL)"\(appleServer) }
                   google: { enabled: true, audiences: [\(Self.webClient), ios-client], jwks_url: "\(keys.jwksURL)" }
                   anonymous: { enabled: true }
+                  oidc: [ { name: corp, issuer: "\(keys.issuer)", audiences: [corp-web], jwks_url: "\(keys.jwksURL)" } ]
                 rate_limits: { token: off, signup: off, nonce: off }
                 security: { manual_linking_enabled: \(manualLinking) }
                 browser_flow:
@@ -77,6 +82,9 @@ struct BrowserFlowTests {
                   google: { client_id: \(Self.webClient), client_secret_file: google.secret, authorize_url: "https://accounts.example/o/auth",
                             token_url: "\(google.tokenURL)" }
                   \(sealing ? "apple: { client_id: \(Self.servicesID) }" : "")
+                  oidc:
+                    - { name: corp, client_id: corp-web, client_secret_file: google.secret, authorize_url: "https://id.example/auth",
+                        token_url: "\(corp.tokenURL)" }
                 """,
             baseDirectory: directory, environment: [:])
         let verifiers = IdentityVerifierRegistry(
@@ -85,7 +93,7 @@ struct BrowserFlowTests {
             configuration: configuration, store: store, keyRing: try SigningKeyRing.load(configuration.tokens, allowGenerated: true),
             verifiers: verifiers, providerHTTPClient: .shared)
         let app = Application(router: GatewayApplication.buildRouter(dependencies))
-        return Rig(keys: keys, google: google, apple: apple, dependencies: dependencies, app: app, directory: directory)
+        return Rig(keys: keys, google: google, corp: corp, apple: apple, dependencies: dependencies, app: app, directory: directory)
     }
 
     /// An ID token as Google's token endpoint returns it to the flow.
@@ -491,5 +499,33 @@ struct BrowserFlowTests {
             #expect(refused.body["error_code"]?.stringValue == "manual_linking_disabled")
         }
         await closed.stop()
+    }
+
+    @Test("an OpenID Connect provider: its endpoints and scopes, its ID token checked against its issuer and the web client")
+    func oidcProvider() async throws {
+        let rig = try await rig()
+        try await rig.app.test(.router) { client in
+            let sent = try await Self.authorize(client, provider: "corp", extra: Self.pkceQuery + "&kc_idp_hint=github")
+            #expect(sent["scope"] == "openid email profile")
+            #expect(sent["client_id"] == "corp-web")
+            #expect(sent["kc_idp_hint"] == "github")
+            let now = Int64(Date().timeIntervalSince1970)
+            let token = FakeProvider.token(
+                claims: [
+                    "iss": .string(rig.keys.issuer), "aud": "corp-web", "sub": "emp-7", "iat": .integer(now), "exp": .integer(now + 600),
+                    "email": "emp7@corp.example", "email_verified": true, "nonce": .string(sent["nonce"] ?? "")
+                ], key: FakeProvider.sharedKeys[0])
+            rig.corp.register(code: "corp-code", grant: .init(idToken: token))
+            let back = try await Self.send(client, "/auth/v1/callback?state=\(sent["state"]!)&code=corp-code")
+            let location = try #require(back.location)
+            let code = try #require(try Self.query(location)["code"])
+            let exchanged = try await Self.send(
+                client, "/auth/v1/token?grant_type=pkce", method: .post, headers: [.contentType: "application/json"],
+                body: "{\"auth_code\":\"\(code)\",\"code_verifier\":\"\(Self.verifier)\"}")
+            let user = try #require(exchanged.body["user"]?.objectValue)
+            #expect(user["app_metadata"]?.objectValue?["provider"]?.stringValue == "corp")
+            #expect(user["email"]?.stringValue == "emp7@corp.example")
+        }
+        await rig.stop()
     }
 }

@@ -73,11 +73,8 @@ public struct BrowserFlowService: Sendable {
             ("client_id", provider.clientID), ("nonce", NonceRule.hashed(nonce)), ("redirect_uri", configuration.callbackURL),
             ("response_type", "code"), ("state", state)
         ]
-        if provider.name == "apple" {
-            // Apple posts the answer as a form when name or email is asked for; it takes no other parameter.
-            parameters += [("response_mode", "form_post"), ("scope", "email name")]
-        } else {
-            var scopes = ["email", "profile"]
+        if provider.forwardsParameters {
+            var scopes = provider.scopes
             for scope in (fields["scopes"] ?? "").split(separator: ",") {
                 let trimmed = scope.trimmed
                 if !trimmed.isEmpty, !scopes.contains(trimmed) { scopes.append(trimmed) }
@@ -87,6 +84,9 @@ public struct BrowserFlowService: Sendable {
             for field in query.fields where !Self.reserved.contains(field.name.lowercased()) && forwarded.insert(field.name).inserted {
                 parameters.append((field.name, field.value))
             }
+        } else {
+            // Apple posts the answer as a form when name or email is asked for; it takes no other parameter.
+            parameters += [("response_mode", "form_post"), ("scope", provider.scopes.joined(separator: " "))]
         }
         parameters.sort { $0.0 < $1.0 }
         return provider.authorizeURL + "?" + FormFields.encoded(parameters)

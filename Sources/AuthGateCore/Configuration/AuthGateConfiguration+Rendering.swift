@@ -81,13 +81,19 @@ extension AuthGateConfiguration {
             ("callback_url", Node(browserFlow.callbackURL)),
             ("flow_lifetime", Node(format(browserFlow.flowLifetime)))
         ]
+        var oidc: [Node] = []
         for name in browserFlow.providers.keys.sorted() {
             guard let provider = browserFlow.providers[name] else { continue }
-            var fields: [(Node, Node)] = [("client_id", Node(provider.clientID)), ("authorize_url", Node(provider.authorizeURL))]
+            let builtIn = name == "google" || name == "apple"
+            var fields: [(Node, Node)] = []
+            if !builtIn { fields.append((Node("name"), Node(name))) }
+            fields += [("client_id", Node(provider.clientID)), ("authorize_url", Node(provider.authorizeURL))]
             if let file = provider.clientSecretFile { fields.append(("client_secret_file", Node(file))) }
-            if name == "google" { fields.append(("token_url", Node(provider.tokenURL))) }
-            pairs.append((Node(name), Node(fields)))
+            if name != "apple" { fields.append(("token_url", Node(provider.tokenURL))) }
+            if !builtIn { fields.append(("scopes", Node(provider.scopes.map { Node($0) }))) }
+            if builtIn { pairs.append((Node(name), Node(fields))) } else { oidc.append(Node(fields)) }
         }
+        pairs.append(("oidc", Node(oidc)))
         return Node(pairs)
     }
 

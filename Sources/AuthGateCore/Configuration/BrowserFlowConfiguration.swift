@@ -1,16 +1,16 @@
 /// `browser_flow:`: GoTrue's browser redirect flow (`GET /auth/v1/authorize`, `/callback`,
-/// `POST /token?grant_type=pkce`) for web apps and Android, with Google and Apple as the
-/// providers the browser signs in with. Off unless `enabled`.
+/// `POST /token?grant_type=pkce`) for web apps and Android, with Google, Apple and configured
+/// OpenID Connect providers as the providers the browser signs in with. Off unless `enabled`.
 public struct BrowserFlowConfiguration: Sendable {
     /// How AuthGate talks to one provider in the browser flow.
     public struct Provider: Sendable {
-        /// `apple` or `google`.
+        /// `apple`, `google`, or the name of one of `providers.oidc`.
         public var name: String
-        /// The web client id: Google's web client, Apple's Services ID. It must be one of the
-        /// provider's `audiences` (the ID token the code exchange returns is issued to it).
+        /// The web client id: Google's web client, Apple's Services ID, an OIDC client. It must be
+        /// one of the provider's `audiences` (the ID token the code exchange returns is issued to it).
         public var clientID: String
-        /// Google's client secret (`client_secret_file` or `AUTHGATE_BROWSER_FLOW_GOOGLE_CLIENT_SECRET`);
-        /// nil for Apple, whose secret AuthGate mints with `providers.apple`'s key.
+        /// The client secret (`client_secret_file`, or `AUTHGATE_BROWSER_FLOW_GOOGLE_CLIENT_SECRET`
+        /// for Google); nil for Apple, whose secret AuthGate mints with `providers.apple`'s key.
         public var clientSecret: String?
         /// Where the client secret was read from (shown by `check-config`; the secret never is).
         public var clientSecretFile: String?
@@ -18,6 +18,12 @@ public struct BrowserFlowConfiguration: Sendable {
         public var authorizeURL: String
         /// Where the code is exchanged (Apple: `providers.apple.api_url` + `/auth/token`).
         public var tokenURL: String
+        /// The scopes always asked for (Google: `email profile`; Apple: `email name`; OIDC:
+        /// `openid email profile` unless configured).
+        public var scopes: [String]
+        /// Whether the app's other `/authorize` parameters (and `scopes`) go to the provider:
+        /// Google's and OIDC providers' yes, Apple's no (it takes no other parameter).
+        public var forwardsParameters: Bool
     }
 
     public var enabled: Bool
@@ -67,7 +73,8 @@ public struct BrowserFlowConfiguration: Sendable {
             offered["google"] = Provider(
                 name: "google", clientID: clientID, clientSecret: secret, clientSecretFile: google.optionalString("client_secret_file"),
                 authorizeURL: Self.url(google, "authorize_url", default: "https://accounts.google.com/o/oauth2/v2/auth"),
-                tokenURL: Self.url(google, "token_url", default: "https://oauth2.googleapis.com/token"))
+                tokenURL: Self.url(google, "token_url", default: "https://oauth2.googleapis.com/token"), scopes: ["email", "profile"],
+                forwardsParameters: true)
         }
         google.finish()
         let apple = section.section("apple")
@@ -80,12 +87,33 @@ public struct BrowserFlowConfiguration: Sendable {
             offered["apple"] = Provider(
                 name: "apple", clientID: clientID, clientSecret: nil, clientSecretFile: nil,
                 authorizeURL: Self.url(apple, "authorize_url", default: "https://appleid.apple.com/auth/authorize"),
-                tokenURL: (providers.appleServer?.apiURL ?? "https://appleid.apple.com") + "/auth/token")
+                tokenURL: (providers.appleServer?.apiURL ?? "https://appleid.apple.com") + "/auth/token", scopes: ["email", "name"],
+                forwardsParameters: false)
         }
         apple.finish()
+        for item in section.sections("oidc") {
+            let name = item.string("name", default: "")
+            guard let configured = providers.oidc.first(where: { $0.name == name }) else {
+                item.report("name", "\"\(ProviderKeySet.printable(name))\" must be the name of one of providers.oidc")
+                continue
+            }
+            if offered[name] != nil { item.report("name", "\"\(name)\" is offered twice") }
+            let clientID = item.string("client_id", default: "")
+            if clientID.isEmpty { item.report("client_id", "the OIDC client id of the web app (one of providers.oidc's audiences)") }
+            Self.check(clientID, of: configured, in: item)
+            let secret = SecretReader().secret(in: item, key: "client_secret")
+            if secret == nil { item.report("client_secret_file", "the client's secret is needed to exchange codes") }
+            let authorizeURL = Self.requiredURL(item, "authorize_url", "the provider's authorization_endpoint")
+            let tokenURL = Self.requiredURL(item, "token_url", "the provider's token_endpoint")
+            offered[name] = Provider(
+                name: name, clientID: clientID, clientSecret: secret, clientSecretFile: item.optionalString("client_secret_file"),
+                authorizeURL: authorizeURL, tokenURL: tokenURL, scopes: item.stringList("scopes", default: ["openid", "email", "profile"]),
+                forwardsParameters: true)
+            item.finish()
+        }
         self.providers = offered
         if enabled, offered.isEmpty {
-            section.report("enabled", "name at least one provider (browser_flow.google or browser_flow.apple with its client_id)")
+            section.report("enabled", "name at least one provider (browser_flow.google, browser_flow.apple or browser_flow.oidc with its client_id)")
         }
         section.finish()
     }
@@ -96,6 +124,16 @@ public struct BrowserFlowConfiguration: Sendable {
         } else if !provider.audiences.contains(clientID) {
             section.report("client_id", "\"\(clientID)\" must also be listed in providers.\(provider.name).audiences")
         }
+    }
+
+    /// A URL the operator must give (`what` names it, from the provider's discovery document).
+    private static func requiredURL(_ section: ConfigurationSection, _ key: String, _ what: String) -> String {
+        guard let url = section.optionalString(key) else {
+            section.report(key, "set it to \(what) (see the provider's /.well-known/openid-configuration)")
+            return ""
+        }
+        if !ConfigurationValueParsers.isFetchableURL(url) { section.report(key, ConfigurationValueParsers.fetchableURLRule) }
+        return url
     }
 
     private static func url(_ section: ConfigurationSection, _ key: String, default value: String) -> String {
