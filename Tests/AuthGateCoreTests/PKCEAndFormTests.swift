@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import AuthGateCore
@@ -68,5 +69,30 @@ struct PKCEAndFormTests {
             FormFields.encoded([("redirect_uri", "https://a.b/c?d=e f"), ("scope", "email profile")])
                 == "redirect_uri=https%3A%2F%2Fa.b%2Fc%3Fd%3De%20f&scope=email%20profile")
         #expect(try FormFields(parsing: FormFields.encoded([("x", "a+b &=%")])).single("x") == "a+b &=%")
+    }
+
+    @Test("flow records read back what they stored, the verified identity whole")
+    func flowRecords() throws {
+        let state = FlowState(
+            provider: "google", redirectTo: "http://localhost:3000/cb?x=1", nonce: "n",
+            challenge: PKCEChallenge(challenge: Self.rfcChallenge, method: .s256),
+            createdAt: Date(timeIntervalSince1970: 1_790_000_000.123), linkingTarget: "u-1")
+        #expect(FlowState(encoded: state.encoded) == state)
+        var identity = VerifiedIdentity(
+            provider: "apple", subject: "001.abc", email: "a@privaterelay.appleid.com", emailVerified: true, name: "Jane Appleseed", picture: nil,
+            issuer: "https://appleid.apple.com", expiresAt: Date(timeIntervalSince1970: 1_790_000_600),
+            issuedAt: Date(timeIntervalSince1970: 1_790_000_000),
+            claims: ["sub": "001.abc", "n": 3, "nested": .object(["a": .array([.bool(true), .null])])], identityData: ["full_name": "Jane Appleseed"],
+            tokenHash: "ab12")
+        identity.sealedRefreshToken = "sealed"
+        identity.refreshTokenClientID = "com.example.web"
+        let code = FlowCode(
+            identity: identity, linkingTarget: nil, challenge: PKCEChallenge(challenge: Self.rfcVerifier, method: .plain),
+            createdAt: Date(timeIntervalSince1970: 1_790_000_000), sealedProviderToken: "pt", sealedProviderRefreshToken: nil)
+        let read = try #require(FlowCode(encoded: code.encoded))
+        #expect(read.identity == identity)
+        #expect(read.challenge == code.challenge && read.createdAt == code.createdAt && read.linkingTarget == nil)
+        #expect(read.sealedProviderToken == "pt" && read.sealedProviderRefreshToken == nil)
+        #expect(FlowCode(encoded: "{\"v\":2}") == nil && FlowState(encoded: "[]") == nil)
     }
 }

@@ -139,6 +139,13 @@ struct BrowserFlowTests {
         }
     }
 
+    /// `POST /token?grant_type=pkce` with `code` and `verifier`.
+    static func exchange(_ client: some TestClientProtocol, code: String, verifier: String = verifier) async throws -> Answer {
+        try await send(
+            client, "/auth/v1/token?grant_type=pkce", method: .post, headers: [.contentType: "application/json"],
+            body: "{\"auth_code\":\"\(code)\",\"code_verifier\":\"\(verifier)\"}")
+    }
+
     /// The query fields of a URL (after `?`, before `#`), and its fragment's.
     static func query(_ url: String) throws -> [String: String] {
         let beforeFragment = url.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0]
@@ -197,14 +204,10 @@ struct BrowserFlowTests {
                 #expect(rig.google.calls.last?.fields["code"] == "4/google-code")
 
                 // A wrong verifier is refused and leaves the code usable.
-                let wrong = try await Self.send(
-                    client, "/auth/v1/token?grant_type=pkce", method: .post, headers: [.contentType: "application/json"],
-                    body: "{\"auth_code\":\"\(code)\",\"code_verifier\":\"\(String(repeating: "w", count: 50))\"}")
+                let wrong = try await Self.exchange(client, code: code, verifier: String(repeating: "w", count: 50))
                 #expect(wrong.status == .badRequest)
                 #expect(wrong.body["error_code"]?.stringValue == "bad_code_verifier")
-                let exchanged = try await Self.send(
-                    client, "/auth/v1/token?grant_type=pkce", method: .post, headers: [.contentType: "application/json"],
-                    body: "{\"auth_code\":\"\(code)\",\"code_verifier\":\"\(Self.verifier)\"}")
+                let exchanged = try await Self.exchange(client, code: code, verifier: Self.verifier)
                 #expect(exchanged.status == .ok, "\(exchanged.body)")
                 #expect(exchanged.body["user"]?.objectValue?["email"]?.stringValue == "g-1@example.com")
                 #expect(exchanged.body["provider_token"]?.stringValue == "ya29.a")
@@ -215,9 +218,7 @@ struct BrowserFlowTests {
                 #expect(user.body["app_metadata"]?.objectValue?["provider"]?.stringValue == "google")
 
                 // Once: the code, and the state.
-                let again = try await Self.send(
-                    client, "/auth/v1/token?grant_type=pkce", method: .post, headers: [.contentType: "application/json"],
-                    body: "{\"auth_code\":\"\(code)\",\"code_verifier\":\"\(Self.verifier)\"}")
+                let again = try await Self.exchange(client, code: code, verifier: Self.verifier)
                 #expect(again.status == .notFound)
                 #expect(again.body["error_code"]?.stringValue == "flow_state_not_found")
                 let replayed = try await Self.send(client, "/auth/v1/callback?state=\(state)&code=4%2Fgoogle-code")
@@ -276,9 +277,7 @@ struct BrowserFlowTests {
             #expect(back.status == .found)
             let appleLocation = try #require(back.location)
             let code = try #require(try Self.query(appleLocation)["code"])
-            let exchanged = try await Self.send(
-                client, "/auth/v1/token?grant_type=pkce", method: .post, headers: [.contentType: "application/json"],
-                body: "{\"auth_code\":\"\(code)\",\"code_verifier\":\"\(Self.verifier)\"}")
+            let exchanged = try await Self.exchange(client, code: code, verifier: Self.verifier)
             #expect(exchanged.status == .ok, "\(exchanged.body)")
             let userObject = try #require(exchanged.body["user"]?.objectValue)
             #expect(userObject["user_metadata"]?.objectValue?["full_name"]?.stringValue == "Jane Appleseed")
@@ -415,24 +414,22 @@ struct BrowserFlowTests {
             #expect(await exchangeCode(Date().addingTimeInterval(301)) == .flowStateExpired)
             #expect(await exchangeCode(Date()) == .flowStateNotFound, "an expired code is gone after it was refused once")
 
-            let banned = try await signedIn("banned")
+            // A user who signed in before, starts a PKCE flow, and is banned before the exchange.
+            let earlier = try await signedIn("banned")
+            _ = try await Self.exchange(client, code: earlier, verifier: Self.verifier)
             let listed = try await rig.dependencies.store.listUsers(offset: 0, limit: 10).users
             let user = try #require(listed.first { $0.email == "banned@example.com" })
+            let banned = try await signedIn("banned")
             _ = try await AdminService(store: rig.dependencies.store, logger: Logger(label: "t")).ban(user.id, until: .distantFuture, now: Date())
-            let refused = try await Self.send(
-                client, "/auth/v1/token?grant_type=pkce", method: .post, headers: [.contentType: "application/json"],
-                body: "{\"auth_code\":\"\(banned)\",\"code_verifier\":\"\(Self.verifier)\"}")
+            let refused = try await Self.exchange(client, code: banned, verifier: Self.verifier)
             #expect(refused.body["error_code"]?.stringValue == "user_banned")
-            #expect(try await rig.dependencies.store.sessions(ofUser: user.id).isEmpty)
+            #expect(try await rig.dependencies.store.sessions(ofUser: user.id).isEmpty, "the ban ended the earlier session; none was started")
 
             let raced = try await signedIn("raced")
             let statuses = await withTaskGroup(of: HTTPResponse.Status.self) { group in
                 for _ in 0..<8 {
                     group.addTask {
-                        (try? await Self.send(
-                            client, "/auth/v1/token?grant_type=pkce", method: .post, headers: [.contentType: "application/json"],
-                            body: "{\"auth_code\":\"\(raced)\",\"code_verifier\":\"\(Self.verifier)\"}"
-                        ).status) ?? .internalServerError
+                        (try? await Self.exchange(client, code: raced).status) ?? .internalServerError
                     }
                 }
                 return await group.reduce(into: []) { $0.append($1) }
@@ -467,9 +464,7 @@ struct BrowserFlowTests {
             let back = try await Self.send(client, "/auth/v1/callback?state=\(sent["state"]!)&code=link-1")
             let location = try #require(back.location)
             let code = try #require(try Self.query(location)["code"])
-            let exchanged = try await Self.send(
-                client, "/auth/v1/token?grant_type=pkce", method: .post, headers: [.contentType: "application/json"],
-                body: "{\"auth_code\":\"\(code)\",\"code_verifier\":\"\(Self.verifier)\"}")
+            let exchanged = try await Self.exchange(client, code: code, verifier: Self.verifier)
             let user = try #require(exchanged.body["user"]?.objectValue)
             #expect(user["id"]?.stringValue == anonymousID)
             #expect(user["is_anonymous"] == false)
@@ -519,12 +514,51 @@ struct BrowserFlowTests {
             let back = try await Self.send(client, "/auth/v1/callback?state=\(sent["state"]!)&code=corp-code")
             let location = try #require(back.location)
             let code = try #require(try Self.query(location)["code"])
-            let exchanged = try await Self.send(
-                client, "/auth/v1/token?grant_type=pkce", method: .post, headers: [.contentType: "application/json"],
-                body: "{\"auth_code\":\"\(code)\",\"code_verifier\":\"\(Self.verifier)\"}")
+            let exchanged = try await Self.exchange(client, code: code, verifier: Self.verifier)
             let user = try #require(exchanged.body["user"]?.objectValue)
             #expect(user["app_metadata"]?.objectValue?["provider"]?.stringValue == "corp")
             #expect(user["email"]?.stringValue == "emp7@corp.example")
+        }
+        await rig.stop()
+    }
+
+    @Test("PKCE: nothing is written before the verifier; a flow someone else started (a link to their account, a sign-in) changes no account")
+    func nothingBeforeTheVerifier() async throws {
+        let rig = try await rig()
+        try await rig.app.test(.router) { client in
+            let store = rig.dependencies.store
+            // The attacker starts linking Google to their own account, with their own verifier...
+            let signup = try await Self.send(client, "/auth/v1/signup", method: .post, headers: [.contentType: "application/json"], body: "{}")
+            let attacker = try #require(signup.body["user"]?.objectValue?["id"]?.stringValue)
+            let bearer = try #require(signup.body["access_token"]?.stringValue)
+            let started = try await Self.send(
+                client, "/auth/v1/user/identities/authorize?provider=google&" + Self.pkceQuery, headers: [.authorization: "Bearer \(bearer)"])
+            let startedLocation = try #require(started.location)
+            let sent = try Self.query(startedLocation)
+            // ... and the victim's browser is made to finish it at Google, as the victim.
+            rig.google.register(code: "victim", grant: .init(idToken: Self.googleToken(subject: "victim-sub", nonce: sent["nonce"])))
+            let back = try await Self.send(client, "/auth/v1/callback?state=\(sent["state"]!)&code=victim")
+            let location = try #require(back.location)
+            let code = try #require(try Self.query(location)["code"])
+            #expect(try await store.owner(ofIdentity: "google", subject: "victim-sub") == nil, "linked at the callback")
+            #expect(try await store.identities(ofUser: attacker).isEmpty)
+            // The victim's app holds another verifier (or none): its exchange links nothing.
+            let wrong = try await Self.exchange(client, code: code, verifier: String(repeating: "q", count: 64))
+            #expect(wrong.body["error_code"]?.stringValue == "bad_code_verifier")
+            #expect(try await store.owner(ofIdentity: "google", subject: "victim-sub") == nil)
+            // Only the verifier of the browser that started the flow writes (here, the link).
+            let right = try await Self.exchange(client, code: code, verifier: Self.verifier)
+            #expect(right.status == .ok)
+            #expect(try await store.owner(ofIdentity: "google", subject: "victim-sub") == attacker)
+
+            // A sign-in flow: no user exists until the exchange.
+            let before = try await store.listUsers(offset: 0, limit: 100).total
+            let signIn = try await Self.authorize(client, extra: Self.pkceQuery)
+            rig.google.register(code: "fresh", grant: .init(idToken: Self.googleToken(subject: "fresh-sub", nonce: signIn["nonce"])))
+            let signedBack = try await Self.send(client, "/auth/v1/callback?state=\(signIn["state"]!)&code=fresh")
+            #expect(signedBack.location?.contains("code=") == true)
+            #expect(try await store.listUsers(offset: 0, limit: 100).total == before)
+            #expect(try await store.owner(ofIdentity: "google", subject: "fresh-sub") == nil)
         }
         await rig.stop()
     }

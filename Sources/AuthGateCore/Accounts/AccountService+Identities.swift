@@ -18,21 +18,22 @@ extension AccountService {
     {
         let now = now.atStoredMillisecond
         let signedIn = try await commitSignIn(identity, taking: marks, startingSessionOn: device, now: now)
-        guard let (session, refreshToken) = signedIn.session else { throw AuthGateError(.storeCorrupt, "a sign-in started no session") }
-        return try issue(for: signedIn.user, identities: signedIn.identities, session: session, refreshToken: refreshToken, now: now)
+        return try issue(
+            for: signedIn.user, identities: signedIn.identities, session: signedIn.session, refreshToken: signedIn.refreshToken, now: now)
     }
 
     /// What ``commitSignIn(_:taking:startingSessionOn:now:)`` wrote.
     struct SignedInAccount {
         let user: UserRecord
         let identities: [IdentityRecord]
-        /// The session started with it, and its first refresh token; nil when none was asked for.
-        let session: (SessionRecord, RefreshToken)?
+        /// The session started with it, and its first refresh token.
+        let session: SessionRecord
+        let refreshToken: RefreshToken
     }
 
     /// The find-or-create of ``signIn(_:taking:device:now:)``, with a session on `device` in the
-    /// same commit, or none (`nil`: the browser flow's PKCE variant starts it at the code exchange).
-    func commitSignIn(_ identity: VerifiedIdentity, taking marks: SingleUseMarks?, startingSessionOn device: SessionDevice?, now: Date)
+    /// same commit (the browser flow's callback and code exchange use it too).
+    func commitSignIn(_ identity: VerifiedIdentity, taking marks: SingleUseMarks?, startingSessionOn device: SessionDevice, now: Date)
         async throws -> SignedInAccount
     {
         let key = IdentityKey(provider: identity.provider, subject: identity.subject)
@@ -44,21 +45,17 @@ extension AccountService {
                 provider: key.provider, subject: key.subject, email: linkableEmail, taking: attempt == 0 ? marks : nil)
             let decided = try decide(identity, lookup: lookup, newUserMayClaimEmail: newUserMayClaimEmail, now: now)
             var started = decided.change
-            var session: (SessionRecord, RefreshToken)?
-            if let device {
-                let (record, refreshToken) = try newSession(for: started.user.id, method: "oauth", device: device, now: now)
-                started.newSession = (record, refreshToken.hash)
-                started.sessionLimit = tokens.refresh.maxSessionsPerUser
-                session = (record, refreshToken)
-            }
+            let (session, refreshToken) = try newSession(for: started.user.id, method: "oauth", device: device, now: now)
+            started.newSession = (session, refreshToken.hash)
+            started.sessionLimit = tokens.refresh.maxSessionsPerUser
             switch try await store.commit(started) {
             case .committed(let ended):
                 try await endedOverLimit(ended, userID: started.user.id, now: now)
-                var detail = ["provider": identity.provider]
-                if let session { detail["session_id"] = session.0.id }
                 store.recordAudit(
-                    .now(started.base == nil ? "user_signedup" : "login", userID: started.user.id, actor: started.user.id, detail: detail))
-                return SignedInAccount(user: started.user, identities: decided.identities, session: session)
+                    .now(
+                        started.base == nil ? "user_signedup" : "login", userID: started.user.id, actor: started.user.id,
+                        detail: ["provider": identity.provider, "session_id": session.id]))
+                return SignedInAccount(user: started.user, identities: decided.identities, session: session, refreshToken: refreshToken)
             case .stale, .identityTaken:
                 continue  // the account changed, or a concurrent first sign-in won: decide again
             case .fenced:
@@ -70,26 +67,6 @@ extension AccountService {
         throw AuthGateError(.storeUnavailable, "the account changed \(AccountRetry.attempts) times during one sign-in")
     }
 
-    /// A new session for a user who signed in a moment ago without one (the browser flow's code
-    /// exchange), written with a compare-and-set: a user banned or deleted since gets none.
-    func startSession(userID: String, provider: String, device: SessionDevice, now: Date) async throws -> IssuedSession {
-        let now = now.atStoredMillisecond
-        let (session, refreshToken) = try newSession(for: userID, method: "oauth", device: device, now: now)
-        let updated = try await store.updateAccount(userID: userID) { account in
-            guard account.user.deletedAt == nil else { throw AuthGateError(.userNotFound, "the user was deleted during the browser flow") }
-            guard !account.user.isBanned(at: now) else { throw AuthGateError(.userBanned, "User is banned") }
-            var change = AccountChange(base: account.stamp, user: account.user)
-            change.user.lastSignInAt = now
-            change.newSession = (session, refreshToken.hash)
-            change.sessionLimit = tokens.refresh.maxSessionsPerUser
-            return change
-        }
-        guard let updated else { throw AuthGateError(.userNotFound, "the user was deleted during the browser flow") }
-        try await endedOverLimit(updated.endedSessions, userID: userID, now: now)
-        store.recordAudit(.now("login", userID: userID, actor: userID, detail: ["provider": provider, "session_id": session.id]))
-        return try issue(for: updated.change.user, identities: updated.account.identities, session: session, refreshToken: refreshToken, now: now)
-    }
-
     /// `link_identity: true`: attaches the identity to the caller's user (the anonymous upgrade)
     /// and starts a session, in one commit from the account read when the caller was
     /// authenticated. Every condition is checked before anything is written: a refused link
@@ -98,17 +75,15 @@ extension AccountService {
         let now = now.atStoredMillisecond
         let linked = try await linkAccount(
             identity, userID: caller.user.id, sessionID: caller.claims.sessionID, startingFrom: caller.account, startingSessionOn: device, now: now)
-        guard let (session, refreshToken) = linked.session else { throw AuthGateError(.storeCorrupt, "a link started no session") }
-        return try issue(for: linked.user, identities: linked.identities, session: session, refreshToken: refreshToken, now: now)
+        return try issue(for: linked.user, identities: linked.identities, session: linked.session, refreshToken: linked.refreshToken, now: now)
     }
 
     /// The link of ``link(_:to:device:now:)`` for the user `userID`: from `first` (the account read
     /// when the caller was authenticated) or a fresh read, with the caller's session `sessionID`
-    /// required alive when given, and a session on `device` in the same commit, or none (`nil`:
-    /// the browser flow's PKCE variant starts it at the code exchange).
+    /// required alive when given, and a session on `device` in the same commit.
     func linkAccount(
         _ identity: VerifiedIdentity, userID: String, sessionID: String?, startingFrom first: AccountSnapshot?,
-        startingSessionOn device: SessionDevice?,
+        startingSessionOn device: SessionDevice,
         now: Date
     ) async throws -> SignedInAccount {
         let key = IdentityKey(provider: identity.provider, subject: identity.subject)
@@ -117,7 +92,7 @@ extension AccountService {
         if let owner = try await store.owner(ofIdentity: key.provider, subject: key.subject), owner != userID {
             throw AuthGateError(.identityAlreadyExists, "identity linked to another user")
         }
-        let session = try device.map { try newSession(for: userID, method: "oauth", device: $0, now: now) }
+        let (session, refreshToken) = try newSession(for: userID, method: "oauth", device: device, now: now)
         var identities: [IdentityRecord] = []
         let updated = try await store.updateAccount(userID: userID, sessionID: sessionID, startingFrom: first) { account in
             if sessionID != nil, account.session == nil {
@@ -150,10 +125,8 @@ extension AccountService {
             change.user = user
             change.savedIdentities = [record]
             change.claimedIdentities = [key]
-            if let (record, refreshToken) = session {
-                change.newSession = (record, refreshToken.hash)
-                change.sessionLimit = tokens.refresh.maxSessionsPerUser
-            }
+            change.newSession = (session, refreshToken.hash)
+            change.sessionLimit = tokens.refresh.maxSessionsPerUser
             return change
         } onConflict: { outcome in
             switch outcome {
@@ -163,10 +136,8 @@ extension AccountService {
         }
         guard let updated else { throw AuthGateError(.userNotFound, "User from sub claim in JWT does not exist") }
         try await endedOverLimit(updated.endedSessions, userID: userID, now: now)
-        var detail = ["provider": identity.provider]
-        if let session { detail["session_id"] = session.0.id }
-        store.recordAudit(.now("identity_linked", userID: userID, actor: userID, detail: detail))
-        return SignedInAccount(user: updated.change.user, identities: identities, session: session)
+        store.recordAudit(.now("identity_linked", userID: userID, actor: userID, detail: ["provider": identity.provider, "session_id": session.id]))
+        return SignedInAccount(user: updated.change.user, identities: identities, session: session, refreshToken: refreshToken)
     }
 
     /// The change a sign-in makes after `lookup`: a returning user's (the identity's owner, or the

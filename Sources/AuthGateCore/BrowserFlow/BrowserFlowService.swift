@@ -190,10 +190,9 @@ public struct BrowserFlowService: Sendable {
         let now = now.atStoredMillisecond
         guard let challenge = flow.challenge else {
             // Implicit: the session now, in the fragment.
-            let signedIn = try await account(for: identity, flow: flow, taking: marks, startingSessionOn: device, now: now)
-            guard let (session, refreshToken) = signedIn.session else { throw AuthGateError(.storeCorrupt, "a sign-in started no session") }
+            let signedIn = try await account(for: identity, linkingTarget: flow.linkingTarget, taking: marks, device: device, now: now)
             let issued = try accounts.issue(
-                for: signedIn.user, identities: signedIn.identities, session: session, refreshToken: refreshToken, now: now)
+                for: signedIn.user, identities: signedIn.identities, session: signedIn.session, refreshToken: signedIn.refreshToken, now: now)
             var fragment: [(String, String)] = [
                 ("access_token", issued.accessToken), ("expires_at", String(issued.expiresAt)), ("expires_in", String(issued.expiresIn))
             ]
@@ -203,10 +202,12 @@ public struct BrowserFlowService: Sendable {
                 status: 302, location: Self.withoutFragment(target.text) + "#" + FormFields.encoded(fragment), outcome: "ok", userID: signedIn.user.id
             )
         }
-        let signedIn = try await account(for: identity, flow: flow, taking: marks, startingSessionOn: nil, now: now)
+        // PKCE: nothing is written until the browser that started the flow presents its verifier;
+        // the ID token's single use is taken now.
+        try await accounts.idTokens.take(marks)
         let authCode = UUIDBytes.random()
         let record = FlowCode(
-            userID: signedIn.user.id, provider: provider.name, subject: identity.subject, challenge: challenge, createdAt: flow.createdAt,
+            identity: identity, linkingTarget: flow.linkingTarget, challenge: challenge, createdAt: flow.createdAt,
             sealedProviderToken: try sealer.flatMap {
                 grant.accessToken.isEmpty ? nil : try $0.seal(grant.accessToken, provider: provider.name, subject: identity.subject)
             },
@@ -218,17 +219,18 @@ public struct BrowserFlowService: Sendable {
         guard try await store.insertIfAbsent(FlowCode.storeKey(code: authCode), value: record.encoded, expiresAt: expiresAt) else {
             throw AuthGateError(.storeCorrupt, "a new random authorization code was already taken")
         }
-        return Redirect(status: 302, location: Self.settingQuery(target.text, [("code", authCode)]), outcome: "ok", userID: signedIn.user.id)
+        return Redirect(status: 302, location: Self.settingQuery(target.text, [("code", authCode)]), outcome: "ok", userID: nil)
     }
 
-    /// The sign-in (find or create) or, for a linking flow, the link to its target user.
+    /// The sign-in (find or create) or, for a linking flow, the link to its target user, with a
+    /// session on `device`; `marks` (nil when already taken) are taken first.
     private func account(
-        for identity: VerifiedIdentity, flow: FlowState, taking marks: SingleUseMarks, startingSessionOn device: SessionDevice?, now: Date
+        for identity: VerifiedIdentity, linkingTarget: String?, taking marks: SingleUseMarks?, device: SessionDevice, now: Date
     ) async throws -> AccountService.SignedInAccount {
-        guard let target = flow.linkingTarget else {
+        guard let target = linkingTarget else {
             return try await accounts.commitSignIn(identity, taking: marks, startingSessionOn: device, now: now)
         }
-        try await accounts.idTokens.take(marks)
+        if let marks { try await accounts.idTokens.take(marks) }
         return try await accounts.linkAccount(identity, userID: target, sessionID: nil, startingFrom: nil, startingSessionOn: device, now: now)
     }
 
@@ -241,7 +243,8 @@ public struct BrowserFlowService: Sendable {
     }
 
     /// `POST /token?grant_type=pkce`: GoTrue's checks in its order. A wrong verifier leaves the
-    /// code usable; a right one takes it, once (of two racing exchanges, one gets the session).
+    /// code usable; a right one takes it, once (of two racing exchanges, one gets the session),
+    /// and only then is the account written: signed in, or the identity linked.
     /// - Throws: ``AuthGateError`` `validation_failed`, `flow_state_not_found`,
     ///   `flow_state_expired`, `bad_code_verifier`, `user_banned`, `user_not_found`.
     public func exchange(authCode: String, verifier: String, device: SessionDevice, now: Date) async throws -> Exchanged {
@@ -262,11 +265,18 @@ public struct BrowserFlowService: Sendable {
             throw AuthGateError(.badCodeVerifier, "the verifier does not answer the challenge")
         }
         guard try await store.take(key) != nil else { throw AuthGateError(.flowStateNotFound, "the authorization code was exchanged meanwhile") }
-        let session = try await accounts.startSession(userID: flow.userID, provider: flow.provider, device: device, now: now)
+        // Now, and only now, the account: found or created, or the identity linked, as the
+        // implicit flow does at the callback (a ban or deletion since is seen here).
+        let now = now.atStoredMillisecond
+        let signedIn = try await account(for: flow.identity, linkingTarget: flow.linkingTarget, taking: nil, device: device, now: now)
+        let issued = try accounts.issue(
+            for: signedIn.user, identities: signedIn.identities, session: signedIn.session, refreshToken: signedIn.refreshToken, now: now)
+        let provider = flow.identity.provider
+        let subject = flow.identity.subject
         return Exchanged(
-            session: session,
-            providerToken: flow.sealedProviderToken.flatMap { try? sealer?.open($0, provider: flow.provider, subject: flow.subject) },
-            providerRefreshToken: flow.sealedProviderRefreshToken.flatMap { try? sealer?.open($0, provider: flow.provider, subject: flow.subject) })
+            session: issued,
+            providerToken: flow.sealedProviderToken.flatMap { try? sealer?.open($0, provider: provider, subject: subject) },
+            providerRefreshToken: flow.sealedProviderRefreshToken.flatMap { try? sealer?.open($0, provider: provider, subject: subject) })
     }
 
     // MARK: helpers
