@@ -146,4 +146,78 @@ struct WebSocketRelayHandlerTests {
         #expect(try Tunnel.written(tunnel.client) == [0x88, 2, 0x03, 0xE9])
         #expect(!tunnel.client.isActive && !tunnel.upstream.isActive)
     }
+
+    /// A frame the protocol forbids, from either side. The relay copied frames as they came: an
+    /// unmasked frame from a client reached the upstream re-masked as if valid, a masked one from
+    /// the upstream reached the client unmasked, a reserved opcode or a broken close body went on
+    /// to the other end, which then had to guard against the gateway. Now the sender gets 1002
+    /// (1007 for a close reason that is not UTF-8), the other side 1001, and nothing is relayed.
+    enum Forbidden: String, CaseIterable, CustomTestStringConvertible {
+        case unmaskedFromClient, maskedFromUpstream, reservedOpcode, reservedControlOpcode, oneByteCloseBody, closeCode1005
+        case closeCode999, closeCode2000, closeReasonNotUTF8
+        var testDescription: String { rawValue }
+
+        /// Which side sends it, the frame's first byte, its payload, whether it is masked, and the
+        /// code the sender must get.
+        var frame: (fromClient: Bool, head: UInt8, payload: [UInt8], masked: Bool, code: [UInt8]) {
+            switch self {
+            case .unmaskedFromClient: (true, 0x81, Array("hi".utf8), false, [0x03, 0xEA])
+            case .maskedFromUpstream: (false, 0x81, Array("hi".utf8), true, [0x03, 0xEA])
+            case .reservedOpcode: (true, 0x83, [1], true, [0x03, 0xEA])
+            case .reservedControlOpcode: (false, 0x8B, [], false, [0x03, 0xEA])
+            case .oneByteCloseBody: (true, 0x88, [0x03], true, [0x03, 0xEA])
+            case .closeCode1005: (false, 0x88, [0x03, 0xED], false, [0x03, 0xEA])
+            case .closeCode999: (true, 0x88, [0x03, 0xE7], true, [0x03, 0xEA])
+            case .closeCode2000: (false, 0x88, [0x07, 0xD0], false, [0x03, 0xEA])
+            case .closeReasonNotUTF8: (true, 0x88, [0x03, 0xE8, 0xC3, 0x28], true, [0x03, 0xEF])
+            }
+        }
+    }
+
+    @Test("a frame the protocol forbids is not relayed: its sender gets 1002 (or 1007), the other side 1001", arguments: Forbidden.allCases)
+    func forbiddenFrames(_ forbidden: Forbidden) throws {
+        let tunnel = try Tunnel()
+        let (fromClient, head, payload, masked, code) = forbidden.frame
+        let (sender, receiver) = fromClient ? (tunnel.client, tunnel.upstream) : (tunnel.upstream, tunnel.client)
+        let key: [UInt8] = [5, 6, 7, 8]
+        let bytes: [UInt8] =
+            masked
+            ? [head, 0x80 | UInt8(payload.count)] + key + payload.enumerated().map { $0.element ^ key[$0.offset % 4] }
+            : [head, UInt8(payload.count)] + payload
+        try sender.writeInbound(ByteBuffer(bytes: bytes))
+        sender.embeddedEventLoop.run()
+        let toSender = try Tunnel.written(sender)
+        // A close frame to the client is unmasked; to the upstream masked (4 key bytes before the code).
+        let senderCode = fromClient ? Array(toSender.dropFirst(2).prefix(2)) : Self.unmasked(toSender)
+        #expect(senderCode == code, "\(forbidden): the sender got \(toSender)")
+        let toReceiver = try Tunnel.written(receiver)
+        let receiverCode = fromClient ? Self.unmasked(toReceiver) : Array(toReceiver.dropFirst(2).prefix(2))
+        #expect(receiverCode == [0x03, 0xE9], "\(forbidden): the other side got \(toReceiver), not 1001 alone")
+        #expect(toReceiver.count == (fromClient ? 8 : 4), "nothing but the close frame reached the other side: \(toReceiver)")
+        #expect(!sender.isActive && !receiver.isActive)
+    }
+
+    @Test("frames the protocol allows pass as they are: masked from the client, unmasked from the upstream, valid close codes")
+    func allowedFrames() throws {
+        let tunnel = try Tunnel()
+        let key: [UInt8] = [1, 1, 1, 1]
+        let text = [0x81, 0x82] + key + [UInt8(ascii: "h") ^ 1, UInt8(ascii: "i") ^ 1]
+        try tunnel.client.writeInbound(ByteBuffer(bytes: text))
+        #expect(try Tunnel.written(tunnel.upstream) == text, "a masked frame keeps its key")
+        let pong: [UInt8] = [0x8A, 0]
+        try tunnel.upstream.writeInbound(ByteBuffer(bytes: pong))
+        #expect(try Tunnel.written(tunnel.client) == pong)
+        // 4000 with a UTF-8 reason: a private-use code.
+        let close: [UInt8] = [0x88, 6, 0x0F, 0xA0] + Array("ok".utf8) + [0xC3, 0xA9]
+        try tunnel.upstream.writeInbound(ByteBuffer(bytes: close))
+        #expect(try Tunnel.written(tunnel.client) == close)
+        for code: UInt16 in [1000, 1003, 1007, 1014, 3000, 4999] { #expect(WebSocketFrameRules.isSendable(code)) }
+        for code: UInt16 in [0, 999, 1004, 1005, 1006, 1015, 1016, 2999, 5000] { #expect(!WebSocketFrameRules.isSendable(code)) }
+    }
+
+    /// The two code bytes of a masked close frame (2 head bytes, 4 key bytes, then the code).
+    static func unmasked(_ frame: [UInt8]) -> [UInt8] {
+        guard frame.count >= 8 else { return frame }
+        return [frame[6] ^ frame[2], frame[7] ^ frame[3]]
+    }
 }

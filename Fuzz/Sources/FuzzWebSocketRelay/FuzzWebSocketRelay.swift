@@ -20,7 +20,8 @@ public func fuzzWebSocketRelayMain(_ argc: CInt, _ argv: UnsafeMutablePointer<Un
 /// caller's session.
 ///
 /// Properties: never a trap; what the gateway writes to each side parses as whole frames, masked
-/// toward the upstream and unmasked toward the client (RFC 6455 §5.3), with one close frame at
+/// toward the upstream and unmasked toward the client (RFC 6455 §5.3), no reserved opcode, no
+/// close frame with a body the protocol forbids (``WebSocketFrameRules``), with one close frame at
 /// most and nothing after it (§5.5.1).
 public func fuzzWebSocketRelay(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
     var input = FuzzInput(start, count)
@@ -93,12 +94,15 @@ final class RelayFixture {
         while let buffer = try? upstream.readOutbound(as: ByteBuffer.self) { toUpstream += buffer.readableBytesView }
     }
 
-    /// A frame from the input: opcode and fragment bit, a payload of up to 300 bytes (over the
-    /// fixture's 256-byte limit at times), masked as a client's when `masked`.
-    static func frame(from input: inout FuzzInput, masked: Bool) -> [UInt8] {
+    /// A frame from the input: opcode (reserved ones too) and fragment bit, a payload of up to
+    /// 300 bytes (over the fixture's 256-byte limit at times), masked as a client's when
+    /// `clientSide`, except when the control byte asks for the other way (a frame the protocol
+    /// forbids).
+    static func frame(from input: inout FuzzInput, masked clientSide: Bool) -> [UInt8] {
         let control = input.byte()
-        let opcodes: [UInt8] = [0x0, 0x1, 0x2, 0x8, 0x9, 0xA, 0x3]
+        let opcodes: [UInt8] = [0x0, 0x1, 0x2, 0x8, 0x9, 0xA, 0x3, 0xB]
         let first = (control & 0x80) | opcodes[Int(control & 0x7F) % opcodes.count]
+        let masked = clientSide != (control & 0x30 == 0x30)
         let length = Int(input.byte()) + (control & 0x40 != 0 ? 45 : 0)
         var payload: [UInt8] = []
         for _ in 0..<length { payload.append(input.byte()) }
@@ -135,8 +139,16 @@ final class RelayFixture {
                 length = bytes[index..<index + 8].reduce(0) { ($0 << 8) | Int($1) }
                 index += 8
             }
+            let key: [UInt8] = isMasked && bytes.count - index >= 4 ? Array(bytes[index..<index + 4]) : []
             index += isMasked ? 4 : 0
             fuzzCheck(length >= 0 && length <= bytes.count - index, "a partial frame to the \(side): \(bytes)")
+            fuzzCheck([0x0, 0x1, 0x2, 0x8, 0x9, 0xA].contains(opcode), "a reserved opcode to the \(side): \(bytes)")
+            if opcode == 0x8 {
+                let body = bytes[index..<index + length].enumerated().map { key.isEmpty ? $0.element : $0.element ^ key[$0.offset % 4] }
+                fuzzCheck(
+                    WebSocketFrameRules.closeBodyViolation(ByteBuffer(bytes: body)) == nil,
+                    "a close frame the protocol forbids to the \(side): \(bytes)")
+            }
             index += length
             if opcode == 0x8 { closes += 1 }
         }

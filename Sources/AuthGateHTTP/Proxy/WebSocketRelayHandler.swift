@@ -13,7 +13,10 @@ import NIOWebSocket
 /// One side of a proxied WebSocket connection: frames read on this side's channel are written
 /// to the other side's, as they come and as they are (extension bits included, so an extension
 /// the two ends agreed on passes through); frames bound for the upstream are masked, frames bound
-/// for the client are not (RFC 6455 §5.3).
+/// for the client are not (RFC 6455 §5.3). A frame the protocol forbids (``WebSocketFrameRules``:
+/// an unmasked frame from the client, a masked one from the upstream, a reserved opcode, a bad
+/// close body) is not relayed: its side gets 1002 (1007 for a close reason that is not UTF-8),
+/// the other side 1001.
 ///
 /// Reading on one side pauses while the other side's socket is full. When either connection
 /// closes, the other is closed. A frame over `proxy.max_websocket_frame` closes that side with
@@ -112,7 +115,12 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard let peer, !closing else { return }
-        peer.relay(unwrapInboundIn(data))
+        let frame = unwrapInboundIn(data)
+        if let code = WebSocketFrameRules.violation(of: frame, from: side) {
+            logger.info("websocket closed", metadata: ["gw.outcome": "frame_refused", "gw.side": "\(side.rawValue)", "gw.code": "\(code)"])
+            return end(code, reason: nil, peerCode: .goingAway)
+        }
+        peer.relay(frame)
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
