@@ -63,6 +63,7 @@ struct RedirectPolicyTests {
             "https://app.example.com/\u{00e9}", "https://app.example.com:0/", "https://app.example.com:65536/", "https://app.example.com:+1/",
             "https://app.example.com/cb/../admin", "https://app.example.com/cb/%2E%2e/admin", "https://app.example.com/./x",
             "https://app..example.com/", "https://0x7f.0.0.1/", "https://127.1/", "java script:x", "1http://x/", "https://app.example.com/\t",
+            "javascript:alert(1)", "JavaScript://x/%0Aalert(1)", "data:text/html,x", "file:///etc/passwd", "vbscript:x", "blob:https://a/b",
             String(repeating: "a", count: 2049)
         ] {
             #expect(RedirectTarget(refused) == nil, "\(refused)")
@@ -91,6 +92,9 @@ struct RedirectPolicyTests {
         #expect(policy.allowed("myapp://done") != nil)
         #expect(policy.allowed("myapp://done/more") == nil)
         #expect(policy.allowed("javascript:alert(1)") == nil)
+        let anything = RedirectPolicy(siteURL: try #require(RedirectTarget("https://app.example.com")), allowList: [try glob("*"), try glob("**")])
+        #expect(anything.allowed("javascript:alert(1)") == nil, "no allow-list entry lets a script scheme through")
+        #expect(anything.allowed("data:text/html,x") == nil)
         #expect(policy.target(redirectTo: "https://evil.example/", referer: "http://localhost:3000/home").text == "http://localhost:3000/home")
         #expect(policy.target(redirectTo: nil, referer: "https://evil.example/").text == "https://app.example.com")
         // A site URL on loopback takes any port.

@@ -2,8 +2,9 @@
 /// lower case, the host as ``HostName`` writes it, a default port (`:443` for `https`, `:80` for
 /// `http`) left out, the rest as sent. Refused outright: anything but printable ASCII, a
 /// backslash or a character no URL may hold unencoded, user information (`https://a@b/`), an
-/// empty or invalid host, a port outside 1-65535, and `.` or `..` path segments (encoded ones
-/// too), which browsers resolve away after an allow list has matched the text. The allow list,
+/// empty or invalid host, a port outside 1-65535, `.` or `..` path segments (encoded ones too),
+/// which browsers resolve away after an allow list has matched the text, and schemes that run
+/// or read something (`javascript:`, `data:`, `file:`, …). The allow list,
 /// the site URL rule and the browser all see this one text.
 public struct RedirectTarget: Sendable, Hashable {
     /// Lower-case scheme (`https`, `http`, `com.example.app`).
@@ -42,6 +43,7 @@ public struct RedirectTarget: Sendable, Hashable {
             bytes[1..<colon].allSatisfy(Self.isSchemeByte)
         else { return nil }
         let scheme = String(decoding: bytes[..<colon], as: UTF8.self).lowercased()
+        guard !Self.refusedSchemes.contains(scheme) else { return nil }
         var rest = bytes[(colon + 1)...]
         var host: String?
         var port: Int?
@@ -78,6 +80,10 @@ public struct RedirectTarget: Sendable, Hashable {
         let remainder = String(decoding: rest, as: UTF8.self)
         self.init(scheme: scheme, host: host, port: port, text: scheme + ":" + authorityText + remainder)
     }
+
+    /// Schemes that run or read something where they are opened instead of going somewhere: never
+    /// a place to send a browser with a session or a code, whatever an allow-list entry matches.
+    static let refusedSchemes: Set<String> = ["javascript", "vbscript", "data", "file", "blob", "about", "filesystem", "view-source"]
 
     /// Printable ASCII without space, `"`, `<`, `>`, `\`, `^`, `` ` ``, `{`, `|`, `}`.
     static func isAllowed(_ byte: UInt8) -> Bool {
