@@ -65,8 +65,9 @@ public struct BrowserFlowService: Sendable {
         let nonce = Base64URL.encode(Base64URL.randomBytes(32))
         let flow = FlowState(
             provider: provider.name, redirectTo: target.text, nonce: nonce, challenge: challenge, createdAt: now, linkingTarget: linkingTo)
-        let expiresAt = now.addingTimeInterval(configuration.flowLifetime.inSeconds)
-        guard try await store.insertIfAbsent(FlowState.storeKey(state: state), value: flow.encoded, expiresAt: expiresAt) else {
+        guard
+            try await store.insertIfAbsent(FlowState.storeKey(state: state), value: flow.encoded, expiresAt: configuration.end(ofFlowStartedAt: now))
+        else {
             throw AuthGateError(.storeCorrupt, "a new random flow state was already taken")
         }
         var parameters: [(String, String)] = [
@@ -122,7 +123,7 @@ public struct BrowserFlowService: Sendable {
             return stateError("unexpected_failure", "The session store is unavailable; try again", error: "temporarily_unavailable")
         }
         guard let taken, let flow = FlowState(encoded: taken) else { return stateError("bad_oauth_state", "OAuth state not found or expired") }
-        guard now < flow.createdAt.addingTimeInterval(configuration.flowLifetime.inSeconds) else {
+        guard now < configuration.end(ofFlowStartedAt: flow.createdAt) else {
             return stateError("bad_oauth_state", "OAuth state has expired")
         }
         let target = RedirectTarget(flow.redirectTo) ?? policy.siteURL
@@ -215,7 +216,7 @@ public struct BrowserFlowService: Sendable {
                 try grant.refreshToken.map { try sealer.seal($0, provider: provider.name, subject: identity.subject) }
             })
         // Kept a lifetime past the flow's end, so that a late exchange is told it expired.
-        let expiresAt = flow.createdAt.addingTimeInterval(2 * configuration.flowLifetime.inSeconds)
+        let expiresAt = configuration.end(ofFlowStartedAt: flow.createdAt).addingTimeInterval(configuration.flowLifetime.inSeconds)
         guard try await store.insertIfAbsent(FlowCode.storeKey(code: authCode), value: record.encoded, expiresAt: expiresAt) else {
             throw AuthGateError(.storeCorrupt, "a new random authorization code was already taken")
         }
@@ -257,7 +258,7 @@ public struct BrowserFlowService: Sendable {
         guard let text = try await store.value(of: key), let flow = FlowCode(encoded: text) else {
             throw AuthGateError(.flowStateNotFound, "no flow for this authorization code")
         }
-        guard now < flow.createdAt.addingTimeInterval(configuration.flowLifetime.inSeconds) else {
+        guard now < configuration.end(ofFlowStartedAt: flow.createdAt) else {
             _ = try await store.take(key)
             throw AuthGateError(.flowStateExpired, "the flow began more than its lifetime ago")
         }
@@ -382,14 +383,10 @@ struct BrowserFlowFailure: Error {
 extension VerifiedIdentity {
     /// The identity with `name` and `full_name` set in its `identity_data` (Apple's `user` field).
     func named(_ fullName: String) -> VerifiedIdentity {
-        var data = identityData
-        data["name"] = .string(fullName)
-        data["full_name"] = .string(fullName)
-        var copy = VerifiedIdentity(
-            provider: provider, subject: subject, email: email, emailVerified: emailVerified, name: fullName, picture: picture, issuer: issuer,
-            expiresAt: expiresAt, issuedAt: issuedAt, claims: claims, identityData: data, tokenHash: tokenHash)
-        copy.sealedRefreshToken = sealedRefreshToken
-        copy.refreshTokenClientID = refreshTokenClientID
+        var copy = self
+        copy.name = fullName
+        copy.identityData["name"] = .string(fullName)
+        copy.identityData["full_name"] = .string(fullName)
         return copy
     }
 }

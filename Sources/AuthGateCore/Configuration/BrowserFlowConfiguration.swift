@@ -1,3 +1,9 @@
+#if canImport(FoundationEssentials)
+    public import FoundationEssentials
+#else
+    public import Foundation
+#endif
+
 /// `browser_flow:`: GoTrue's browser redirect flow (`GET /auth/v1/authorize`, `/callback`,
 /// `POST /token?grant_type=pkce`) for web apps and Android, with Google, Apple and configured
 /// OpenID Connect providers as the providers the browser signs in with. Off unless `enabled`.
@@ -37,6 +43,11 @@ public struct BrowserFlowConfiguration: Sendable {
     public var flowLifetime: Duration
     /// The providers offered, by name.
     public var providers: [String: Provider]
+
+    /// When a flow started at `start` ends: the state, the code and its exchange are refused after.
+    public func end(ofFlowStartedAt start: Date) -> Date {
+        start.addingTimeInterval(flowLifetime.inSeconds)
+    }
 
     /// What ``redirectPolicy`` decides with.
     public var redirectPolicy: RedirectPolicy { RedirectPolicy(siteURL: siteURL, allowList: redirectURLs) }

@@ -14,7 +14,7 @@ public struct VerifiedIdentity: Sendable, Hashable {
     public let email: String?
     /// Whether the provider vouches for the email (Apple: always, GoTrue's rule).
     public let emailVerified: Bool
-    public let name: String?
+    public var name: String?
     public let picture: String?
     /// The token's `iss`.
     public let issuer: String
@@ -25,8 +25,9 @@ public struct VerifiedIdentity: Sendable, Hashable {
     /// Every claim of the token.
     public let claims: [String: JSONValue]
     /// GoTrue's `identity_data`: iss, sub, provider_id, email, email_verified, phone_verified,
-    /// profile claims when present, and the provider's `custom_claims`.
-    public let identityData: [String: JSONValue]
+    /// profile claims when present, and the provider's `custom_claims` (and, from Apple's browser
+    /// flow, the name Apple sends once).
+    public var identityData: [String: JSONValue]
     /// Lower-case hex SHA-256 of the whole token: its identity in the replay window.
     public let tokenHash: String
     /// The provider's refresh token obtained with this sign-in (Apple's, from the app's

@@ -24,7 +24,7 @@ extension MemoryAuthStore {
     public func signInLookup(provider: String, subject: String, email: String?, taking marks: SingleUseMarks?) async throws -> SignInLookup {
         if let marks {
             if let replay = marks.replay, !recordIfAbsent(replay.key, expiresAt: replay.expiresAt) { throw marks.error(.replayed) }
-            if let serverNonce = marks.serverNonce, !takeExpiring(serverNonce) { throw marks.error(.serverNonceUnknown) }
+            if let serverNonce = marks.serverNonce, takeExpiring(serverNonce) == nil { throw marks.error(.serverNonceUnknown) }
         }
         if let owner = identityOwners[IdentityKey(provider: provider, subject: subject)] {
             return SignInLookup(identityOwner: owner, emailHolder: nil, account: snapshot(owner, sessionID: nil))

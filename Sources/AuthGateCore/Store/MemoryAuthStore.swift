@@ -23,9 +23,9 @@ public actor MemoryAuthStore: AuthStore {
         var ancestors: [String] = []
     }
 
-    var expiringKeys: [String: Date] = [:]
-    /// Values recorded until a time (``insertIfAbsent(_:value:expiresAt:)``).
-    var expiringValues: [String: (value: String, expiresAt: Date)] = [:]
+    /// Keys recorded until a time, each with its value (`"1"` when none was given, as on Redis):
+    /// replay records, issued nonces, browser flows.
+    var expiringKeys: [String: (value: String, expiresAt: Date)] = [:]
     private var counters: [String: (value: Int, expiresAt: Date)] = [:]
     private var insertsSinceSweep = 0
     var users: [String: UserRecord] = [:]
@@ -58,42 +58,37 @@ public actor MemoryAuthStore: AuthStore {
     }
 
     /// ``insertIfAbsent(_:expiresAt:)`` within the caller's actor turn.
-    func recordIfAbsent(_ key: String, expiresAt: Date) -> Bool {
+    func recordIfAbsent(_ key: String, value: String = "1", expiresAt: Date) -> Bool {
         let now = Date()
         sweepIfDue(now: now)
-        if let existing = expiringKeys[key], existing > now { return false }
-        expiringKeys[key] = expiresAt
+        if let existing = expiringKeys[key], existing.expiresAt > now { return false }
+        expiringKeys[key] = (value, expiresAt)
         return true
     }
 
     public func contains(_ key: String) async throws -> Bool {
-        (expiringKeys[key] ?? .distantPast) > Date()
+        try await value(of: key) != nil
     }
 
     public func consume(_ key: String) async throws -> Bool {
-        takeExpiring(key)
+        takeExpiring(key) != nil
     }
 
-    /// ``consume(_:)`` within the caller's actor turn.
-    func takeExpiring(_ key: String) -> Bool {
-        guard let expiry = expiringKeys.removeValue(forKey: key) else { return false }
-        return expiry > Date()
+    /// ``take(_:)`` within the caller's actor turn.
+    func takeExpiring(_ key: String) -> String? {
+        expiringKeys.removeValue(forKey: key).flatMap { $0.expiresAt > Date() ? $0.value : nil }
     }
 
     public func insertIfAbsent(_ key: String, value: String, expiresAt: Date) async throws -> Bool {
-        let now = Date()
-        sweepIfDue(now: now)
-        if let existing = expiringValues[key], existing.expiresAt > now { return false }
-        expiringValues[key] = (value, expiresAt)
-        return true
+        recordIfAbsent(key, value: value, expiresAt: expiresAt)
     }
 
     public func value(of key: String) async throws -> String? {
-        expiringValues[key].flatMap { $0.expiresAt > Date() ? $0.value : nil }
+        expiringKeys[key].flatMap { $0.expiresAt > Date() ? $0.value : nil }
     }
 
     public func take(_ key: String) async throws -> String? {
-        expiringValues.removeValue(forKey: key).flatMap { $0.expiresAt > Date() ? $0.value : nil }
+        takeExpiring(key)
     }
 
     public func countRequest(in window: SlidingWindow, currentKey: String, previousKey: String) async throws -> SlidingWindow.Counts {
@@ -125,7 +120,6 @@ public actor MemoryAuthStore: AuthStore {
         insertsSinceSweep += 1
         guard insertsSinceSweep >= 1024 else { return }
         insertsSinceSweep = 0
-        expiringKeys = expiringKeys.filter { $0.value > now }
-        expiringValues = expiringValues.filter { $0.value.expiresAt > now }
+        expiringKeys = expiringKeys.filter { $0.value.expiresAt > now }
     }
 }

@@ -122,9 +122,7 @@ public struct RedisAuthStore: AuthStore {
     }
 
     public func insertIfAbsent(_ key: String, expiresAt: Date) async throws -> Bool {
-        let milliseconds = expiresAt.unixMilliseconds(rounded: .up)
-        let reply = try await run(RedisCommand("SET", .string(keys.expiring(key)), "1", "PXAT", .integer(milliseconds), "NX"))
-        return !reply.isNull
+        try await insertIfAbsent(key, value: "1", expiresAt: expiresAt)
     }
 
     public func contains(_ key: String) async throws -> Bool {
@@ -132,7 +130,7 @@ public struct RedisAuthStore: AuthStore {
     }
 
     public func consume(_ key: String) async throws -> Bool {
-        try await !run(RedisCommand("GETDEL", .string(keys.expiring(key)))).isNull
+        try await take(key) != nil
     }
 
     public func insertIfAbsent(_ key: String, value: String, expiresAt: Date) async throws -> Bool {
