@@ -384,10 +384,13 @@ struct ConfigurationTests {
         #expect(configuration.browserFlow.callbackURL == configuration.server.publicURL + "/auth/v1/callback")
         #expect(configuration.browserFlow.providers["google"]?.clientSecret == "s3cret")
         #expect(configuration.browserFlow.flowLifetime == .seconds(600))
+        #expect(configuration.browserFlow.implicitLinking == false)
         let printed = configuration.renderedYAML()
         #expect(!printed.contains("s3cret"))
         #expect(try parse(printed, environment: ["AUTHGATE_BROWSER_FLOW_GOOGLE_CLIENT_SECRET": "s3cret"]).renderedYAML() == printed)
         #expect(try parse("").browserFlow.enabled == false)
+        #expect(try parse("browser_flow: { implicit_linking: true }").browserFlow.implicitLinking)
+        #expect(try parse(providers + "browser_flow: { implicit_linking: true }").renderedYAML().contains("implicit_linking: true"))
         let found = issues(
             providers + """
                 browser_flow: { enabled: true, site_url: "https://user@app.example.com", redirect_urls: ["https://{a,b"], flow_lifetime: 5s,

@@ -50,7 +50,9 @@ struct BrowserFlowTests {
         }
     }
 
-    func rig(store: any AuthStore = MemoryAuthStore(), sealing: Bool = true, manualLinking: Bool = true) async throws -> Rig {
+    func rig(store: any AuthStore = MemoryAuthStore(), sealing: Bool = true, manualLinking: Bool = true, implicitLinking: Bool = false)
+        async throws -> Rig
+    {
         let keys = try await FakeProvider.start(keys: [FakeProvider.sharedKeys[0]])
         let google = try await FakeOAuthTokenEndpoint.start(clientID: Self.webClient, clientSecret: "google-secret", redirectURI: Self.callbackURL)
         let corp = try await FakeOAuthTokenEndpoint.start(clientID: "corp-web", clientSecret: "google-secret", redirectURI: Self.callbackURL)
@@ -79,6 +81,7 @@ struct BrowserFlowTests {
                   site_url: https://app.example.com
                   redirect_urls: ["http://localhost:3000/**", "com.example.app://login-callback"]
                   callback_url: "\(Self.callbackURL)"
+                  implicit_linking: \(implicitLinking)
                   google: { client_id: \(Self.webClient), client_secret_file: google.secret, authorize_url: "https://accounts.example/o/auth",
                             token_url: "\(google.tokenURL)" }
                   \(sealing ? "apple: { client_id: \(Self.servicesID) }" : "")
@@ -474,16 +477,47 @@ struct BrowserFlowTests {
             let other = try await Self.send(client, "/auth/v1/signup", method: .post, headers: [.contentType: "application/json"], body: "{}")
             let otherBearer = try #require(other.body["access_token"]?.stringValue)
             let again = try await Self.send(
-                client, "/auth/v1/user/identities/authorize?provider=google", headers: [.authorization: "Bearer \(otherBearer)"])
+                client, "/auth/v1/user/identities/authorize?provider=google&" + Self.pkceQuery, headers: [.authorization: "Bearer \(otherBearer)"])
             #expect(again.status == .found)
             let againLocation = try #require(again.location)
             let againSent = try Self.query(againLocation)
             rig.google.register(code: "link-2", grant: .init(idToken: Self.googleToken(subject: "g-link", nonce: againSent["nonce"])))
-            let refused = try await Self.send(client, "/auth/v1/callback?state=\(againSent["state"]!)&code=link-2")
-            let refusedLocation = try #require(refused.location)
-            #expect(try Self.query(refusedLocation)["error_code"] == "identity_already_exists")
+            let back2 = try await Self.send(client, "/auth/v1/callback?state=\(againSent["state"]!)&code=link-2")
+            let back2Location = try #require(back2.location)
+            let code2 = try #require(try Self.query(back2Location)["code"])
+            let refused = try await Self.exchange(client, code: code2, verifier: Self.verifier)
+            #expect(refused.body["error_code"]?.stringValue == "identity_already_exists", "\(refused.body)")
+
+            // Without PKCE a link would be made at the callback, whoever finishes the flow: refused
+            // (browser_flow.implicit_linking is off).
+            let implicit = try await Self.send(
+                client, "/auth/v1/user/identities/authorize?provider=google&skip_http_redirect=true",
+                headers: [.authorization: "Bearer \(otherBearer)"])
+            #expect(implicit.status == .badRequest)
+            #expect(implicit.body["error_code"]?.stringValue == "validation_failed")
+            #expect(implicit.body["msg"]?.stringValue == "Linking an identity needs the PKCE flow: send code_challenge and code_challenge_method")
+            // A sign-in may still use the implicit flow.
+            #expect(try await Self.authorize(client, extra: "redirect_to=http%3A%2F%2Flocalhost%3A3000%2Fcb")["state"] != nil)
         }
         await rig.stop()
+        // GoTrue's behaviour when the operator opts in: the implicit flow links at the callback.
+        let opened = try await self.rig(implicitLinking: true)
+        try await opened.app.test(.router) { client in
+            let signup = try await Self.send(client, "/auth/v1/signup", method: .post, headers: [.contentType: "application/json"], body: "{}")
+            let anonymousID = try #require(signup.body["user"]?.objectValue?["id"]?.stringValue)
+            let bearer = try #require(signup.body["access_token"]?.stringValue)
+            let started = try await Self.send(
+                client, "/auth/v1/user/identities/authorize?provider=google", headers: [.authorization: "Bearer \(bearer)"])
+            #expect(started.status == .found, "\(started.body)")
+            let startedLocation = try #require(started.location)
+            let sent = try Self.query(startedLocation)
+            opened.google.register(code: "link-3", grant: .init(idToken: Self.googleToken(subject: "g-implicit", nonce: sent["nonce"])))
+            let back = try await Self.send(client, "/auth/v1/callback?state=\(sent["state"]!)&code=link-3")
+            let backLocation = try #require(back.location)
+            #expect(try Self.fragment(backLocation)["access_token"] != nil)
+            #expect(try await opened.dependencies.store.owner(ofIdentity: "google", subject: "g-implicit") == anonymousID)
+        }
+        await opened.stop()
         let closed = try await self.rig(manualLinking: false)
         try await closed.app.test(.router) { client in
             let signup = try await Self.send(client, "/auth/v1/signup", method: .post, headers: [.contentType: "application/json"], body: "{}")

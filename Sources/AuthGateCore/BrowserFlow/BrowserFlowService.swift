@@ -50,7 +50,8 @@ public struct BrowserFlowService: Sendable {
     /// - Parameters:
     ///   - redirectHeader: a `redirect_to` request header, which wins over the query's.
     ///   - linkingTo: the authenticated caller whose account the identity is linked to.
-    /// - Throws: ``AuthGateError`` `validation_failed` (with GoTrue's texts), `storeUnavailable`.
+    /// - Throws: ``AuthGateError`` `validation_failed` (with GoTrue's texts; a link without PKCE
+    ///   unless `implicit_linking`), `storeUnavailable`.
     public func authorize(_ query: FormFields, redirectHeader: String?, referer: String?, linkingTo: String? = nil, now: Date) async throws
         -> String
     {
@@ -60,6 +61,11 @@ public struct BrowserFlowService: Sendable {
                 .validationFailed, "provider not offered in browser_flow", clientText: .fixed("Unsupported provider: provider is not enabled"))
         }
         let challenge = try PKCEChallenge.parse(challenge: fields["code_challenge"], method: fields["code_challenge_method"])
+        if linkingTo != nil, challenge == nil, !configuration.implicitLinking {
+            throw AuthGateError(
+                .validationFailed, "linking without PKCE (browser_flow.implicit_linking is off)",
+                clientText: .fixed("Linking an identity needs the PKCE flow: send code_challenge and code_challenge_method"))
+        }
         let target = policy.target(redirectTo: redirectHeader ?? fields["redirect_to"], referer: referer)
         let state = UUIDBytes.random()
         let nonce = Base64URL.encode(Base64URL.randomBytes(32))

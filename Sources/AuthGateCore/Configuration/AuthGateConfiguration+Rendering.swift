@@ -79,7 +79,8 @@ extension AuthGateConfiguration {
             ("site_url", Node(browserFlow.siteURL.text)),
             ("redirect_urls", Node(browserFlow.redirectURLs.map { Node($0.pattern) })),
             ("callback_url", Node(browserFlow.callbackURL)),
-            ("flow_lifetime", Node(format(browserFlow.flowLifetime)))
+            ("flow_lifetime", Node(format(browserFlow.flowLifetime))),
+            ("implicit_linking", Node(String(browserFlow.implicitLinking)))
         ]
         var oidc: [Node] = []
         for name in browserFlow.providers.keys.sorted() {

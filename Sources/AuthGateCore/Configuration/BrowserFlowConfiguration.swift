@@ -43,6 +43,11 @@ public struct BrowserFlowConfiguration: Sendable {
     public var flowLifetime: Duration
     /// The providers offered, by name.
     public var providers: [String: Provider]
+    /// `implicit_linking`: whether `/user/identities/authorize` may link without PKCE. Off by
+    /// default: an implicit flow links at the callback, so a linking flow someone started for
+    /// their own account and got another person to finish at the provider would give them that
+    /// person's identity (GoTrue allows it). With PKCE nothing is linked before the verifier.
+    public var implicitLinking: Bool
 
     /// When a flow started at `start` ends: the state, the code and its exchange are refused after.
     public func end(ofFlowStartedAt start: Date) -> Date {
@@ -75,6 +80,7 @@ public struct BrowserFlowConfiguration: Sendable {
         callbackURL = section.string("callback_url", default: publicURL + "/auth/v1/callback")
         if !ConfigurationValueParsers.isFetchableURL(callbackURL) { section.report("callback_url", ConfigurationValueParsers.fetchableURLRule) }
         flowLifetime = section.duration("flow_lifetime", default: .seconds(300), minimum: .seconds(60), maximum: .seconds(3600))
+        implicitLinking = section.bool("implicit_linking", default: false)
         var offered: [String: Provider] = [:]
         let google = section.section("google")
         if let clientID = google.optionalString("client_id") {
