@@ -409,11 +409,23 @@ struct ConfigurationTests {
             browser_flow: { oidc: [ { name: corp, client_id: other, token_url: "ftp://x" }, { name: nobody } ] }
             """)
         for key in [
-            "browser_flow.oidc[0].client_id", "browser_flow.oidc[0].client_secret_file", "browser_flow.oidc[0].authorize_url",
-            "browser_flow.oidc[0].token_url", "browser_flow.oidc[1].name"
+            "browser_flow.oidc[0].client_id", "browser_flow.oidc[0].client_secret_file", "browser_flow.oidc[0].token_url",
+            "browser_flow.oidc[1].name"
         ] {
             #expect(oidc.contains { $0.key == key }, "\(key): \(oidc)")
         }
+        // Without its URLs an OIDC provider's endpoints come from its issuer's discovery document.
+        let secretFile = NSTemporaryDirectory() + "authgate-corp-secret-\(UUID().uuidString)"
+        try "x\n".write(toFile: secretFile, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: secretFile) }
+        let discovered = try parse(
+            """
+            providers: { oidc: [ { name: corp, issuer: "https://id.example.com", audiences: [web] } ] }
+            browser_flow: { oidc: [ { name: corp, client_id: web, client_secret_file: "\(secretFile)", token_url: "https://id.example.com/token" } ] }
+            """)
+        let corp = try #require(discovered.browserFlow.providers["corp"])
+        #expect(corp.authorizeURL == nil && corp.tokenURL == "https://id.example.com/token" && corp.discoveryIssuer == "https://id.example.com")
+        #expect(try parse(discovered.renderedYAML()).renderedYAML() == discovered.renderedYAML())
     }
 }
 

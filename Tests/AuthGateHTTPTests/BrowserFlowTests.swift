@@ -50,12 +50,16 @@ struct BrowserFlowTests {
         }
     }
 
-    func rig(store: any AuthStore = MemoryAuthStore(), sealing: Bool = true, manualLinking: Bool = true, implicitLinking: Bool = false)
-        async throws -> Rig
-    {
+    /// - Parameter corpDiscovery: whether `corp`'s discovery document names its endpoints (the
+    ///   configuration gives none).
+    func rig(
+        store: any AuthStore = MemoryAuthStore(), sealing: Bool = true, manualLinking: Bool = true, implicitLinking: Bool = false,
+        corpDiscovery: Bool = true
+    ) async throws -> Rig {
         let keys = try await FakeProvider.start(keys: [FakeProvider.sharedKeys[0]])
         let google = try await FakeOAuthTokenEndpoint.start(clientID: Self.webClient, clientSecret: "google-secret", redirectURI: Self.callbackURL)
         let corp = try await FakeOAuthTokenEndpoint.start(clientID: "corp-web", clientSecret: "google-secret", redirectURI: Self.callbackURL)
+        if corpDiscovery { keys.setEndpoints(authorization: "https://id.example/auth", token: corp.tokenURL) }
         let teamKey = P256.Signing.PrivateKey()
         let apple = try await FakeAppleAPI.start(teamID: Self.teamID, keyID: Self.keyID, publicKey: teamKey.publicKey)
         let directory = NSTemporaryDirectory() + "authgate-browser-flow-\(UUID().uuidString)"
@@ -86,8 +90,7 @@ struct BrowserFlowTests {
                             token_url: "\(google.tokenURL)" }
                   \(sealing ? "apple: { client_id: \(Self.servicesID) }" : "")
                   oidc:
-                    - { name: corp, client_id: corp-web, client_secret_file: google.secret, authorize_url: "https://id.example/auth",
-                        token_url: "\(corp.tokenURL)" }
+                    - { name: corp, client_id: corp-web, client_secret_file: google.secret }
                 """,
             baseDirectory: directory, environment: [:])
         let verifiers = IdentityVerifierRegistry(
@@ -530,11 +533,16 @@ struct BrowserFlowTests {
         await closed.stop()
     }
 
-    @Test("an OpenID Connect provider: its endpoints and scopes, its ID token checked against its issuer and the web client")
+    @Test(
+        "an OpenID Connect provider: its endpoints from its discovery document, its scopes, its ID token checked against its issuer and the web client"
+    )
     func oidcProvider() async throws {
         let rig = try await rig()
         try await rig.app.test(.router) { client in
-            let sent = try await Self.authorize(client, provider: "corp", extra: Self.pkceQuery + "&kc_idp_hint=github")
+            let started = try await Self.send(client, "/auth/v1/authorize?provider=corp&" + Self.pkceQuery + "&kc_idp_hint=github")
+            let startedLocation = try #require(started.location)
+            #expect(startedLocation.hasPrefix("https://id.example/auth?"), "\(startedLocation)")
+            let sent = try Self.query(startedLocation)
             #expect(sent["scope"] == "openid email profile")
             #expect(sent["client_id"] == "corp-web")
             #expect(sent["kc_idp_hint"] == "github")
@@ -552,8 +560,18 @@ struct BrowserFlowTests {
             let user = try #require(exchanged.body["user"]?.objectValue)
             #expect(user["app_metadata"]?.objectValue?["provider"]?.stringValue == "corp")
             #expect(user["email"]?.stringValue == "emp7@corp.example")
+            #expect(rig.keys.discoveryRequests == 1, "the endpoints are kept, not fetched per request")
         }
         await rig.stop()
+        // A discovery document without the endpoints: nothing to send the browser to, 503.
+        let undiscovered = try await self.rig(corpDiscovery: false)
+        try await undiscovered.app.test(.router) { client in
+            let refused = try await Self.send(client, "/auth/v1/authorize?provider=corp&" + Self.pkceQuery)
+            #expect(refused.status == .serviceUnavailable)
+            #expect(refused.body["error_code"]?.stringValue == "provider_unavailable")
+            #expect(refused.location == nil)
+        }
+        await undiscovered.stop()
     }
 
     @Test("PKCE: nothing is written before the verifier; a flow someone else started (a link to their account, a sign-in) changes no account")

@@ -25,6 +25,9 @@ public final class FakeProvider: Sendable {
         var age: String?
         var isDown = false
         var jwksRequests = 0
+        var authorizationEndpoint: String?
+        var tokenEndpoint: String?
+        var discoveryRequests = 0
     }
 
     private let state = Mutex(State())
@@ -55,8 +58,7 @@ public final class FakeProvider: Sendable {
         router.get("/loop") { _, _ in Response(status: .found, headers: [.location: "/loop"]) }
         router.get("/.well-known/openid-configuration") { _, _ -> Response in
             guard let provider = box.withLock({ $0 }) else { return Response(status: .serviceUnavailable) }
-            let body = "{\"issuer\":\"\(provider.issuer)\",\"jwks_uri\":\"\(provider.jwksURL)\"}"
-            return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: body)))
+            return provider.discoveryResponse()
         }
         let provider = FakeProvider(server: try await LocalServer.start(router))
         provider.state.withLock { $0.keys = keys }
@@ -82,10 +84,32 @@ public final class FakeProvider: Sendable {
             $0.age = age
         }
     }
-    /// When down, the JWKS endpoint answers 503.
+    /// When down, the JWKS endpoint and the discovery document answer 503.
     public func setDown(_ isDown: Bool) { state.withLock { $0.isDown = isDown } }
     /// JWKS requests answered so far (any status).
     public var jwksRequests: Int { state.withLock { $0.jwksRequests } }
+    /// Adds `authorization_endpoint` and `token_endpoint` to the discovery document (nil: left out).
+    public func setEndpoints(authorization: String?, token: String?) {
+        state.withLock {
+            $0.authorizationEndpoint = authorization
+            $0.tokenEndpoint = token
+        }
+    }
+    /// Discovery document requests answered so far.
+    public var discoveryRequests: Int { state.withLock { $0.discoveryRequests } }
+
+    private func discoveryResponse() -> Response {
+        let snapshot = state.withLock { state -> State in
+            state.discoveryRequests += 1
+            return state
+        }
+        if snapshot.isDown { return Response(status: .serviceUnavailable) }
+        var fields = ["\"issuer\":\"\(issuer)\"", "\"jwks_uri\":\"\(jwksURL)\""]
+        if let url = snapshot.authorizationEndpoint { fields.append("\"authorization_endpoint\":\"\(url)\"") }
+        if let url = snapshot.tokenEndpoint { fields.append("\"token_endpoint\":\"\(url)\"") }
+        let body = "{" + fields.joined(separator: ",") + "}"
+        return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: body)))
+    }
 
     private func jwksResponse() -> Response {
         let snapshot = state.withLock { state -> State in

@@ -20,11 +20,13 @@ public struct BrowserFlowService: Sendable {
     let accounts: AccountService
     let codes: AuthorizationCodeClient
     let sealer: ProviderTokenSealer?
+    /// The endpoints of OIDC providers configured without them.
+    let discovery: ProviderEndpointDiscovery
     let logger: Logger
 
     public init(
         configuration: BrowserFlowConfiguration, store: any AuthStore, accounts: AccountService, codes: AuthorizationCodeClient,
-        sealer: ProviderTokenSealer?, logger: Logger
+        sealer: ProviderTokenSealer?, discovery: ProviderEndpointDiscovery, logger: Logger
     ) {
         self.configuration = configuration
         self.policy = configuration.redirectPolicy
@@ -32,6 +34,7 @@ public struct BrowserFlowService: Sendable {
         self.accounts = accounts
         self.codes = codes
         self.sealer = sealer
+        self.discovery = discovery
         self.logger = logger
     }
 
@@ -61,6 +64,7 @@ public struct BrowserFlowService: Sendable {
                 .validationFailed, "provider not offered in browser_flow", clientText: .fixed("Unsupported provider: provider is not enabled"))
         }
         let challenge = try PKCEChallenge.parse(challenge: fields["code_challenge"], method: fields["code_challenge_method"])
+        let authorizeURL = try await endpoint(\.authorizeURL, \.authorization, of: provider)
         if linkingTo != nil, challenge == nil, !configuration.implicitLinking {
             throw AuthGateError(
                 .validationFailed, "linking without PKCE (browser_flow.implicit_linking is off)",
@@ -96,7 +100,20 @@ public struct BrowserFlowService: Sendable {
             parameters += [("response_mode", "form_post"), ("scope", provider.scopes.joined(separator: " "))]
         }
         parameters.sort { $0.0 < $1.0 }
-        return provider.authorizeURL + "?" + FormFields.encoded(parameters)
+        return authorizeURL + "?" + FormFields.encoded(parameters)
+    }
+
+    /// `provider`'s configured URL, else the one its issuer's discovery document names.
+    /// - Throws: ``AuthGateError`` `provider_unavailable` when that document cannot be read.
+    private func endpoint(
+        _ configured: KeyPath<BrowserFlowConfiguration.Provider, String?>, _ discovered: KeyPath<ProviderEndpointDiscovery.Endpoints, String>,
+        of provider: BrowserFlowConfiguration.Provider
+    ) async throws -> String {
+        if let url = provider[keyPath: configured] { return url }
+        guard let issuer = provider.discoveryIssuer else {
+            throw AuthGateError(.providerUnavailable, "\(provider.name) has neither a configured URL nor an issuer to discover it from")
+        }
+        return try await discovery.endpoints(issuer: issuer)[keyPath: discovered]
     }
 
     /// Where `/callback` sends the browser, and why (for the log and the metrics).
@@ -172,7 +189,8 @@ public struct BrowserFlowService: Sendable {
         }
         let grant: AuthorizationCodeClient.Grant
         do {
-            grant = try await codes.exchange(code: code, provider: provider, redirectURI: configuration.callbackURL, now: now)
+            let tokenURL = try await endpoint(\.tokenURL, \.token, of: provider)
+            grant = try await codes.exchange(code: code, provider: provider, tokenURL: tokenURL, redirectURI: configuration.callbackURL, now: now)
         } catch let error as AuthGateError {
             throw BrowserFlowFailure(stage: .codeExchange, cause: error)
         }

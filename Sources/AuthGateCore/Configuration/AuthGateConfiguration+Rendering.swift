@@ -88,9 +88,10 @@ extension AuthGateConfiguration {
             let builtIn = name == "google" || name == "apple"
             var fields: [(Node, Node)] = []
             if !builtIn { fields.append((Node("name"), Node(name))) }
-            fields += [("client_id", Node(provider.clientID)), ("authorize_url", Node(provider.authorizeURL))]
+            fields.append(("client_id", Node(provider.clientID)))
+            if let url = provider.authorizeURL { fields.append(("authorize_url", Node(url))) }
             if let file = provider.clientSecretFile { fields.append(("client_secret_file", Node(file))) }
-            if name != "apple" { fields.append(("token_url", Node(provider.tokenURL))) }
+            if name != "apple", let url = provider.tokenURL { fields.append(("token_url", Node(url))) }
             if !builtIn { fields.append(("scopes", Node(provider.scopes.map { Node($0) }))) }
             if builtIn { pairs.append((Node(name), Node(fields))) } else { oidc.append(Node(fields)) }
         }

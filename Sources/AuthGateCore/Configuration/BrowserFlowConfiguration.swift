@@ -20,10 +20,15 @@ public struct BrowserFlowConfiguration: Sendable {
         public var clientSecret: String?
         /// Where the client secret was read from (shown by `check-config`; the secret never is).
         public var clientSecretFile: String?
-        /// Where the browser is sent to sign in.
-        public var authorizeURL: String
-        /// Where the code is exchanged (Apple: `providers.apple.api_url` + `/auth/token`).
-        public var tokenURL: String
+        /// Where the browser is sent to sign in; nil: the `authorization_endpoint` of
+        /// ``discoveryIssuer``'s discovery document.
+        public var authorizeURL: String?
+        /// Where the code is exchanged (Apple: `providers.apple.api_url` + `/auth/token`); nil:
+        /// the `token_endpoint` of ``discoveryIssuer``'s discovery document.
+        public var tokenURL: String?
+        /// The OpenID Connect issuer whose discovery document gives the URLs not configured
+        /// (``ProviderEndpointDiscovery``); nil when both are.
+        public var discoveryIssuer: String?
         /// The scopes always asked for (Google: `email profile`; Apple: `email name`; OIDC:
         /// `openid email profile` unless configured).
         public var scopes: [String]
@@ -90,8 +95,8 @@ public struct BrowserFlowConfiguration: Sendable {
             offered["google"] = Provider(
                 name: "google", clientID: clientID, clientSecret: secret, clientSecretFile: google.optionalString("client_secret_file"),
                 authorizeURL: Self.url(google, "authorize_url", default: "https://accounts.google.com/o/oauth2/v2/auth"),
-                tokenURL: Self.url(google, "token_url", default: "https://oauth2.googleapis.com/token"), scopes: ["email", "profile"],
-                forwardsParameters: true)
+                tokenURL: Self.url(google, "token_url", default: "https://oauth2.googleapis.com/token"), discoveryIssuer: nil,
+                scopes: ["email", "profile"], forwardsParameters: true)
         }
         google.finish()
         let apple = section.section("apple")
@@ -104,8 +109,8 @@ public struct BrowserFlowConfiguration: Sendable {
             offered["apple"] = Provider(
                 name: "apple", clientID: clientID, clientSecret: nil, clientSecretFile: nil,
                 authorizeURL: Self.url(apple, "authorize_url", default: "https://appleid.apple.com/auth/authorize"),
-                tokenURL: (providers.appleServer?.apiURL ?? "https://appleid.apple.com") + "/auth/token", scopes: ["email", "name"],
-                forwardsParameters: false)
+                tokenURL: (providers.appleServer?.apiURL ?? "https://appleid.apple.com") + "/auth/token", discoveryIssuer: nil,
+                scopes: ["email", "name"], forwardsParameters: false)
         }
         apple.finish()
         for item in section.sections("oidc") {
@@ -120,12 +125,13 @@ public struct BrowserFlowConfiguration: Sendable {
             Self.check(clientID, of: configured, in: item)
             let secret = SecretReader().secret(in: item, key: "client_secret")
             if secret == nil { item.report("client_secret_file", "the client's secret is needed to exchange codes") }
-            let authorizeURL = Self.requiredURL(item, "authorize_url", "the provider's authorization_endpoint")
-            let tokenURL = Self.requiredURL(item, "token_url", "the provider's token_endpoint")
+            let authorizeURL = Self.optionalURL(item, "authorize_url")
+            let tokenURL = Self.optionalURL(item, "token_url")
             offered[name] = Provider(
                 name: name, clientID: clientID, clientSecret: secret, clientSecretFile: item.optionalString("client_secret_file"),
-                authorizeURL: authorizeURL, tokenURL: tokenURL, scopes: item.stringList("scopes", default: ["openid", "email", "profile"]),
-                forwardsParameters: true)
+                authorizeURL: authorizeURL, tokenURL: tokenURL,
+                discoveryIssuer: authorizeURL == nil || tokenURL == nil ? configured.issuers.first : nil,
+                scopes: item.stringList("scopes", default: ["openid", "email", "profile"]), forwardsParameters: true)
             item.finish()
         }
         self.providers = offered
@@ -143,12 +149,9 @@ public struct BrowserFlowConfiguration: Sendable {
         }
     }
 
-    /// A URL the operator must give (`what` names it, from the provider's discovery document).
-    private static func requiredURL(_ section: ConfigurationSection, _ key: String, _ what: String) -> String {
-        guard let url = section.optionalString(key) else {
-            section.report(key, "set it to \(what) (see the provider's /.well-known/openid-configuration)")
-            return ""
-        }
+    /// A URL the operator may give; nil when absent (then the provider's discovery document names it).
+    private static func optionalURL(_ section: ConfigurationSection, _ key: String) -> String? {
+        guard let url = section.optionalString(key) else { return nil }
         if !ConfigurationValueParsers.isFetchableURL(url) { section.report(key, ConfigurationValueParsers.fetchableURLRule) }
         return url
     }

@@ -33,11 +33,13 @@ public struct AuthorizationCodeClient: Sendable {
         self.appleSecrets = appleSecrets
     }
 
-    /// Exchanges `code` for `provider`'s tokens.
+    /// Exchanges `code` for `provider`'s tokens at `tokenURL`.
     /// - Throws: ``AuthGateError``: `providerRejected` (a used, expired or foreign code; an answer
     ///   without an ID token), `providerCredentialsRejected`, `providerUnavailable`,
     ///   `providerAPINotConfigured`.
-    public func exchange(code: String, provider: BrowserFlowConfiguration.Provider, redirectURI: String, now: Date) async throws -> Grant {
+    public func exchange(code: String, provider: BrowserFlowConfiguration.Provider, tokenURL: String, redirectURI: String, now: Date)
+        async throws -> Grant
+    {
         guard !code.isEmpty, code.utf8.count <= 2048, code.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
             throw AuthGateError(.providerRejected, "\(provider.name) code: not a printable code")
         }
@@ -51,7 +53,7 @@ public struct AuthorizationCodeClient: Sendable {
         }
         let what = "\(provider.name) code exchange"
         let answer = try await post.post(
-            provider.tokenURL,
+            tokenURL,
             fields: [
                 ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirectURI), ("client_id", provider.clientID),
                 ("client_secret", secret)

@@ -106,7 +106,8 @@ public enum GatewayApplication {
             if configuration.browserFlow.enabled, let accounts = self.accounts, let providerHTTPClient {
                 self.browserFlow = BrowserFlowService(
                     configuration: configuration.browserFlow, store: store, accounts: accounts,
-                    codes: AuthorizationCodeClient(http: providerHTTPClient, appleSecrets: appleClientSecrets), sealer: sealer, logger: logger)
+                    codes: AuthorizationCodeClient(http: providerHTTPClient, appleSecrets: appleClientSecrets), sealer: sealer,
+                    discovery: ProviderEndpointDiscovery(fetcher: HTTPJWKSFetcher(client: providerHTTPClient)), logger: logger)
             } else {
                 self.browserFlow = nil
             }

@@ -216,30 +216,15 @@ public actor ProviderKeySet {
     }
 
     private func discoverKeySetURL(issuer: String) async throws -> String {
-        let base = issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer
-        let document = try await fetcher.fetch(base + "/.well-known/openid-configuration")
-        guard let metadata = (try? JSONValue.parse(document.body))?.objectValue else {
-            throw AuthGateError(.keysUnavailable, "the discovery document of \(issuer) is not JSON")
-        }
-        guard metadata["issuer"]?.stringValue == issuer else {
-            throw AuthGateError(.keysUnavailable, "the discovery document names issuer \(metadata["issuer"]?.stringValue ?? "none"), not \(issuer)")
-        }
-        return try Self.keySetURL(jwksURI: metadata["jwks_uri"]?.stringValue, issuer: issuer)
+        let document = try await fetcher.fetch(OIDCDiscoveryDocument.url(of: issuer))
+        return try OIDCDiscoveryDocument(parsing: document.body, issuer: issuer, failure: .keysUnavailable).url("jwks_uri")
     }
 
     /// The `jwks_uri` of `issuer`'s discovery document, when it may be used: an `https` URL
     /// (OpenID Connect Discovery 1.0 §3), or an `http` one for an issuer that is `http` itself
     /// (a local test provider), so that an `https` issuer's keys never come over plain HTTP.
     static func keySetURL(jwksURI: String?, issuer: String) throws -> String {
-        guard let url = jwksURI, ConfigurationValueParsers.isFetchableURL(url) else {
-            throw AuthGateError(
-                .keysUnavailable,
-                "the discovery document of \(issuer) has no jwks_uri that can be used (an http(s) URL with a host, no user or password)")
-        }
-        guard url.hasPrefix("https://") || !issuer.hasPrefix("https://") else {
-            throw AuthGateError(.keysUnavailable, "the discovery document of \(issuer) names a jwks_uri that is not https")
-        }
-        return url
+        try OIDCDiscoveryDocument.usableURL(jwksURI, named: "jwks_uri", issuer: issuer, failure: .keysUnavailable)
     }
 
     /// How long after a failed fetch the next one is tried: 2 s after the first failure, then 4 s, 8 s … up to 1 min.

@@ -1,0 +1,185 @@
+import Synchronization
+import Testing
+
+@testable import AuthGateCore
+
+/// The browser flow's endpoint discovery, against a scripted fetcher and a clock the tests move.
+@Suite("Provider endpoint discovery", .timeLimit(.minutes(1)))
+struct ProviderEndpointDiscoveryTests {
+    static let issuer = "https://id.example.com"
+
+    /// Answers discovery documents from a script (one entry per fetch; the last repeats), counting
+    /// fetches; when `held`, each fetch waits until ``open()``.
+    final class ScriptedFetcher: JWKSFetching {
+        enum Answer {
+            case document(String, maxAge: Duration?)
+            case failure
+        }
+
+        private struct State {
+            var answers: [Answer]
+            var fetches: [String] = []
+            var held: Bool
+            var waiting: [CheckedContinuation<Void, Never>] = []
+        }
+
+        private let state: Mutex<State>
+
+        init(_ answers: [Answer], held: Bool = false) {
+            state = Mutex(State(answers: answers, held: held))
+        }
+
+        var fetches: [String] { state.withLock { $0.fetches } }
+
+        /// Lets every held fetch, and every later one, go on.
+        func open() {
+            let waiting = state.withLock { state in
+                state.held = false
+                defer { state.waiting = [] }
+                return state.waiting
+            }
+            for continuation in waiting { continuation.resume() }
+        }
+
+        func fetch(_ url: String) async throws -> FetchedDocument {
+            let answer = state.withLock { state -> Answer in
+                state.fetches.append(url)
+                return state.answers.count > 1 ? state.answers.removeFirst() : state.answers[0]
+            }
+            await withCheckedContinuation { continuation in
+                let go = state.withLock { state in
+                    if state.held { state.waiting.append(continuation) }
+                    return !state.held
+                }
+                if go { continuation.resume() }
+            }
+            switch answer {
+            case .document(let text, let maxAge): return FetchedDocument(body: Array(text.utf8), maxAge: maxAge)
+            case .failure: throw AuthGateError(.keysUnavailable, "GET \(url) answered 503")
+            }
+        }
+    }
+
+    /// A clock that moves only when told.
+    final class ManualClock: Sendable {
+        private let offset = Mutex(Duration.zero)
+        private let base = ContinuousClock.now
+        var now: ContinuousClock.Instant { base + offset.withLock { $0 } }
+        func advance(_ by: Duration) { offset.withLock { $0 += by } }
+    }
+
+    static func document(
+        issuer: String = issuer, authorization: String? = "https://id.example.com/authorize", token: String? = "https://id.example.com/token"
+    )
+        -> String
+    {
+        var fields = ["\"issuer\":\"\(issuer)\"", "\"jwks_uri\":\"https://id.example.com/keys\""]
+        if let authorization { fields.append("\"authorization_endpoint\":\"\(authorization)\"") }
+        if let token { fields.append("\"token_endpoint\":\"\(token)\"") }
+        return "{" + fields.joined(separator: ",") + "}"
+    }
+
+    @Test("the endpoints are read from <issuer>/.well-known/openid-configuration once, and kept for the document's max-age (5 min to 24 h)")
+    func cachedForItsLifetime() async throws {
+        // The document's URL has one slash before .well-known; an issuer written with a trailing
+        // slash is another issuer than the one the document names, byte for byte.
+        let slashed = ScriptedFetcher([.document(Self.document(), maxAge: nil)])
+        await #expect(throws: AuthGateError.self) { _ = try await ProviderEndpointDiscovery(fetcher: slashed).endpoints(issuer: Self.issuer + "/") }
+        #expect(slashed.fetches == ["https://id.example.com/.well-known/openid-configuration"])
+
+        let clock = ManualClock()
+        let fresh = ScriptedFetcher([
+            .document(Self.document(), maxAge: .seconds(600)),
+            .document(Self.document(authorization: "https://id.example.com/v2/authorize"), maxAge: .seconds(1))
+        ])
+        let kept = ProviderEndpointDiscovery(fetcher: fresh, now: { clock.now })
+        for _ in 0..<5 { #expect(try await kept.endpoints(issuer: Self.issuer).authorization == "https://id.example.com/authorize") }
+        #expect(fresh.fetches.count == 1)
+        clock.advance(.seconds(599))
+        #expect(try await kept.endpoints(issuer: Self.issuer).authorization == "https://id.example.com/authorize")
+        #expect(fresh.fetches.count == 1)
+        clock.advance(.seconds(2))
+        #expect(try await kept.endpoints(issuer: Self.issuer).authorization == "https://id.example.com/v2/authorize")
+        #expect(fresh.fetches.count == 2)
+        // A max-age of 1 s is held to the 5-minute minimum.
+        clock.advance(.seconds(299))
+        _ = try await kept.endpoints(issuer: Self.issuer)
+        #expect(fresh.fetches.count == 2)
+        clock.advance(.seconds(2))
+        _ = try await kept.endpoints(issuer: Self.issuer)
+        #expect(fresh.fetches.count == 3)
+    }
+
+    @Test("a document that names another issuer, lacks an endpoint, or gives http endpoints for an https issuer is refused")
+    func strictDocument() async throws {
+        let refused = [
+            Self.document(issuer: "https://evil.example"), Self.document(issuer: "https://ID.example.com"), Self.document(token: nil),
+            Self.document(authorization: nil), Self.document(token: "http://id.example.com/token"),
+            Self.document(authorization: "https://user:pw@id.example.com/authorize"), Self.document(authorization: "javascript:alert(1)"),
+            "[]", "not json"
+        ]
+        for text in refused {
+            let discovery = ProviderEndpointDiscovery(fetcher: ScriptedFetcher([.document(text, maxAge: nil)]))
+            do {
+                _ = try await discovery.endpoints(issuer: Self.issuer)
+                Issue.record("accepted \(text)")
+            } catch let error as AuthGateError {
+                #expect(error.code == .providerUnavailable, "\(text)")
+            }
+        }
+        // An http issuer (a local provider) may name http endpoints.
+        let local = ProviderEndpointDiscovery(
+            fetcher: ScriptedFetcher([
+                .document(
+                    Self.document(issuer: "http://127.0.0.1:9", authorization: "http://127.0.0.1:9/a", token: "http://127.0.0.1:9/t"), maxAge: nil)
+            ]))
+        #expect(
+            try await local.endpoints(issuer: "http://127.0.0.1:9") == .init(authorization: "http://127.0.0.1:9/a", token: "http://127.0.0.1:9/t"))
+    }
+
+    @Test("while the provider is down: the last endpoints are served; with none, each lookup fails without a fetch until the backoff has passed")
+    func failures() async throws {
+        let clock = ManualClock()
+        let down = ScriptedFetcher([.failure])
+        let discovery = ProviderEndpointDiscovery(fetcher: down, now: { clock.now })
+        for _ in 0..<50 {
+            await #expect(throws: AuthGateError.self) { _ = try await discovery.endpoints(issuer: Self.issuer) }
+        }
+        #expect(down.fetches.count == 1)
+        clock.advance(.seconds(3))
+        await #expect(throws: AuthGateError.self) { _ = try await discovery.endpoints(issuer: Self.issuer) }
+        #expect(down.fetches.count == 2)
+        // The backoff doubles: 4 s after the second failure.
+        clock.advance(.seconds(3))
+        await #expect(throws: AuthGateError.self) { _ = try await discovery.endpoints(issuer: Self.issuer) }
+        #expect(down.fetches.count == 2)
+
+        let flaky = ScriptedFetcher([.document(Self.document(), maxAge: .seconds(300)), .failure])
+        let kept = ProviderEndpointDiscovery(fetcher: flaky, now: { clock.now })
+        let good = try await kept.endpoints(issuer: Self.issuer)
+        clock.advance(.seconds(301))
+        #expect(try await kept.endpoints(issuer: Self.issuer) == good)
+        #expect(try await kept.endpoints(issuer: Self.issuer) == good)
+        #expect(flaky.fetches.count == 2)
+    }
+
+    @Test("callers that arrive during a fetch wait for it: one fetch for all")
+    func singleFlight() async throws {
+        let fetcher = ScriptedFetcher([.document(Self.document(), maxAge: nil)], held: true)
+        let discovery = ProviderEndpointDiscovery(fetcher: fetcher)
+        try await withThrowingTaskGroup(of: ProviderEndpointDiscovery.Endpoints.self) { group in
+            for _ in 0..<20 { group.addTask { try await discovery.endpoints(issuer: Self.issuer) } }
+            // Fetches are held until each of the twenty callers is in: fetching, or waiting for a
+            // fetch already under way (one fetching and nineteen waiting, when single-flight).
+            while await discovery.callersWaitingForFetch + fetcher.fetches.count < 20 { await Task.yield() }
+            fetcher.open()
+            var answers = 0
+            for try await endpoints in group {
+                #expect(endpoints.token == "https://id.example.com/token")
+                answers += 1
+            }
+            #expect(answers == 20)
+        }
+        #expect(fetcher.fetches.count == 1)
+    }
+}
