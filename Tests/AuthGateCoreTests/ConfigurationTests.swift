@@ -385,6 +385,8 @@ struct ConfigurationTests {
         #expect(configuration.browserFlow.providers["google"]?.clientSecret == "s3cret")
         #expect(configuration.browserFlow.flowLifetime == .seconds(600))
         #expect(configuration.browserFlow.implicitLinking == false)
+        #expect(configuration.browserFlow.implicitFlowCookie)
+        #expect(try parse("browser_flow: { implicit_flow_cookie: false }").browserFlow.implicitFlowCookie == false)
         let printed = configuration.renderedYAML()
         #expect(!printed.contains("s3cret"))
         #expect(try parse(printed, environment: ["AUTHGATE_BROWSER_FLOW_GOOGLE_CLIENT_SECRET": "s3cret"]).renderedYAML() == printed)

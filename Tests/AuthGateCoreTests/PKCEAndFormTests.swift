@@ -78,6 +78,10 @@ struct PKCEAndFormTests {
             challenge: PKCEChallenge(challenge: Self.rfcChallenge, method: .s256),
             createdAt: Date(timeIntervalSince1970: 1_790_000_000.123), linkingTarget: "u-1")
         #expect(FlowState(encoded: state.encoded) == state)
+        let bound = FlowState(
+            provider: "google", redirectTo: "https://app.example.com", nonce: "n", challenge: nil, createdAt: Date(timeIntervalSince1970: 1),
+            browserBinding: "h")
+        #expect(FlowState(encoded: bound.encoded) == bound && FlowState(encoded: bound.encoded)?.browserBinding == "h")
         var identity = VerifiedIdentity(
             provider: "apple", subject: "001.abc", email: "a@privaterelay.appleid.com", emailVerified: true, name: "Jane Appleseed", picture: nil,
             issuer: "https://appleid.apple.com", expiresAt: Date(timeIntervalSince1970: 1_790_000_600),
@@ -94,5 +98,25 @@ struct PKCEAndFormTests {
         #expect(read.challenge == code.challenge && read.createdAt == code.createdAt && read.linkingTarget == nil)
         #expect(read.sealedProviderToken == "pt" && read.sealedProviderRefreshToken == nil)
         #expect(FlowCode(encoded: "{\"v\":2}") == nil && FlowState(encoded: "[]") == nil)
+    }
+
+    @Test("the flow cookie: its attributes by the callback's scheme and path, and its value found among others however the Cookie fields split them")
+    func flowCookie() {
+        #expect(
+            FlowCookie.setting(state: "s1", value: "v", callbackURL: "https://auth.example.com/auth/v1/callback", lifetime: .seconds(300))
+                == "authgate-flow-s1=v; Path=/auth/v1/callback; Max-Age=300; HttpOnly; Secure; SameSite=None")
+        #expect(
+            FlowCookie.setting(state: "s1", value: "v", callbackURL: "http://localhost:9999/gw/auth/v1/callback?x=1", lifetime: .seconds(60))
+                == "authgate-flow-s1=v; Path=/gw/auth/v1/callback; Max-Age=60; HttpOnly; SameSite=Lax")
+        #expect(
+            FlowCookie.clearing(state: "s1", callbackURL: "https://a.example")
+                == "authgate-flow-s1=; Path=/; Max-Age=0; HttpOnly; Secure; SameSite=None")
+        let name = FlowCookie.name(state: "s1")
+        #expect(FlowCookie.values(named: name, in: ["a=1; authgate-flow-s1=abc;b=2"]) == ["abc"])
+        #expect(FlowCookie.values(named: name, in: ["a=1", "\tauthgate-flow-s1=abc "]) == ["abc"])
+        #expect(FlowCookie.values(named: name, in: ["authgate-flow-s12=x; xauthgate-flow-s1=y; authgate-flow-s1", "AUTHGATE-FLOW-S1=z"]).isEmpty)
+        #expect(FlowCookie.values(named: name, in: ["authgate-flow-s1=one; authgate-flow-s1=two"]) == ["one", "two"])
+        #expect(FlowCookie.values(named: name, in: []).isEmpty)
+        #expect(ConstantTime.equal([1, 2, 3], [1, 2, 3]) && !ConstantTime.equal([1, 2, 3], [1, 2, 4]) && !ConstantTime.equal([1, 2], [1, 2, 3]))
     }
 }

@@ -8,6 +8,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
+import Synchronization
 import Testing
 
 @testable import AuthGateHTTP
@@ -54,7 +55,7 @@ struct BrowserFlowTests {
     ///   configuration gives none).
     func rig(
         store: any AuthStore = MemoryAuthStore(), sealing: Bool = true, manualLinking: Bool = true, implicitLinking: Bool = false,
-        corpDiscovery: Bool = true
+        corpDiscovery: Bool = true, implicitFlowCookie: Bool = true
     ) async throws -> Rig {
         let keys = try await FakeProvider.start(keys: [FakeProvider.sharedKeys[0]])
         let google = try await FakeOAuthTokenEndpoint.start(clientID: Self.webClient, clientSecret: "google-secret", redirectURI: Self.callbackURL)
@@ -86,6 +87,7 @@ struct BrowserFlowTests {
                   redirect_urls: ["http://localhost:3000/**", "com.example.app://login-callback"]
                   callback_url: "\(Self.callbackURL)"
                   implicit_linking: \(implicitLinking)
+                  implicit_flow_cookie: \(implicitFlowCookie)
                   google: { client_id: \(Self.webClient), client_secret_file: google.secret, authorize_url: "https://accounts.example/o/auth",
                             token_url: "\(google.tokenURL)" }
                   \(sealing ? "apple: { client_id: \(Self.servicesID) }" : "")
@@ -133,13 +135,37 @@ struct BrowserFlowTests {
         let body: [String: JSONValue]
     }
 
+    /// A browser's cookies for the gateway: what `Set-Cookie` set (and `Max-Age=0` removed), sent
+    /// back as `Cookie`.
+    final class Browser: Sendable {
+        private let cookies = Mutex<[String: String]>([:])
+
+        var cookieHeader: String? {
+            cookies.withLock { $0.isEmpty ? nil : $0.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "; ") }
+        }
+
+        func receive(_ headers: HTTPFields) {
+            for setCookie in headers[values: .setCookie] {
+                let pair = setCookie.prefix { $0 != ";" }
+                guard let equals = pair.firstIndex(of: "=") else { continue }
+                let name = String(pair[..<equals])
+                let value = String(pair[pair.index(after: equals)...])
+                cookies.withLock { $0[name] = setCookie.contains("Max-Age=0") ? nil : value }
+            }
+        }
+    }
+
     static func send(
-        _ client: some TestClientProtocol, _ uri: String, method: HTTPRequest.Method = .get, headers: HTTPFields = [:], body: String? = nil
+        _ client: some TestClientProtocol, _ uri: String, method: HTTPRequest.Method = .get, headers: HTTPFields = [:], body: String? = nil,
+        browser: Browser? = nil
     )
         async throws -> Answer
     {
-        try await client.execute(uri: uri, method: method, headers: headers, body: body.map { ByteBuffer(string: $0) }) { response in
-            Answer(
+        var headers = headers
+        if let browser, let cookie = browser.cookieHeader { headers[.cookie] = cookie }
+        return try await client.execute(uri: uri, method: method, headers: headers, body: body.map { ByteBuffer(string: $0) }) { response in
+            browser?.receive(response.headers)
+            return Answer(
                 status: response.status, location: response.headers[.location], headers: response.headers,
                 body: (try? JSONValue.parse(Array(response.body.readableBytesView)).objectValue) ?? [:])
         }
@@ -171,8 +197,10 @@ struct BrowserFlowTests {
     }
 
     /// `/authorize` for `provider` with `extra` query text: the provider URL's fields.
-    static func authorize(_ client: some TestClientProtocol, provider: String = "google", extra: String) async throws -> [String: String] {
-        let answer = try await send(client, "/auth/v1/authorize?provider=\(provider)&\(extra)")
+    static func authorize(_ client: some TestClientProtocol, provider: String = "google", extra: String, browser: Browser? = nil) async throws
+        -> [String: String]
+    {
+        let answer = try await send(client, "/auth/v1/authorize?provider=\(provider)&\(extra)", browser: browser)
         #expect(answer.status == .found, "\(answer.body)")
         #expect(answer.headers[.cacheControl] == "no-store")
         return try query(try #require(answer.location))
@@ -243,10 +271,13 @@ struct BrowserFlowTests {
     func implicitGoogle() async throws {
         let rig = try await rig()
         try await rig.app.test(.router) { client in
-            let sent = try await Self.authorize(client, extra: "redirect_to=http%3A%2F%2Flocalhost%3A3000%2Fcb%23old&scopes=calendar,email")
+            let browser = Browser()
+            let sent = try await Self.authorize(
+                client, extra: "redirect_to=http%3A%2F%2Flocalhost%3A3000%2Fcb%23old&scopes=calendar,email", browser: browser)
             #expect(sent["scope"] == "email profile calendar")
             rig.google.register(code: "c-imp", grant: .init(idToken: Self.googleToken(subject: "g-2", nonce: sent["nonce"]), accessToken: "ya29.b"))
-            let back = try await Self.send(client, "/auth/v1/callback?state=\(sent["state"]!)&code=c-imp")
+            let back = try await Self.send(client, "/auth/v1/callback?state=\(sent["state"]!)&code=c-imp", browser: browser)
+            #expect(browser.cookieHeader == nil, "the flow's cookie is removed at its callback")
             let location = try #require(back.location)
             #expect(location.hasPrefix("http://localhost:3000/cb#access_token="), "\(location)")
             let fragment = try Self.fragment(location)
@@ -264,6 +295,81 @@ struct BrowserFlowTests {
             #expect(refreshed.status == .ok)
         }
         await rig.stop()
+    }
+
+    @Test("implicit sign-in: the callback gives the session only to the browser that started the flow (its cookie), never to another")
+    func implicitFlowBoundToTheBrowser() async throws {
+        let rig = try await rig()
+        try await rig.app.test(.router) { client in
+            let store = rig.dependencies.store
+            // Someone starts a flow in their browser and signs in at Google as themselves...
+            let attacker = Browser()
+            let started = try await Self.send(
+                client, "/auth/v1/authorize?provider=google&redirect_to=http%3A%2F%2Flocalhost%3A3000%2Fcb", browser: attacker)
+            let setCookie = try #require(started.headers[.setCookie])
+            let startedLocation = try #require(started.location)
+            let sent = try Self.query(startedLocation)
+            let state = try #require(sent["state"])
+            #expect(setCookie.hasPrefix("authgate-flow-\(state)="))
+            #expect(setCookie.hasSuffix("; Path=/auth/v1/callback; Max-Age=300; HttpOnly; Secure; SameSite=None"), "\(setCookie)")
+            rig.google.register(code: "csrf", grant: .init(idToken: Self.googleToken(subject: "attacker-sub", nonce: sent["nonce"])))
+            // ... then gets another person's browser to open the callback URL: no session for it.
+            let victim = Browser()
+            let back = try await Self.send(client, "/auth/v1/callback?state=\(state)&code=csrf", browser: victim)
+            let location = try #require(back.location)
+            #expect(try Self.query(location)["error_code"] == "bad_oauth_state", "\(location)")
+            #expect(try Self.fragment(location)["access_token"] == nil)
+            #expect(back.headers[.setCookie]?.contains("Max-Age=0") == true)
+            #expect(try await store.owner(ofIdentity: "google", subject: "attacker-sub") == nil)
+            #expect(rig.google.calls.isEmpty, "the code was not even exchanged")
+            // The state was used up: the starting browser cannot use it afterwards either.
+            let late = try await Self.send(client, "/auth/v1/callback?state=\(state)&code=csrf", browser: attacker)
+            let lateLocation = try #require(late.location)
+            #expect(try Self.query(lateLocation)["error_code"] == "bad_oauth_state")
+
+            // A wrong value under the flow's cookie name, or the right one for another flow, is no better.
+            for forged in ["authgate-flow-\(UUID().uuidString.lowercased())=x", "authgate-flow-STATE=AAAA"] {
+                let browser = Browser()
+                let flow = try await Self.authorize(client, extra: "redirect_to=http%3A%2F%2Flocalhost%3A3000%2Fcb", browser: browser)
+                let flowState = try #require(flow["state"])
+                let header = browser.cookieHeader?.replacingOccurrences(of: "authgate-flow-\(flowState)=", with: "other=") ?? ""
+                rig.google.register(code: "f-\(flowState)", grant: .init(idToken: Self.googleToken(subject: "f", nonce: flow["nonce"])))
+                let answer = try await Self.send(
+                    client, "/auth/v1/callback?state=\(flowState)&code=f-\(flowState)",
+                    headers: [.cookie: header + "; " + forged.replacingOccurrences(of: "STATE", with: flowState)])
+                let answerLocation = try #require(answer.location)
+                #expect(try Self.query(answerLocation)["error_code"] == "bad_oauth_state", "\(forged)")
+            }
+
+            // The right browser, its cookie among others and over two Cookie fields (as HTTP/2 sends them): signed in.
+            let browser = Browser()
+            let flow = try await Self.authorize(client, extra: "redirect_to=http%3A%2F%2Flocalhost%3A3000%2Fcb", browser: browser)
+            rig.google.register(code: "ok", grant: .init(idToken: Self.googleToken(subject: "owner-sub", nonce: flow["nonce"])))
+            var headers: HTTPFields = [.cookie: "theme=dark; sid=1"]
+            let flowCookie = try #require(browser.cookieHeader)
+            headers.append(HTTPField(name: .cookie, value: flowCookie))
+            let signedIn = try await Self.send(client, "/auth/v1/callback?state=\(flow["state"]!)&code=ok", headers: headers)
+            let signedInLocation = try #require(signedIn.location)
+            #expect(try Self.fragment(signedInLocation)["access_token"] != nil)
+
+            // PKCE flows and links set no cookie: the verifier binds them.
+            let pkce = try await Self.send(client, "/auth/v1/authorize?provider=google&" + Self.pkceQuery)
+            #expect(pkce.headers[.setCookie] == nil)
+        }
+        await rig.stop()
+        // implicit_flow_cookie: false (GoTrue's behaviour): no cookie, any browser may finish the flow.
+        let unbound = try await self.rig(implicitFlowCookie: false)
+        try await unbound.app.test(.router) { client in
+            let started = try await Self.send(client, "/auth/v1/authorize?provider=google&redirect_to=http%3A%2F%2Flocalhost%3A3000%2Fcb")
+            #expect(started.headers[.setCookie] == nil)
+            let unboundLocation = try #require(started.location)
+            let sent = try Self.query(unboundLocation)
+            unbound.google.register(code: "u", grant: .init(idToken: Self.googleToken(subject: "u-sub", nonce: sent["nonce"])))
+            let back = try await Self.send(client, "/auth/v1/callback?state=\(sent["state"]!)&code=u")
+            let backLocation = try #require(back.location)
+            #expect(try Self.fragment(backLocation)["access_token"] != nil)
+        }
+        await unbound.stop()
     }
 
     @Test("Apple: form post with the user's name on first authorization, Apple's refresh token kept sealed")
@@ -333,18 +439,21 @@ struct BrowserFlowTests {
                 "https://evil.example/cb", "http://localhost:3000@evil.example/cb", "http://localhost:3000/cb/../../admin",
                 "http://localhost:3000/cb/%2e%2e/admin", "http://127.0.0.1.evil.example/", "http://10.0.0.1/", "javascript:alert(1)"
             ] {
-                let sent = try await Self.authorize(client, extra: "redirect_to=\(FormFields.percentEncoded(candidate))")
+                let browser = Browser()
+                let sent = try await Self.authorize(client, extra: "redirect_to=\(FormFields.percentEncoded(candidate))", browser: browser)
                 rig.google.register(code: "c-\(sent["state"]!)", grant: .init(idToken: Self.googleToken(subject: "s", nonce: sent["nonce"])))
-                let back = try await Self.send(client, "/auth/v1/callback?state=\(sent["state"]!)&code=c-\(sent["state"]!)")
+                let back = try await Self.send(client, "/auth/v1/callback?state=\(sent["state"]!)&code=c-\(sent["state"]!)", browser: browser)
                 let location = try #require(back.location)
                 #expect(location.hasPrefix("https://app.example.com#access_token="), "\(candidate) -> \(location)")
             }
+            let browser = Browser()
             let viaReferer = try await Self.send(
-                client, "/auth/v1/authorize?provider=google&redirect_to=https%3A%2F%2Fevil.example", headers: [.referer: "http://localhost:3000/home"]
-            )
+                client, "/auth/v1/authorize?provider=google&redirect_to=https%3A%2F%2Fevil.example",
+                headers: [.referer: "http://localhost:3000/home"],
+                browser: browser)
             let refererLocation = try #require(viaReferer.location)
             let state = try #require(try Self.query(refererLocation)["state"])
-            let back = try await Self.send(client, "/auth/v1/callback?state=\(state)&error=access_denied")
+            let back = try await Self.send(client, "/auth/v1/callback?state=\(state)&error=access_denied", browser: browser)
             #expect(back.location == "http://localhost:3000/home?error=access_denied#error=access_denied&sb=")
         }
         await rig.stop()

@@ -1,5 +1,6 @@
 """The official Python client (supabase-auth 2.34.1, unmodified) against a running AuthGate."""
 
+import http.cookiejar
 import json
 import secrets
 import time
@@ -288,9 +289,14 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
-def location_of(url: str) -> tuple[int, str]:
-    """What a browser is told by a redirect: (status, Location), without following it."""
-    opener = urllib.request.build_opener(_NoRedirect)
+# The browser's cookies: /authorize binds an implicit flow to the browser with one, and only the
+# browser that sends it back to /callback gets the session.
+_BROWSER_COOKIES = http.cookiejar.CookieJar()
+
+
+def location_of(url: str, cookies: http.cookiejar.CookieJar = _BROWSER_COOKIES) -> tuple[int, str]:
+    """What a browser (its cookies) is told by a redirect: (status, Location), without following it."""
+    opener = urllib.request.build_opener(_NoRedirect, urllib.request.HTTPCookieProcessor(cookies))
     try:
         with opener.open(url, timeout=10) as response:
             return response.status, response.headers.get("Location", "")
@@ -335,6 +341,14 @@ def test_browser_flow_implicit_with_the_python_client(gateway, providers):
     assert status == 302 and back.startswith("http://localhost:3000/done#access_token="), back
     client.initialize_from_url(back)
     assert client.get_user().user.email == email
+    # A callback URL opened in another browser (without the flow's cookie) gives it no session.
+    again = client.sign_in_with_oauth({"provider": "google", "options": {"redirect_to": "http://localhost:3000/done"}})
+    _, to_google = location_of(again.url)
+    sent = urllib.parse.parse_qs(urllib.parse.urlsplit(to_google).query)
+    code = providers.register_google_code(sub=f"imp-{secrets.token_hex(4)}", email=email, nonce=sent["nonce"][0])
+    callback = f"{gateway.url}/callback?state={sent['state'][0]}&code={urllib.parse.quote(code)}"
+    status, elsewhere = location_of(callback, cookies=http.cookiejar.CookieJar())
+    assert status == 302 and "error_code=bad_oauth_state" in elsewhere and "access_token" not in elsewhere, elsewhere
 
 
 def test_browser_flow_link_identity_upgrades_the_anonymous_user(gateway, providers):

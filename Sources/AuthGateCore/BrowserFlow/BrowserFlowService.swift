@@ -1,3 +1,4 @@
+import Crypto
 public import Logging
 
 #if canImport(FoundationEssentials)
@@ -47,16 +48,24 @@ public struct BrowserFlowService: Sendable {
         "code_challenge_method", "code_verifier", "nonce", "scope", "response_mode", "invite_token", "skip_http_redirect", "redirect_to"
     ]
 
+    /// Where `/authorize` sends the browser, and the cookie it sets there (``FlowCookie``; nil
+    /// when the flow is not bound to one).
+    public struct Started: Sendable {
+        public let location: String
+        /// A `Set-Cookie` value.
+        public let setCookie: String?
+    }
+
     /// `GET /authorize` (and `GET /user/identities/authorize`, with `linkingTo`): checks the
     /// request in GoTrue's order, stores the flow and returns the provider's URL to send the
-    /// browser to.
+    /// browser to, with the cookie that binds an implicit sign-in to the browser.
     /// - Parameters:
     ///   - redirectHeader: a `redirect_to` request header, which wins over the query's.
     ///   - linkingTo: the authenticated caller whose account the identity is linked to.
     /// - Throws: ``AuthGateError`` `validation_failed` (with GoTrue's texts; a link without PKCE
     ///   unless `implicit_linking`), `storeUnavailable`.
     public func authorize(_ query: FormFields, redirectHeader: String?, referer: String?, linkingTo: String? = nil, now: Date) async throws
-        -> String
+        -> Started
     {
         let fields = try Self.fields(query, ["provider", "redirect_to", "scopes", "code_challenge", "code_challenge_method"])
         guard let name = fields["provider"]?.lowercased(), let provider = configuration.providers[name] else {
@@ -73,8 +82,12 @@ public struct BrowserFlowService: Sendable {
         let target = policy.target(redirectTo: redirectHeader ?? fields["redirect_to"], referer: referer)
         let state = UUIDBytes.random()
         let nonce = Base64URL.encode(Base64URL.randomBytes(32))
+        // An implicit sign-in hands the session to whichever browser comes to the callback: it
+        // must be the one that started here (a link needs PKCE, a PKCE flow its verifier).
+        let cookie = challenge == nil && linkingTo == nil && configuration.implicitFlowCookie ? Base64URL.encode(Base64URL.randomBytes(32)) : nil
         let flow = FlowState(
-            provider: provider.name, redirectTo: target.text, nonce: nonce, challenge: challenge, createdAt: now, linkingTarget: linkingTo)
+            provider: provider.name, redirectTo: target.text, nonce: nonce, challenge: challenge, createdAt: now, linkingTarget: linkingTo,
+            browserBinding: cookie.map(Self.binding))
         guard
             try await store.insertIfAbsent(FlowState.storeKey(state: state), value: flow.encoded, expiresAt: configuration.end(ofFlowStartedAt: now))
         else {
@@ -100,7 +113,16 @@ public struct BrowserFlowService: Sendable {
             parameters += [("response_mode", "form_post"), ("scope", provider.scopes.joined(separator: " "))]
         }
         parameters.sort { $0.0 < $1.0 }
-        return authorizeURL + "?" + FormFields.encoded(parameters)
+        return Started(
+            location: authorizeURL + "?" + FormFields.encoded(parameters),
+            setCookie: cookie.map {
+                FlowCookie.setting(state: state, value: $0, callbackURL: configuration.callbackURL, lifetime: configuration.flowLifetime)
+            })
+    }
+
+    /// What a flow stores of its ``FlowCookie`` value: its base64url SHA-256.
+    static func binding(_ cookie: some StringProtocol) -> String {
+        Base64URL.encode(Array(SHA256.hash(data: Array(cookie.utf8))))
     }
 
     /// `provider`'s configured URL, else the one its issuer's discovery document names.
@@ -125,12 +147,15 @@ public struct BrowserFlowService: Sendable {
         public let outcome: String
         /// The user signed in, when it got that far.
         public let userID: String?
+        /// A `Set-Cookie` value removing the flow's ``FlowCookie``, when it had one.
+        public var clearCookie: String?
     }
 
     /// `GET` or `POST /callback` with the provider's answer (`state`, `code`, or `error`; Apple's
-    /// form adds `user` on the first authorization). Every outcome is a redirect: the flow's
-    /// target with the session or the code, or with `error`, `error_code` and `error_description`.
-    public func callback(_ fields: FormFields, device: SessionDevice, now: Date) async -> Redirect {
+    /// form adds `user` on the first authorization) and the browser's `Cookie` fields. Every
+    /// outcome is a redirect: the flow's target with the session or the code, or with `error`,
+    /// `error_code` and `error_description`.
+    public func callback(_ fields: FormFields, cookies: [String], device: SessionDevice, now: Date) async -> Redirect {
         let stateText: String?
         do {
             stateText = try fields.nonEmpty("state")
@@ -150,6 +175,27 @@ public struct BrowserFlowService: Sendable {
             return stateError("bad_oauth_state", "OAuth state has expired")
         }
         let target = RedirectTarget(flow.redirectTo) ?? policy.siteURL
+        guard let binding = flow.browserBinding else {
+            return await callback(flow, fields, target: target, device: device, now: now)
+        }
+        var redirect: Redirect
+        if FlowCookie.values(named: FlowCookie.name(state: state), in: cookies).contains(where: {
+            ConstantTime.equal(Self.binding($0).utf8, binding.utf8)
+        }) {
+            redirect = await callback(flow, fields, target: target, device: device, now: now)
+        } else {
+            logger.notice(
+                "browser flow refused",
+                metadata: ["gw.provider": "\(flow.provider)", "gw.outcome": "bad_oauth_state", "gw.reason": "the browser lacks the flow's cookie"])
+            redirect = Self.errorRedirect(
+                target, "invalid_request", "bad_oauth_state", "OAuth state belongs to another browser: sign in again from this one")
+        }
+        redirect.clearCookie = FlowCookie.clearing(state: state, callbackURL: configuration.callbackURL)
+        return redirect
+    }
+
+    /// The callback of a flow found (and, when bound, from its browser).
+    private func callback(_ flow: FlowState, _ fields: FormFields, target: RedirectTarget, device: SessionDevice, now: Date) async -> Redirect {
         do {
             let fields = try Self.fields(fields, ["error", "error_description", "code", "user"])
             if let providerError = fields["error"] {

@@ -19,14 +19,21 @@ public struct FlowState: Sendable, Hashable {
     public var createdAt: Date
     /// The user the identity is linked to (`GET /user/identities/authorize`); nil for a sign-in.
     public var linkingTarget: String?
+    /// The base64url SHA-256 of the ``FlowCookie`` value the starting browser was given; nil when
+    /// the flow is not bound to a cookie (PKCE, linking, or `implicit_flow_cookie: false`).
+    public var browserBinding: String?
 
-    public init(provider: String, redirectTo: String, nonce: String, challenge: PKCEChallenge?, createdAt: Date, linkingTarget: String? = nil) {
+    public init(
+        provider: String, redirectTo: String, nonce: String, challenge: PKCEChallenge?, createdAt: Date, linkingTarget: String? = nil,
+        browserBinding: String? = nil
+    ) {
         self.provider = provider
         self.redirectTo = redirectTo
         self.nonce = nonce
         self.challenge = challenge
         self.createdAt = createdAt
         self.linkingTarget = linkingTarget
+        self.browserBinding = browserBinding
     }
 
     /// The store key of a flow's `state` (a canonical UUID).
@@ -43,6 +50,7 @@ public struct FlowState: Sendable, Hashable {
             object["m"] = .string(challenge.method.rawValue)
         }
         if let linkingTarget { object["l"] = .string(linkingTarget) }
+        if let browserBinding { object["b"] = .string(browserBinding) }
         return String(decoding: JSONValue.object(object).serialized(), as: UTF8.self)
     }
 
@@ -59,6 +67,7 @@ public struct FlowState: Sendable, Hashable {
         }
         self.init(
             provider: provider, redirectTo: redirectTo, nonce: nonce, challenge: challenge,
-            createdAt: Date(timeIntervalSince1970: Double(created) / 1000), linkingTarget: object["l"]?.stringValue)
+            createdAt: Date(timeIntervalSince1970: Double(created) / 1000), linkingTarget: object["l"]?.stringValue,
+            browserBinding: object["b"]?.stringValue)
     }
 }

@@ -58,11 +58,7 @@ public struct PKCEChallenge: Sendable, Hashable {
         case .plain:
             expected = Array(verifier.utf8)
         }
-        let actual = Array(challenge.utf8)
-        guard expected.count == actual.count else { return false }
-        var difference: UInt8 = 0
-        for index in expected.indices { difference |= expected[index] ^ actual[index] }
-        return difference == 0
+        return ConstantTime.equal(expected, challenge.utf8)
     }
 
     static func isUnreserved(_ byte: UInt8) -> Bool {

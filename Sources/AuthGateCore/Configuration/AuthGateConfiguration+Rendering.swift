@@ -80,7 +80,8 @@ extension AuthGateConfiguration {
             ("redirect_urls", Node(browserFlow.redirectURLs.map { Node($0.pattern) })),
             ("callback_url", Node(browserFlow.callbackURL)),
             ("flow_lifetime", Node(format(browserFlow.flowLifetime))),
-            ("implicit_linking", Node(String(browserFlow.implicitLinking)))
+            ("implicit_linking", Node(String(browserFlow.implicitLinking))),
+            ("implicit_flow_cookie", Node(String(browserFlow.implicitFlowCookie)))
         ]
         var oidc: [Node] = []
         for name in browserFlow.providers.keys.sorted() {

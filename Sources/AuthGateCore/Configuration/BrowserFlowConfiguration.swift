@@ -53,6 +53,10 @@ public struct BrowserFlowConfiguration: Sendable {
     /// their own account and got another person to finish at the provider would give them that
     /// person's identity (GoTrue allows it). With PKCE nothing is linked before the verifier.
     public var implicitLinking: Bool
+    /// `implicit_flow_cookie`: whether an implicit sign-in's callback needs the ``FlowCookie``
+    /// its `/authorize` set (on by default; off for a deployment whose browsers reach
+    /// `/authorize` on another host than `callback_url`).
+    public var implicitFlowCookie: Bool
 
     /// When a flow started at `start` ends: the state, the code and its exchange are refused after.
     public func end(ofFlowStartedAt start: Date) -> Date {
@@ -86,6 +90,7 @@ public struct BrowserFlowConfiguration: Sendable {
         if !ConfigurationValueParsers.isFetchableURL(callbackURL) { section.report("callback_url", ConfigurationValueParsers.fetchableURLRule) }
         flowLifetime = section.duration("flow_lifetime", default: .seconds(300), minimum: .seconds(60), maximum: .seconds(3600))
         implicitLinking = section.bool("implicit_linking", default: false)
+        implicitFlowCookie = section.bool("implicit_flow_cookie", default: true)
         var offered: [String: Provider] = [:]
         let google = section.section("google")
         if let clientID = google.optionalString("client_id") {

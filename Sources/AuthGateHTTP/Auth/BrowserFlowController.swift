@@ -63,14 +63,14 @@ public struct BrowserFlowController: Sendable {
             throw GoTrueError(.notFound, code: "user_not_found", message: "User identified by token not found")
         }
         do {
-            let location = try await service.authorize(
+            let started = try await service.authorize(
                 query, redirectHeader: request.headers[Self.redirectToHeader], referer: request.headers[.referer], linkingTo: linkingTo, now: Date())
             if linking, (try? query.single("skip_http_redirect")) == "true" {
-                var response = try RequestSupport.json(["url": .string(location)])
+                var response = try RequestSupport.json(["url": .string(started.location)])
                 response.headers[.cacheControl] = "no-store"
                 return response
             }
-            return Self.redirect(status: .found, location: location)
+            return Self.redirect(status: .found, location: started.location, setCookie: started.setCookie)
         } catch let error as AuthGateError {
             context.outcome.reason = error.code.description
             throw ErrorMapping.clientError(for: error, in: .signup)
@@ -85,11 +85,13 @@ public struct BrowserFlowController: Sendable {
         } else {
             fields = (try? FormFields(parsing: request.uri.query ?? "")) ?? FormFields()
         }
-        let redirect = await service.callback(fields, device: RequestSupport.device(request, context, trustedProxies: trustedProxies), now: Date())
+        let redirect = await service.callback(
+            fields, cookies: request.headers[values: .cookie], device: RequestSupport.device(request, context, trustedProxies: trustedProxies),
+            now: Date())
         GatewayMetrics.browserFlowCallback(outcome: redirect.outcome)
         if let userID = redirect.userID { context.outcome.userID = userID }
         if redirect.outcome != "ok" { context.outcome.reason = redirect.outcome }
-        return Self.redirect(status: redirect.status == 303 ? .seeOther : .found, location: redirect.location)
+        return Self.redirect(status: redirect.status == 303 ? .seeOther : .found, location: redirect.location, setCookie: redirect.clearCookie)
     }
 
     /// GoTrue reads a `redirect_to` header before the query's.
@@ -104,8 +106,11 @@ public struct BrowserFlowController: Sendable {
 
     static let referrerPolicy = HTTPField.Name.constant("Referrer-Policy")
 
-    /// A redirect that no cache keeps and whose `Location` no page it leads to sees as referrer.
-    static func redirect(status: HTTPResponse.Status, location: String) -> Response {
-        Response(status: status, headers: [.location: location, .cacheControl: "no-store", referrerPolicy: "no-referrer"])
+    /// A redirect that no cache keeps and whose `Location` no page it leads to sees as referrer,
+    /// setting or clearing a flow's cookie.
+    static func redirect(status: HTTPResponse.Status, location: String, setCookie: String? = nil) -> Response {
+        var headers: HTTPFields = [.location: location, .cacheControl: "no-store", referrerPolicy: "no-referrer"]
+        if let setCookie { headers[.setCookie] = setCookie }
+        return Response(status: status, headers: headers)
     }
 }
