@@ -1,3 +1,4 @@
+import AuthGateTestSupport
 import Synchronization
 import Testing
 
@@ -171,8 +172,14 @@ struct ProviderEndpointDiscoveryTests {
             for _ in 0..<20 { group.addTask { try await discovery.endpoints(issuer: Self.issuer) } }
             // Fetches are held until each of the twenty callers is in: fetching, or waiting for a
             // fetch already under way (one fetching and nineteen waiting, when single-flight).
-            while await discovery.callersWaitingForFetch + fetcher.fetches.count < 20 { await Task.yield() }
-            fetcher.open()
+            var notAllIn: (any Error)?
+            do {
+                try await waitUntil("all twenty in") { await discovery.callersWaitingForFetch + fetcher.fetches.count >= 20 }
+            } catch {
+                notAllIn = error
+            }
+            fetcher.open()  // also when they never were all in: the held fetches must end for the group to.
+            if let notAllIn { throw notAllIn }
             var answers = 0
             for try await endpoints in group {
                 #expect(endpoints.token == "https://id.example.com/token")

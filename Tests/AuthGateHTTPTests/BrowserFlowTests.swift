@@ -206,6 +206,18 @@ struct BrowserFlowTests {
         return try query(try #require(answer.location))
     }
 
+    /// The rest of a flow `/authorize` answered with `started`: Google signs `subject` in (with
+    /// `code`) and the browser comes to the callback; where the callback sends it.
+    static func finishAtGoogle(
+        _ client: some TestClientProtocol, _ rig: Rig, started: Answer, subject: String, code: String, browser: Browser? = nil
+    ) async throws -> String {
+        let startedLocation = try #require(started.location)
+        let sent = try query(startedLocation)
+        rig.google.register(code: code, grant: .init(idToken: googleToken(subject: subject, nonce: sent["nonce"])))
+        let back = try await send(client, "/auth/v1/callback?state=\(sent["state"] ?? "")&code=\(code)", browser: browser)
+        return try #require(back.location)
+    }
+
     static var pkceQuery: String {
         "redirect_to=http%3A%2F%2Flocalhost%3A3000%2Fcb%3Fnext%3D1&code_challenge=\(challenge(verifier))&code_challenge_method=S256"
     }
@@ -362,12 +374,8 @@ struct BrowserFlowTests {
         try await unbound.app.test(.router) { client in
             let started = try await Self.send(client, "/auth/v1/authorize?provider=google&redirect_to=http%3A%2F%2Flocalhost%3A3000%2Fcb")
             #expect(started.headers[.setCookie] == nil)
-            let unboundLocation = try #require(started.location)
-            let sent = try Self.query(unboundLocation)
-            unbound.google.register(code: "u", grant: .init(idToken: Self.googleToken(subject: "u-sub", nonce: sent["nonce"])))
-            let back = try await Self.send(client, "/auth/v1/callback?state=\(sent["state"]!)&code=u")
-            let backLocation = try #require(back.location)
-            #expect(try Self.fragment(backLocation)["access_token"] != nil)
+            let back = try await Self.finishAtGoogle(client, unbound, started: started, subject: "u-sub", code: "u")
+            #expect(try Self.fragment(back)["access_token"] != nil)
         }
         await unbound.stop()
     }
@@ -621,12 +629,8 @@ struct BrowserFlowTests {
             let started = try await Self.send(
                 client, "/auth/v1/user/identities/authorize?provider=google", headers: [.authorization: "Bearer \(bearer)"])
             #expect(started.status == .found, "\(started.body)")
-            let startedLocation = try #require(started.location)
-            let sent = try Self.query(startedLocation)
-            opened.google.register(code: "link-3", grant: .init(idToken: Self.googleToken(subject: "g-implicit", nonce: sent["nonce"])))
-            let back = try await Self.send(client, "/auth/v1/callback?state=\(sent["state"]!)&code=link-3")
-            let backLocation = try #require(back.location)
-            #expect(try Self.fragment(backLocation)["access_token"] != nil)
+            let back = try await Self.finishAtGoogle(client, opened, started: started, subject: "g-implicit", code: "link-3")
+            #expect(try Self.fragment(back)["access_token"] != nil)
             #expect(try await opened.dependencies.store.owner(ofIdentity: "google", subject: "g-implicit") == anonymousID)
         }
         await opened.stop()

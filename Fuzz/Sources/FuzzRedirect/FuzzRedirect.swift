@@ -13,7 +13,8 @@ public func fuzzRedirectMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMu
 /// (``RedirectPolicy``). Input: a glob, NUL, a candidate URL, NUL, a form. Properties: no trap; a
 /// form's fields encode and parse back to themselves; a URL's canonical text is canonical (parsed
 /// again, it is itself), printable ASCII, without user information or a dot segment; a decision
-/// made on the canonical text is the decision made on the text as sent.
+/// made on the canonical text is the decision made on the text as sent; the form's text read as a
+/// `Cookie` header yields no value holding a `;`, and a flow cookie appended to it is found.
 public func fuzzRedirect(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
     var input = FuzzInput(start, count)
     let pattern = input.text()
@@ -24,6 +25,11 @@ public func fuzzRedirect(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
         let again = try? FormFields(parsing: FormFields.encoded(form.fields.map { ($0.name, $0.value) }))
         fuzzCheck(again == form, "a form's fields did not read back: \(formText.debugDescription)")
     }
+
+    let cookieName = FlowCookie.name(state: "s")
+    let found = FlowCookie.values(named: cookieName, in: [formText, formText + "; " + cookieName + "=QUJD-_x"])
+    fuzzCheck(found.allSatisfy { !$0.contains(UInt8(ascii: ";")) }, "a cookie value holds a ';': \(formText.debugDescription)")
+    fuzzCheck(found.last == Array("QUJD-_x".utf8), "an appended flow cookie was not found: \(formText.debugDescription)")
 
     if let target = RedirectTarget(candidate) {
         fuzzCheck(RedirectTarget(target.text)?.text == target.text, "canonical text not canonical: \(candidate.debugDescription) -> \(target.text)")

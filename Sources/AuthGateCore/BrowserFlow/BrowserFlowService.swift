@@ -73,12 +73,12 @@ public struct BrowserFlowService: Sendable {
                 .validationFailed, "provider not offered in browser_flow", clientText: .fixed("Unsupported provider: provider is not enabled"))
         }
         let challenge = try PKCEChallenge.parse(challenge: fields["code_challenge"], method: fields["code_challenge_method"])
-        let authorizeURL = try await endpoint(\.authorizeURL, \.authorization, of: provider)
         if linkingTo != nil, challenge == nil, !configuration.implicitLinking {
             throw AuthGateError(
                 .validationFailed, "linking without PKCE (browser_flow.implicit_linking is off)",
                 clientText: .fixed("Linking an identity needs the PKCE flow: send code_challenge and code_challenge_method"))
         }
+        let authorizeURL = try await endpoint(\.authorizeURL, \.authorization, of: provider)
         let target = policy.target(redirectTo: redirectHeader ?? fields["redirect_to"], referer: referer)
         let state = UUIDBytes.random()
         let nonce = Base64URL.encode(Base64URL.randomBytes(32))
@@ -87,7 +87,7 @@ public struct BrowserFlowService: Sendable {
         let cookie = challenge == nil && linkingTo == nil && configuration.implicitFlowCookie ? Base64URL.encode(Base64URL.randomBytes(32)) : nil
         let flow = FlowState(
             provider: provider.name, redirectTo: target.text, nonce: nonce, challenge: challenge, createdAt: now, linkingTarget: linkingTo,
-            browserBinding: cookie.map(Self.binding))
+            browserBinding: cookie.map { Self.binding(Array($0.utf8)) })
         guard
             try await store.insertIfAbsent(FlowState.storeKey(state: state), value: flow.encoded, expiresAt: configuration.end(ofFlowStartedAt: now))
         else {
@@ -121,8 +121,8 @@ public struct BrowserFlowService: Sendable {
     }
 
     /// What a flow stores of its ``FlowCookie`` value: its base64url SHA-256.
-    static func binding(_ cookie: some StringProtocol) -> String {
-        Base64URL.encode(Array(SHA256.hash(data: Array(cookie.utf8))))
+    static func binding(_ cookie: [UInt8]) -> String {
+        Base64URL.encode(Array(SHA256.hash(data: cookie)))
     }
 
     /// `provider`'s configured URL, else the one its issuer's discovery document names.

@@ -36,14 +36,15 @@ public enum FlowCookie {
     }
 
     /// The values of the cookies named `name` in `Cookie` header fields (RFC 6265 §5.4:
-    /// `name=value` pairs separated by `;`; HTTP/2 may split them over several fields).
-    public static func values(named name: String, in fields: [String]) -> [Substring] {
-        var values: [Substring] = []
+    /// `name=value` pairs separated by `;`; HTTP/2 may split them over several fields), read as
+    /// bytes: a name matches byte for byte.
+    public static func values(named name: String, in fields: [String]) -> [[UInt8]] {
+        var values: [[UInt8]] = []
         for field in fields {
-            for pair in field.split(separator: ";") {
-                let trimmed = pair.drop { $0 == " " || $0 == "\t" }
-                guard let equals = trimmed.firstIndex(of: "="), trimmed[..<equals] == name else { continue }
-                values.append(trimmed[trimmed.index(after: equals)...].prefix { $0 != " " && $0 != "\t" })
+            for pair in field.utf8.split(separator: UInt8(ascii: ";")) {
+                let trimmed = pair.drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
+                guard let equals = trimmed.firstIndex(of: UInt8(ascii: "=")), trimmed[..<equals].elementsEqual(name.utf8) else { continue }
+                values.append(Array(trimmed[trimmed.index(after: equals)...].prefix { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }))
             }
         }
         return values
