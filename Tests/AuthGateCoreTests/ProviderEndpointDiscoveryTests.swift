@@ -128,6 +128,11 @@ struct ProviderEndpointDiscoveryTests {
                 #expect(error.code == .providerUnavailable, "\(text)")
             }
         }
+        // The issuer is compared byte for byte: Swift's `==` takes the Kelvin sign (U+212A) for a K.
+        let kelvin = ProviderEndpointDiscovery(
+            fetcher: ScriptedFetcher([.document(Self.document(issuer: "https://id.example.com/\u{212A}"), maxAge: nil)]))
+        #expect("https://id.example.com/\u{212A}" == "https://id.example.com/K")
+        await #expect(throws: AuthGateError.self) { _ = try await kelvin.endpoints(issuer: "https://id.example.com/K") }
         // An http issuer (a local provider) may name http endpoints.
         let local = ProviderEndpointDiscovery(
             fetcher: ScriptedFetcher([
