@@ -220,12 +220,23 @@ struct ProviderKeySetTests {
         ] {
             #expect(HTTPJWKSFetcher.redirectTarget(location, from: tls) == nil, "\(location)")
         }
-        #expect(try ProviderKeySet.keySetURL(jwksURI: "https://keys.example/jwks", issuer: "https://issuer.example") == "https://keys.example/jwks")
-        #expect(try ProviderKeySet.keySetURL(jwksURI: "http://127.0.0.1:8/jwks", issuer: "http://127.0.0.1:8") == "http://127.0.0.1:8/jwks")
-        #expect(throws: AuthGateError.self) { try ProviderKeySet.keySetURL(jwksURI: "http://keys.example/jwks", issuer: "https://issuer.example") }
-        #expect(throws: AuthGateError.self) { try ProviderKeySet.keySetURL(jwksURI: nil, issuer: "https://issuer.example") }
+        #expect(
+            try OIDCDiscoveryDocument.usableURL(
+                "https://keys.example/jwks", named: "jwks_uri", issuer: "https://issuer.example", failure: .keysUnavailable)
+                == "https://keys.example/jwks")
+        #expect(
+            try OIDCDiscoveryDocument.usableURL("http://127.0.0.1:8/jwks", named: "jwks_uri", issuer: "http://127.0.0.1:8", failure: .keysUnavailable)
+                == "http://127.0.0.1:8/jwks")
         #expect(throws: AuthGateError.self) {
-            try ProviderKeySet.keySetURL(jwksURI: "https://u:p@keys.example/jwks", issuer: "https://issuer.example")
+            try OIDCDiscoveryDocument.usableURL(
+                "http://keys.example/jwks", named: "jwks_uri", issuer: "https://issuer.example", failure: .keysUnavailable)
+        }
+        #expect(throws: AuthGateError.self) {
+            try OIDCDiscoveryDocument.usableURL(nil, named: "jwks_uri", issuer: "https://issuer.example", failure: .keysUnavailable)
+        }
+        #expect(throws: AuthGateError.self) {
+            try OIDCDiscoveryDocument.usableURL(
+                "https://u:p@keys.example/jwks", named: "jwks_uri", issuer: "https://issuer.example", failure: .keysUnavailable)
         }
         #expect(HTTPJWKSFetcher.redirectTarget("https://u:p@keys.example/jwks", from: tls) == nil)
         #expect(HTTPJWKSFetcher.redirectTarget("HTTPS://keys.example/jwks", from: tls) == "https://keys.example/jwks")

@@ -220,13 +220,6 @@ public actor ProviderKeySet {
         return try OIDCDiscoveryDocument(parsing: document.body, issuer: issuer, failure: .keysUnavailable).url("jwks_uri")
     }
 
-    /// The `jwks_uri` of `issuer`'s discovery document, when it may be used: an `https` URL
-    /// (OpenID Connect Discovery 1.0 §3), or an `http` one for an issuer that is `http` itself
-    /// (a local test provider), so that an `https` issuer's keys never come over plain HTTP.
-    static func keySetURL(jwksURI: String?, issuer: String) throws -> String {
-        try OIDCDiscoveryDocument.usableURL(jwksURI, named: "jwks_uri", issuer: issuer, failure: .keysUnavailable)
-    }
-
     /// How long after a failed fetch the next one is tried: 2 s after the first failure, then 4 s, 8 s … up to 1 min.
     private var failureBackoff: Duration {
         .seconds(min(60, 1 << min(consecutiveFailures, 6)))
