@@ -100,23 +100,37 @@ struct PKCEAndFormTests {
         #expect(FlowCode(encoded: "{\"v\":2}") == nil && FlowState(encoded: "[]") == nil)
     }
 
-    @Test("the flow cookie: its attributes by the callback's scheme and path, and its value found among others however the Cookie fields split them")
+    @Test(
+        "the flow cookie: __Host- with Path=/ over https (no sibling subdomain can plant it), the callback's path over http; its value found among others however the Cookie fields split them"
+    )
     func flowCookie() {
+        let https = "https://auth.example.com/auth/v1/callback"
         #expect(
-            FlowCookie.setting(state: "s1", value: "v", callbackURL: "https://auth.example.com/auth/v1/callback", lifetime: .seconds(300))
-                == "authgate-flow-s1=v; Path=/auth/v1/callback; Max-Age=300; HttpOnly; Secure; SameSite=None")
+            FlowCookie.setting(state: "s1", value: "v", callbackURL: https, lifetime: .seconds(300))
+                == "__Host-authgate-flow-s1=v; Path=/; HttpOnly; Secure; SameSite=None; Max-Age=300")
         #expect(
             FlowCookie.setting(state: "s1", value: "v", callbackURL: "http://localhost:9999/gw/auth/v1/callback?x=1", lifetime: .seconds(60))
-                == "authgate-flow-s1=v; Path=/gw/auth/v1/callback; Max-Age=60; HttpOnly; SameSite=Lax")
+                == "authgate-flow-s1=v; Path=/gw/auth/v1/callback; HttpOnly; SameSite=Lax; Max-Age=60")
         #expect(
             FlowCookie.clearing(state: "s1", callbackURL: "https://a.example")
-                == "authgate-flow-s1=; Path=/; Max-Age=0; HttpOnly; Secure; SameSite=None")
-        let name = FlowCookie.name(state: "s1")
-        #expect(FlowCookie.values(named: name, in: ["a=1; authgate-flow-s1=abc;b=2"]) == [Array("abc".utf8)])
-        #expect(FlowCookie.values(named: name, in: ["a=1", "\tauthgate-flow-s1=abc "]) == [Array("abc".utf8)])
-        #expect(FlowCookie.values(named: name, in: ["authgate-flow-s12=x; xauthgate-flow-s1=y; authgate-flow-s1", "AUTHGATE-FLOW-S1=z"]).isEmpty)
-        #expect(FlowCookie.values(named: name, in: ["authgate-flow-s1=one; authgate-flow-s1=two"]) == [Array("one".utf8), Array("two".utf8)])
+                == "__Host-authgate-flow-s1=; Path=/; HttpOnly; Secure; SameSite=None; Max-Age=0")
+        #expect(FlowCookie.name(state: "s1", callbackURL: "http://localhost/cb") == "authgate-flow-s1")
+        let name = FlowCookie.name(state: "s1", callbackURL: https)
+        #expect(FlowCookie.values(named: name, in: ["a=1; __Host-authgate-flow-s1=abc;b=2"]) == [Array("abc".utf8)])
+        #expect(FlowCookie.values(named: name, in: ["a=1", "\t__Host-authgate-flow-s1=abc "]) == [Array("abc".utf8)])
+        #expect(FlowCookie.values(named: name, in: ["authgate-flow-s1=planted; __host-authgate-flow-s1=y; __Host-authgate-flow-s12=z"]).isEmpty)
+        #expect(
+            FlowCookie.values(named: name, in: ["__Host-authgate-flow-s1=one; __Host-authgate-flow-s1=two"]) == [Array("one".utf8), Array("two".utf8)]
+        )
         #expect(FlowCookie.values(named: name, in: []).isEmpty)
+        let plain = FlowCookie.name(state: "s1", callbackURL: "http://localhost/cb")
+        #expect(FlowCookie.values(named: plain, in: ["authgate-flow-s12=x; xauthgate-flow-s1=y; authgate-flow-s1", "AUTHGATE-FLOW-S1=z"]).isEmpty)
+        for pair in ["__Host-authgate-flow-s=1", " authgate-flow-t=2", "\t__Host-authgate-flow-", "authgate-flow-"] {
+            #expect(FlowCookie.isFlowCookie(pair.utf8), "\(pair)")
+        }
+        for pair in ["a=1", "__host-authgate-flow-s=1", "x__Host-authgate-flow-s=1", "authgate-flow", "__Secure-authgate-flow-s=1", ""] {
+            #expect(!FlowCookie.isFlowCookie(pair.utf8), "\(pair)")
+        }
         #expect(ConstantTime.equal([1, 2, 3], [1, 2, 3]) && !ConstantTime.equal([1, 2, 3], [1, 2, 4]) && !ConstantTime.equal([1, 2], [1, 2, 3]))
     }
 }

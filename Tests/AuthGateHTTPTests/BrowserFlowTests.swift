@@ -322,8 +322,8 @@ struct BrowserFlowTests {
             let startedLocation = try #require(started.location)
             let sent = try Self.query(startedLocation)
             let state = try #require(sent["state"])
-            #expect(setCookie.hasPrefix("authgate-flow-\(state)="))
-            #expect(setCookie.hasSuffix("; Path=/auth/v1/callback; Max-Age=300; HttpOnly; Secure; SameSite=None"), "\(setCookie)")
+            #expect(setCookie.hasPrefix("__Host-authgate-flow-\(state)="))
+            #expect(setCookie.hasSuffix("; Path=/; HttpOnly; Secure; SameSite=None; Max-Age=300"), "\(setCookie)")
             rig.google.register(code: "csrf", grant: .init(idToken: Self.googleToken(subject: "attacker-sub", nonce: sent["nonce"])))
             // ... then gets another person's browser to open the callback URL: no session for it.
             let victim = Browser()
@@ -339,16 +339,23 @@ struct BrowserFlowTests {
             let lateLocation = try #require(late.location)
             #expect(try Self.query(lateLocation)["error_code"] == "bad_oauth_state")
 
-            // A wrong value under the flow's cookie name, or the right one for another flow, is no better.
-            for forged in ["authgate-flow-\(UUID().uuidString.lowercased())=x", "authgate-flow-STATE=AAAA"] {
+            // A wrong value under the flow's cookie name, the right one for another flow, or the
+            // right one without `__Host-` (a name a sibling subdomain can plant) is no better.
+            for forged in ["__Host-authgate-flow-\(UUID().uuidString.lowercased())=x", "__Host-authgate-flow-STATE=AAAA", "authgate-flow-STATE=VALUE"]
+            {
                 let browser = Browser()
                 let flow = try await Self.authorize(client, extra: "redirect_to=http%3A%2F%2Flocalhost%3A3000%2Fcb", browser: browser)
                 let flowState = try #require(flow["state"])
-                let header = browser.cookieHeader?.replacingOccurrences(of: "authgate-flow-\(flowState)=", with: "other=") ?? ""
+                let cookieHeader = try #require(browser.cookieHeader)
+                let value = String(cookieHeader.drop { $0 != "=" }.dropFirst())
+                let header = cookieHeader.replacingOccurrences(of: "__Host-authgate-flow-\(flowState)=", with: "other=")
                 rig.google.register(code: "f-\(flowState)", grant: .init(idToken: Self.googleToken(subject: "f", nonce: flow["nonce"])))
                 let answer = try await Self.send(
                     client, "/auth/v1/callback?state=\(flowState)&code=f-\(flowState)",
-                    headers: [.cookie: header + "; " + forged.replacingOccurrences(of: "STATE", with: flowState)])
+                    headers: [
+                        .cookie: header + "; "
+                            + forged.replacingOccurrences(of: "STATE", with: flowState).replacingOccurrences(of: "VALUE", with: value)
+                    ])
                 let answerLocation = try #require(answer.location)
                 #expect(try Self.query(answerLocation)["error_code"] == "bad_oauth_state", "\(forged)")
             }
@@ -370,14 +377,26 @@ struct BrowserFlowTests {
         }
         await rig.stop()
         // implicit_flow_cookie: false (GoTrue's behaviour): no cookie, any browser may finish the flow.
-        let unbound = try await self.rig(implicitFlowCookie: false)
-        try await unbound.app.test(.router) { client in
+        let store = MemoryAuthStore()
+        let unbound = try await self.rig(store: store, implicitFlowCookie: false)
+        let startedUnbound = try await unbound.app.test(.router) { client in
             let started = try await Self.send(client, "/auth/v1/authorize?provider=google&redirect_to=http%3A%2F%2Flocalhost%3A3000%2Fcb")
             #expect(started.headers[.setCookie] == nil)
             let back = try await Self.finishAtGoogle(client, unbound, started: started, subject: "u-sub", code: "u")
             #expect(try Self.fragment(back)["access_token"] != nil)
+            return try await Self.send(client, "/auth/v1/authorize?provider=google&redirect_to=http%3A%2F%2Flocalhost%3A3000%2Fcb")
         }
         await unbound.stop()
+        // A flow started unbound (the option off then, or a gateway that did not bind flows yet)
+        // is refused by a gateway that binds them: fail closed, not a way around the cookie.
+        let binding = try await self.rig(store: store)
+        try await binding.app.test(.router) { client in
+            let back = try await Self.finishAtGoogle(client, binding, started: startedUnbound, subject: "late-sub", code: "late")
+            #expect(try Self.query(back)["error_code"] == "bad_oauth_state", "\(back)")
+            #expect(try Self.fragment(back)["access_token"] == nil)
+            #expect(try await store.owner(ofIdentity: "google", subject: "late-sub") == nil)
+        }
+        await binding.stop()
     }
 
     @Test("Apple: form post with the user's name on first authorization, Apple's refresh token kept sealed")

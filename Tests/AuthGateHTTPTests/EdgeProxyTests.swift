@@ -647,6 +647,29 @@ struct EdgeProxyTests {
         #expect(trusted.first(name: "x-forwarded-for") == "198.51.100.1, 198.51.100.1")
     }
 
+    @Test("the browser flow's cookies stay at the gateway: dropped from every Cookie field, the other pairs forwarded as they came")
+    func flowCookiesNotForwarded() throws {
+        let configuration = try AuthGateConfiguration.parse(
+            yaml: "routes: [ { name: r, path_prefix: /r/, upstreams: [http://127.0.0.1:1] } ]", baseDirectory: "", environment: [:])
+        let route = try #require(configuration.routes.first)
+        var fields: HTTPHeaders = [
+            "Cookie": "theme=dark; __Host-authgate-flow-0b6e1d47-5e7c-4a8e-9f2a-3c1d2e4f5a6b=v1;sid=abc=def",
+            "cookie": "\t__Host-authgate-flow-x=v2; authgate-flow-y=v3",
+            "COOKIE": "lang=en;  __host-authgate-flow-kept=1;x__Host-authgate-flow-kept=2"
+        ]
+        fields.add(name: "Cookie", value: "plain=1")
+        let upstream = ProxyHeaders.upstreamHeaders(
+            from: fields, claims: nil, route: route, identityPrefix: "X-AuthGate-", clientAddress: "203.0.113.9", peerIsTrusted: false,
+            scheme: "https", authority: "api.example.com", requestID: "r1")
+        let cookies = upstream.filter { $0.name.lowercased() == "cookie" }.map(\.value)
+        #expect(cookies == ["theme=dark; sid=abc=def", "lang=en;  __host-authgate-flow-kept=1;x__Host-authgate-flow-kept=2", "plain=1"])
+        // Nothing to drop: the field as it came, byte for byte (spaces and empty pairs included).
+        #expect(ProxyHeaders.withoutFlowCookies("a=1;;  b=2 ; c") == nil)
+        #expect(ProxyHeaders.withoutFlowCookies("") == nil)
+        #expect(ProxyHeaders.withoutFlowCookies("__Host-authgate-flow-s=1") == "")
+        #expect(ProxyHeaders.withoutFlowCookies("a=1;authgate-flow-") == "a=1")
+    }
+
     /// A trusted proxy may pass a client's `X-Forwarded-Proto` or `-Host` on as it came. Only a
     /// scheme and a valid authority are believed: anything else would be written into
     /// `Forwarded` (`https;for=6.6.6.6` adds a parameter an upstream may read as the client).

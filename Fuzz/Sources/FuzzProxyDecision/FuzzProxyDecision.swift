@@ -21,7 +21,8 @@ public func fuzzProxyDecisionMain(_ argc: CInt, _ argv: UnsafeMutablePointer<Uns
 /// prefix of the normalized path, carries exactly that path upstream (past `strip_prefix`), and
 /// passes the route's policy (a token on `required` routes, no anonymous user where anonymous
 /// users are refused, the required claims); no identity header reaches an upstream unless the
-/// gateway set it from a verified token.
+/// gateway set it from a verified token; no browser flow cookie (``FlowCookie``) reaches an
+/// upstream, and every other cookie pair does, as it came.
 public func fuzzProxyDecision(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
     var input = FuzzInput(start, count)
     var text = String(decoding: input.rest(), as: UTF8.self)
@@ -160,7 +161,19 @@ enum ProxyFixture {
                 userHeaders.allSatisfy { $0.value == claims.sub } && userHeaders.count <= 1,
                 "the user id header is not the token's subject: \(userHeaders)")
         }
+        let sentPairs = cookiePairs(head.headers)
+        let forwardedPairs = cookiePairs(upstream.headers)
+        fuzzCheck(!forwardedPairs.contains { FlowCookie.isFlowCookie($0.utf8) }, "a flow cookie reached the upstream: \(forwardedPairs)")
+        fuzzCheck(
+            forwardedPairs == sentPairs.filter { !FlowCookie.isFlowCookie($0.utf8) },
+            "the upstream's cookies \(forwardedPairs) are not the client's \(sentPairs) without the flow's")
         let framing = upstream.headers["transfer-encoding"].count + upstream.headers["content-length"].count
         fuzzCheck(framing <= 1, "forwarded ambiguous framing: \(upstream.headers)")
+    }
+
+    /// The pairs of the `Cookie` fields, in order, each without the spaces before it, empty ones left out.
+    static func cookiePairs(_ headers: HTTPHeaders) -> [String] {
+        headers["cookie"].flatMap { $0.utf8.split(separator: UInt8(ascii: ";")) }
+            .map { String(decoding: $0.drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }, as: UTF8.self) }.filter { !$0.isEmpty }
     }
 }

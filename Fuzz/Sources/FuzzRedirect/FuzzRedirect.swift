@@ -26,7 +26,7 @@ public func fuzzRedirect(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
         fuzzCheck(again == form, "a form's fields did not read back: \(formText.debugDescription)")
     }
 
-    let cookieName = FlowCookie.name(state: "s")
+    let cookieName = FlowCookie.name(state: "s", callbackURL: "https://auth.example.com/auth/v1/callback")
     let found = FlowCookie.values(named: cookieName, in: [formText, formText + "; " + cookieName + "=QUJD-_x"])
     fuzzCheck(found.allSatisfy { !$0.contains(UInt8(ascii: ";")) }, "a cookie value holds a ';': \(formText.debugDescription)")
     fuzzCheck(found.last == Array("QUJD-_x".utf8), "an appended flow cookie was not found: \(formText.debugDescription)")

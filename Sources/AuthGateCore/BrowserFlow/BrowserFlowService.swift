@@ -176,22 +176,31 @@ public struct BrowserFlowService: Sendable {
         }
         let target = RedirectTarget(flow.redirectTo) ?? policy.siteURL
         guard let binding = flow.browserBinding else {
+            // Unbound: a PKCE flow or a link (bound otherwise), or the operator's choice. An
+            // implicit sign-in that should have been bound (started before the gateway bound
+            // them, or while the option was off) is refused, not let through.
+            guard flow.challenge != nil || flow.linkingTarget != nil || !configuration.implicitFlowCookie else {
+                return refusedBrowser(flow, target: target, reason: "the flow was started without a browser cookie")
+            }
             return await callback(flow, fields, target: target, device: device, now: now)
         }
+        let cookieName = FlowCookie.name(state: state, callbackURL: configuration.callbackURL)
         var redirect: Redirect
-        if FlowCookie.values(named: FlowCookie.name(state: state), in: cookies).contains(where: {
-            ConstantTime.equal(Self.binding($0).utf8, binding.utf8)
-        }) {
+        if FlowCookie.values(named: cookieName, in: cookies).contains(where: { ConstantTime.equal(Self.binding($0).utf8, binding.utf8) }) {
             redirect = await callback(flow, fields, target: target, device: device, now: now)
         } else {
-            logger.notice(
-                "browser flow refused",
-                metadata: ["gw.provider": "\(flow.provider)", "gw.outcome": "bad_oauth_state", "gw.reason": "the browser lacks the flow's cookie"])
-            redirect = Self.errorRedirect(
-                target, "invalid_request", "bad_oauth_state", "OAuth state belongs to another browser: sign in again from this one")
+            redirect = refusedBrowser(flow, target: target, reason: "the browser lacks the flow's cookie")
         }
         redirect.clearCookie = FlowCookie.clearing(state: state, callbackURL: configuration.callbackURL)
         return redirect
+    }
+
+    /// The redirect for an implicit sign-in's callback that came without the flow's cookie.
+    private func refusedBrowser(_ flow: FlowState, target: RedirectTarget, reason: String) -> Redirect {
+        logger.notice(
+            "browser flow refused", metadata: ["gw.provider": "\(flow.provider)", "gw.outcome": "bad_oauth_state", "gw.reason": "\(reason)"])
+        return Self.errorRedirect(
+            target, "invalid_request", "bad_oauth_state", "OAuth state belongs to another browser: sign in again from this one")
     }
 
     /// The callback of a flow found (and, when bound, from its browser).

@@ -4,26 +4,48 @@
 /// to the browser only when that browser sends the value back. So a callback URL someone made by
 /// signing in with their own account cannot sign another person's browser in as them (login CSRF).
 /// PKCE flows need no cookie: the app's verifier does that work.
+///
+/// Over `https` the name has the `__Host-` prefix (RFC 6265bis §4.1.3.2): a browser takes such a
+/// cookie only from the gateway's own host, `Secure`, with `Path=/` and no `Domain`, so a sibling
+/// subdomain cannot plant one (cookie tossing) to pass its own flow off as the victim's. The
+/// proxy drops these cookies from what it forwards (``isFlowCookie(_:)``).
 public enum FlowCookie {
-    /// `authgate-flow-<state>`: one cookie per flow, so flows in two tabs do not overwrite each other.
-    public static func name(state: String) -> String { "authgate-flow-" + state }
+    /// The prefix of every flow cookie's name over `http` (development), after `__Host-` over `https`.
+    static let baseName = "authgate-flow-"
 
-    /// The `Set-Cookie` value for a new flow: sent back only to the callback's path, for the flow's
-    /// lifetime, never to scripts. Over `https` it is `SameSite=None; Secure`, since Apple posts
-    /// its answer from its own site (a `Lax` cookie is not sent with a cross-site `POST`); over
-    /// `http` (development; Apple takes only `https` return URLs) `SameSite=Lax`.
+    /// `__Host-authgate-flow-<state>` for an `https` callback, `authgate-flow-<state>` for an
+    /// `http` one: one cookie per flow, so flows in two tabs do not overwrite each other.
+    public static func name(state: String, callbackURL: String) -> String {
+        (isSecure(callbackURL) ? "__Host-" : "") + baseName + state
+    }
+
+    /// The `Set-Cookie` value for a new flow: for the flow's lifetime, never to scripts. Over
+    /// `https` it is `__Host-` with `Path=/` and `SameSite=None; Secure`, since Apple posts its
+    /// answer from its own site (a `Lax` cookie is not sent with a cross-site `POST`); over `http`
+    /// (development; Apple takes only `https` return URLs) it is sent only to the callback's path,
+    /// `SameSite=Lax`.
     public static func setting(state: String, value: String, callbackURL: String, lifetime: Duration) -> String {
-        name(state: state) + "=" + value + "; Path=" + path(of: callbackURL) + "; Max-Age=" + String(Int(lifetime.inSeconds))
-            + attributes(callbackURL)
+        name(state: state, callbackURL: callbackURL) + "=" + value + attributes(callbackURL) + "; Max-Age=" + String(Int(lifetime.inSeconds))
     }
 
     /// The `Set-Cookie` value that removes a flow's cookie once its callback came.
     public static func clearing(state: String, callbackURL: String) -> String {
-        name(state: state) + "=; Path=" + path(of: callbackURL) + "; Max-Age=0" + attributes(callbackURL)
+        name(state: state, callbackURL: callbackURL) + "=" + attributes(callbackURL) + "; Max-Age=0"
     }
 
     private static func attributes(_ callbackURL: String) -> String {
-        callbackURL.hasPrefix("https://") ? "; HttpOnly; Secure; SameSite=None" : "; HttpOnly; SameSite=Lax"
+        isSecure(callbackURL) ? "; Path=/; HttpOnly; Secure; SameSite=None" : "; Path=" + path(of: callbackURL) + "; HttpOnly; SameSite=Lax"
+    }
+
+    private static func isSecure(_ callbackURL: String) -> Bool {
+        callbackURL.utf8.starts(with: "https://".utf8)
+    }
+
+    /// Whether a `Cookie` pair's name (`name=value`, spaces before it allowed) is a flow cookie's,
+    /// under either spelling: the gateway's own, never an upstream's business.
+    public static func isFlowCookie(_ pair: some Collection<UInt8>) -> Bool {
+        let name = pair.drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
+        return name.starts(with: baseName.utf8) || name.starts(with: "__Host-authgate-flow-".utf8)
     }
 
     /// The path of `url` (an `http(s)` URL as configuration checks it), `/` when it has none.

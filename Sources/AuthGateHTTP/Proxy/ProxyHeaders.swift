@@ -48,7 +48,7 @@ public enum ProxyHeaders {
 
     /// What hygiene does with a client header, by its folded name.
     private enum Rule {
-        case drop, keep, authorization, forwardedFor, forwardedProto, forwardedHost
+        case drop, keep, authorization, forwardedFor, forwardedProto, forwardedHost, cookie
     }
 
     private static func rule(for name: String, identityPrefix: [UInt8], listed: [[UInt8]]) -> Rule {
@@ -58,6 +58,7 @@ public enum ProxyHeaders {
         switch name.utf8.count {
         case 4 where Self.name(name, is: host): return .drop
         case 6 where Self.name(name, is: expect): return .drop
+        case 6 where Self.name(name, is: cookie): return .cookie
         case 9 where Self.name(name, is: forwarded) || Self.name(name, is: realIP): return .drop
         case 12 where Self.name(name, is: requestIDName): return .drop
         case 13 where Self.name(name, is: authorizationName): return .authorization
@@ -71,6 +72,7 @@ public enum ProxyHeaders {
     private static let connection = Array("connection".utf8)
     private static let host = Array("host".utf8)
     private static let expect = Array("expect".utf8)
+    private static let cookie = Array("cookie".utf8)
     private static let forwarded = Array("forwarded".utf8)
     private static let realIP = Array("x-real-ip".utf8)
     private static let requestIDName = Array("x-request-id".utf8)
@@ -152,6 +154,13 @@ public enum ProxyHeaders {
                 continue
             case .keep:
                 headers.add(name: name, value: value)
+            case .cookie:
+                // The browser flow's cookies are the gateway's; the upstream gets the others.
+                if let others = withoutFlowCookies(value) {
+                    if !others.isEmpty { headers.add(name: name, value: others) }
+                } else {
+                    headers.add(name: name, value: value)
+                }
             case .authorization:
                 if route.forwardAuthorization, exact { headers.add(name: name, value: value) }
             case .forwardedFor:
@@ -191,6 +200,26 @@ public enum ProxyHeaders {
             headers.add(name: identity.aal, value: claims.aal)
         }
         return headers
+    }
+
+    /// A `Cookie` field's value without the browser flow's cookies (``FlowCookie/isFlowCookie(_:)``),
+    /// its other pairs as they came, joined by `"; "`; nil (and nothing allocated) when it has none.
+    static func withoutFlowCookies(_ value: String) -> String? {
+        let bytes = value.utf8
+        var pairStart = bytes.startIndex
+        var found = false
+        while true {
+            if FlowCookie.isFlowCookie(bytes[pairStart...]) {
+                found = true
+                break
+            }
+            guard let semicolon = bytes[pairStart...].firstIndex(of: UInt8(ascii: ";")) else { break }
+            pairStart = bytes.index(after: semicolon)
+        }
+        guard found else { return nil }
+        let kept = bytes.split(separator: UInt8(ascii: ";")).filter { !FlowCookie.isFlowCookie($0) }
+        return kept.map { String(decoding: $0.drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }, as: UTF8.self) }
+            .filter { !$0.isEmpty }.joined(separator: "; ")
     }
 
     /// What the client receives from the upstream: without hop-by-hop headers, with the request id.
