@@ -6,7 +6,7 @@
 SWIFT ?= swift
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CONFIG ?= config/authgate.yaml
-APT_PACKAGES := libhiredis-dev libjemalloc-dev redis-server redis-sentinel pkg-config python3 python3-venv python3-yaml nginx-light
+APT_PACKAGES := libhiredis-dev libjemalloc-dev redis-server redis-sentinel pkg-config python3 python3-venv python3-yaml nginx-light chromium-headless-shell
 # Seconds each fuzz target runs in `make test` and `make fuzz` (the long run: FUZZ_RUNS=1000000).
 FUZZ_SECONDS ?= 30
 # Extra flags for the release binary (deploy/Dockerfile passes --static-swift-stdlib).

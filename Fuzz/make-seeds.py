@@ -84,6 +84,7 @@ for index, head in enumerate([
     "GET /public/a HTTP/1.1\r\nHost: gw\r\n\r\nGET /maybe HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer TOKEN\r\nX-Request-Id: abc\r\n\r\n",
     "GET http://gw/public/%2e%2e/members/x HTTP/1.1\r\nHost: other\r\n\r\n",
     "GET /public/c HTTP/1.1\r\nHost: gw\r\nCookie: a=1; __Host-authgate-flow-s=x;authgate-flow-t=y\r\nCookie: \t__Host-authgate-flow-u=z\r\n\r\n",
+    "GET /members/ws HTTP/1.1\r\nHost: gw\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: chat, authgate, authgate.bearer.TOKEN\r\n\r\n",
 ]):
     write("FuzzProxyDecision", f"head-{index}", head)
 

@@ -343,6 +343,74 @@ struct EdgeProxyTests {
         await upstream.stop()
     }
 
+    /// Browsers cannot set `Authorization` on a WebSocket handshake: a page offers its access token
+    /// as the subprotocol `authgate.bearer.<token>` beside `authgate`. The token authenticates
+    /// the handshake; neither element reaches the upstream (a forward_authorization route gets
+    /// the token as `Authorization`); the 101 names `authgate` when the upstream chose none.
+    @Test("WebSocket: an access token offered as a subprotocol authenticates the handshake, never reaches the upstream, and the 101 names authgate")
+    func webSocketSubprotocolBearer() async throws {
+        try await withGateway(
+            upstream: { try await RawWebSocketUpstream.start() }, stop: { await $0.stop() },
+            { upstream in
+                """
+                providers: { anonymous: { enabled: true } }
+                rate_limits: { token: off, signup: off, nonce: off }
+                routes:
+                  - { name: ws, path_prefix: /ws/, upstreams: [\(upstream.url)], auth: required, allow_anonymous: true }
+                  - { name: fwd, path_prefix: /fwd/, upstreams: [\(upstream.url)], auth: required, allow_anonymous: true, forward_authorization: true }
+                """
+            }
+        ) { client, upstream in
+            let port = try #require(client.port)
+            let (token, userID) = try await signUp(client)
+            /// The handshake with `protocols`, the gateway's answer head, and the head the upstream got (nil when none).
+            func open(_ path: String, _ extra: String) async throws -> (answer: String, upstreamHead: String?) {
+                let before = upstream.recorded.count
+                let connection = try RawConnection(port: port)
+                await connection.send(Self.handshake(path, extra: extra))
+                let answer = String(decoding: await connection.receiveHead(), as: UTF8.self)
+                guard answer.hasPrefix("HTTP/1.1 101") else { return (answer, nil) }
+                try await waitUntil("the upstream's handshake", deadline: .seconds(10)) { upstream.recorded.count > before }
+                return (answer, upstream.recorded[before].head.lowercased())
+            }
+            // The page's handshake: authenticated by the token it offered, answered with authgate.
+            let (answer, head) = try await open("/ws/a", "Sec-WebSocket-Protocol: authgate, authgate.bearer.\(token)\r\n")
+            #expect(answer.hasPrefix("HTTP/1.1 101 Switching Protocols"), "\(answer)")
+            #expect(answer.lowercased().components(separatedBy: "\r\n").contains("sec-websocket-protocol: authgate"), "\(answer)")
+            let upstreamHead = try #require(head)
+            #expect(upstreamHead.contains("x-authgate-user-id: \(userID)"), "\(upstreamHead)")
+            #expect(!upstreamHead.contains("sec-websocket-protocol") && !upstreamHead.contains(token.lowercased()), "\(upstreamHead)")
+            #expect(!upstreamHead.contains("authorization"), "\(upstreamHead)")
+            // Any case of the prefix; the app's own subprotocols go on without the gateway's.
+            let (mixed, mixedHead) = try await open("/ws/b", "Sec-WebSocket-Protocol: chat,AuthGate.Bearer.\(token) , AUTHGATE\r\n")
+            #expect(mixed.hasPrefix("HTTP/1.1 101 Switching Protocols"), "\(mixed)")
+            let mixedUpstream = try #require(mixedHead)
+            #expect(mixedUpstream.contains("sec-websocket-protocol: chat\r\n") && !mixedUpstream.contains(token.lowercased()), "\(mixedUpstream)")
+            // forward_authorization: the token goes on as the Authorization header it stands for.
+            let (forwarded, forwardedHead) = try await open("/fwd/c", "Sec-WebSocket-Protocol: authgate.bearer.\(token), authgate\r\n")
+            #expect(forwarded.hasPrefix("HTTP/1.1 101"), "\(forwarded)")
+            #expect(try #require(forwardedHead).contains("authorization: bearer \(token.lowercased())"))
+            // No token, an empty one, a forged one: 401, nothing reaches the upstream.
+            for protocols in ["authgate", "authgate, authgate.bearer.", "authgate, authgate.bearer.\(token)x", "authgate.bearer\(token)"] {
+                let (refused, _) = try await open("/ws/d", "Sec-WebSocket-Protocol: \(protocols)\r\n")
+                #expect(refused.hasPrefix("HTTP/1.1 401"), "\(protocols): \(refused)")
+            }
+            // One credential at most: with two, the gateway would check one and an upstream might act on the other.
+            for extra in [
+                "Authorization: Bearer \(token)\r\nSec-WebSocket-Protocol: authgate, authgate.bearer.\(token)\r\n",
+                "Sec-WebSocket-Protocol: authgate.bearer.\(token)\r\nSec-WebSocket-Protocol: authgate.bearer.\(token)\r\n"
+            ] {
+                let (refused, _) = try await open("/ws/e", extra)
+                #expect(refused.hasPrefix("HTTP/1.1 400 Bad Request"), "\(refused)")
+            }
+            // Only a WebSocket handshake is authenticated by it: a plain request is not.
+            let plain = try RawConnection(port: port)
+            await plain.send("GET /ws/f HTTP/1.1\r\nHost: gateway\r\nSec-WebSocket-Protocol: authgate.bearer.\(token)\r\n\r\n")
+            let plainAnswer = String(decoding: await plain.receiveHead(), as: UTF8.self)
+            #expect(plainAnswer.hasPrefix("HTTP/1.1 401"), "\(plainAnswer)")
+        }
+    }
+
     /// A client that sends a frame in the same write as the handshake (before the 101, which
     /// RFC 6455 §4.1 forbids: it is dropped with the HTTP decoder's buffer), then one in the
     /// tunnel, then stops sending (a FIN). The tunnel's frame is echoed, and the FIN ends the
@@ -668,6 +736,34 @@ struct EdgeProxyTests {
         #expect(ProxyHeaders.withoutFlowCookies("") == nil)
         #expect(ProxyHeaders.withoutFlowCookies("__Host-authgate-flow-s=1") == "")
         #expect(ProxyHeaders.withoutFlowCookies("a=1;authgate-flow-") == "a=1")
+    }
+
+    @Test("the gateway's subprotocols (authgate, authgate.bearer.<token>) are recognised in any case and never forwarded; others pass untouched")
+    func subprotocolCredentialsNotForwarded() throws {
+        typealias Credential = WebSocketSubprotocolCredential
+        #expect(Credential.classify("authgate") == .marker && Credential.classify("AuthGate") == .marker)
+        #expect(Credential.classify("authgate.bearer.e30.e30.sig") == .bearer("e30.e30.sig"))
+        #expect(Credential.classify("AUTHGATE.BEARER.Ab") == .bearer("Ab") && Credential.classify("authgate.bearer.") == .bearer(""))
+        for other in ["authgate2", "authgate.bearer", "xauthgate", "chat", "authgate.bearerX", "authgäte", ""] {
+            #expect(Credential.classify(other) == .other, "\(other)")
+        }
+        #expect(Credential.elements(" chat,,\tauthgate , ") == ["chat", "authgate"])
+        #expect(Credential.withoutGatewayElements("chat, superchat") == nil)
+        #expect(Credential.withoutGatewayElements("chat,authgate.bearer.t,  v2 ,Authgate") == "chat, v2")
+        #expect(Credential.withoutGatewayElements("authgate, authgate.bearer.t") == "")
+        let configuration = try AuthGateConfiguration.parse(
+            yaml: "routes: [ { name: r, path_prefix: /r/, upstreams: [http://127.0.0.1:1], forward_authorization: true } ]", baseDirectory: "",
+            environment: [:])
+        let route = try #require(configuration.routes.first)
+        let fields: HTTPHeaders = [
+            "Sec-WebSocket-Protocol": "chat, authgate.bearer.secret", "sec-websocket-protocol": "authgate",
+            "Sec_WebSocket_Protocol": "AUTHGATE.bearer.secret2, v2", "X-Kept": "1"
+        ]
+        let upstream = ProxyHeaders.upstreamHeaders(
+            from: fields, claims: nil, route: route, identityPrefix: "X-AuthGate-", clientAddress: "203.0.113.9", peerIsTrusted: false,
+            scheme: "https", authority: "api.example.com", requestID: "r1")
+        #expect(upstream.filter { ProxyHeaders.folded($0.name) == ProxyHeaders.folded("sec-websocket-protocol") }.map(\.value) == ["chat", "v2"])
+        #expect(!upstream.contains { $0.value.contains("secret") } && upstream.first(name: "x-kept") == "1")
     }
 
     /// A trusted proxy may pass a client's `X-Forwarded-Proto` or `-Host` on as it came. Only a

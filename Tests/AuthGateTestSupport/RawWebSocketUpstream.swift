@@ -14,6 +14,8 @@ public final class RawWebSocketUpstream: Sendable {
 
     /// What one connection received after its handshake, and whether it has ended.
     public struct Recorded: Sendable {
+        /// The handshake's head as it came (its request line and header lines).
+        public var head = ""
         public var bytes: [UInt8] = []
         public var ended = false
     }
@@ -115,6 +117,8 @@ public final class RawWebSocketUpstream: Sendable {
                 head += bytes
                 guard let end = head.indices.dropLast(3).first(where: { head[$0..<$0 + 4].elementsEqual("\r\n\r\n".utf8) }) else { return }
                 upgraded = true
+                let text = String(decoding: head[..<end], as: UTF8.self)
+                box.connections.withLock { $0[index].head = text }
                 bytes = Array(head[(end + 4)...])
                 if let answer { return sendAndClose(ByteBuffer(string: answer), context: context) }
                 let answer =

@@ -138,7 +138,7 @@ class Providers:
 class Gateway:
     """A running `authgate serve` and what tests need to reach it."""
 
-    def __init__(self, providers: Providers, reuse_interval: str, tls: bool = False):
+    def __init__(self, providers: Providers, reuse_interval: str, tls: bool = False, routes: list | None = None):
         redis_url = os.environ.get("AUTHGATE_TEST_REDIS_URL")
         if not redis_url:
             raise RuntimeError("AUTHGATE_TEST_REDIS_URL is not set: run the suite through `make test`")
@@ -172,8 +172,9 @@ class Gateway:
                 "google": {"client_id": GOOGLE_AUDIENCE, "client_secret_file": "google-web-secret",
                            "token_url": f"http://127.0.0.1:{providers.port}/google/token"},
             },
-            # An upstream nobody listens on: the metrics check drives the proxy's families with it.
-            "routes": [{"name": "api", "path_prefix": "/api/", "upstreams": [f"http://127.0.0.1:{free_port()}"], "auth": "required", "allow_anonymous": True}],
+            # By default an upstream nobody listens on: the metrics check drives the proxy's families with it.
+            "routes": routes or [{"name": "api", "path_prefix": "/api/", "upstreams": [f"http://127.0.0.1:{free_port()}"], "auth": "required",
+                                  "allow_anonymous": True}],
         }
         (self.directory / "google-web-secret").write_text(GOOGLE_WEB_SECRET)
         (self.directory / "authgate.yaml").write_text(json.dumps(config))

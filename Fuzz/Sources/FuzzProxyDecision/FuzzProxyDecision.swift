@@ -22,7 +22,8 @@ public func fuzzProxyDecisionMain(_ argc: CInt, _ argv: UnsafeMutablePointer<Uns
 /// passes the route's policy (a token on `required` routes, no anonymous user where anonymous
 /// users are refused, the required claims); no identity header reaches an upstream unless the
 /// gateway set it from a verified token; no browser flow cookie (``FlowCookie``) reaches an
-/// upstream, and every other cookie pair does, as it came.
+/// upstream, and every other cookie pair does, as it came; no WebSocket subprotocol of the
+/// gateway's (`authgate`, `authgate.bearer.<token>`, any case) reaches an upstream.
 public func fuzzProxyDecision(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
     var input = FuzzInput(start, count)
     var text = String(decoding: input.rest(), as: UTF8.self)
@@ -167,8 +168,20 @@ enum ProxyFixture {
         fuzzCheck(
             forwardedPairs == sentPairs.filter { !FlowCookie.isFlowCookie($0.utf8) },
             "the upstream's cookies \(forwardedPairs) are not the client's \(sentPairs) without the flow's")
+        let subprotocols = upstream.headers.filter { $0.name.lowercased().replacingOccurrences(of: "_", with: "-") == "sec-websocket-protocol" }
+            .flatMap { $0.value.utf8.split(separator: UInt8(ascii: ",")) }.map(ProxyFixture.asciiLowercasedTrimmed)
+        fuzzCheck(
+            !subprotocols.contains { $0 == "authgate" || $0.hasPrefix("authgate.bearer.") },
+            "a gateway subprotocol reached the upstream: \(subprotocols)")
         let framing = upstream.headers["transfer-encoding"].count + upstream.headers["content-length"].count
         fuzzCheck(framing <= 1, "forwarded ambiguous framing: \(upstream.headers)")
+    }
+
+    /// A list element's bytes without spaces and tabs around them, ASCII letters in lower case.
+    static func asciiLowercasedTrimmed(_ element: Substring.UTF8View.SubSequence) -> String {
+        let isSpace = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        let trimmed = element.drop(while: isSpace).reversed().drop(while: isSpace).reversed()
+        return String(decoding: trimmed.map { $0 >= 65 && $0 <= 90 ? $0 | 0x20 : $0 }, as: UTF8.self)
     }
 
     /// The pairs of the `Cookie` fields, in order, each without the spaces before it, empty ones left out.

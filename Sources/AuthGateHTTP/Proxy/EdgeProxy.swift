@@ -102,6 +102,9 @@ public final class EdgeProxy: Sendable {
         // The credentials are decided on once: with two, the gateway would check one and an
         // upstream given both (forward_authorization) might act on the other.
         if facts.authorizationCount > 1 { return badRequest("several_authorizations", "More than one Authorization header") }
+        if facts.isWebSocketHandshake, facts.subprotocolBearerCount > 1 || (facts.subprotocolBearerCount == 1 && facts.authorizationCount > 0) {
+            return badRequest("several_authorizations", "More than one credential: an Authorization header and a bearer subprotocol, or two of them")
+        }
         if facts.hostCount == 0, target.authority == nil, head.version.isAtLeastHTTP11 { return badRequest("missing_host", "Missing Host header") }
         let host: String?
         if let authority = target.authority ?? facts.host {
@@ -193,8 +196,7 @@ public final class EdgeProxy: Sendable {
                     closesConnection: true, context: context)
             )
         }
-        let bearer = facts.authorization.flatMap(RequestSupport.bearerToken(authorization:))
-        switch authenticator.authorizeFromMemory(bearer: bearer, route: configuration, now: now) {
+        switch authenticator.authorizeFromMemory(bearer: facts.bearer, route: configuration, now: now) {
         case .decided(let decision):
             return plan(decision, head: head, facts: facts, target: target, route: route, context: context, peerAddress: peerAddress)
         case .needsStore(let claims):
@@ -244,10 +246,14 @@ public final class EdgeProxy: Sendable {
             authority: facts.host,
             requestID: context.requestID
         )
-        let isWebSocket = facts.isUpgrade && facts.upgradesToWebSocket
+        let isWebSocket = facts.isWebSocketHandshake
         if isWebSocket {
             headers.add(name: "Connection", value: "Upgrade")
             headers.add(name: "Upgrade", value: "websocket")
+            // A token that came as a subprotocol goes on as the header it stands for.
+            if route.configuration.forwardAuthorization, facts.authorizationCount == 0, let token = facts.subprotocolBearer {
+                headers.add(name: "Authorization", value: "Bearer " + token)
+            }
         } else if context.hasBody, facts.contentLengthCount == 0 {
             // The body streams as it comes; its length is not known (chunked, checked above).
             headers.add(name: "Transfer-Encoding", value: "chunked")
@@ -257,6 +263,7 @@ public final class EdgeProxy: Sendable {
             ProxyPlan(
                 route: route, claims: claims, target: target, context: context, upstream: member.upstream, upstreamIndex: index, headers: headers,
                 idempotent: [.GET, .HEAD, .OPTIONS, .PUT, .DELETE, .TRACE].contains(head.method), isWebSocket: isWebSocket,
+                answersGatewaySubprotocol: isWebSocket && facts.offersGatewaySubprotocol,
                 expectsContinue: context.hasBody && head.version.isAtLeastHTTP11 && facts.expectsContinue
             )
         )

@@ -88,6 +88,9 @@ public struct ProxyPlan: Sendable {
     let idempotent: Bool
     /// A WebSocket handshake: forwarded on a connection of its own, which becomes a tunnel.
     let isWebSocket: Bool
+    /// The client offered the `authgate` subprotocol: the `101` names it when the upstream chose
+    /// none (``WebSocketSubprotocolCredential``).
+    let answersGatewaySubprotocol: Bool
     /// The client sent `Expect: 100-continue`: the gateway answers `100 Continue` itself once it
     /// decided to forward the body.
     let expectsContinue: Bool
@@ -95,7 +98,8 @@ public struct ProxyPlan: Sendable {
     init(
         route: RouteTable.Route, claims: AccessTokenClaims?, target: RequestTarget, context: ProxyRequestContext,
         upstream: RouteConfiguration.Upstream,
-        upstreamIndex: Int, headers: HTTPHeaders, idempotent: Bool, isWebSocket: Bool, expectsContinue: Bool
+        upstreamIndex: Int, headers: HTTPHeaders, idempotent: Bool, isWebSocket: Bool, answersGatewaySubprotocol: Bool = false,
+        expectsContinue: Bool
     ) {
         self.route = route
         self.claims = claims
@@ -106,6 +110,7 @@ public struct ProxyPlan: Sendable {
         self.headers = headers
         self.idempotent = idempotent
         self.isWebSocket = isWebSocket
+        self.answersGatewaySubprotocol = answersGatewaySubprotocol
         self.expectsContinue = expectsContinue
     }
 

@@ -48,7 +48,7 @@ public enum ProxyHeaders {
 
     /// What hygiene does with a client header, by its folded name.
     private enum Rule {
-        case drop, keep, authorization, forwardedFor, forwardedProto, forwardedHost, cookie
+        case drop, keep, authorization, forwardedFor, forwardedProto, forwardedHost, cookie, webSocketProtocol
     }
 
     private static func rule(for name: String, identityPrefix: [UInt8], listed: [[UInt8]]) -> Rule {
@@ -65,6 +65,7 @@ public enum ProxyHeaders {
         case 15 where Self.name(name, is: forwardedFor): return .forwardedFor
         case 16 where Self.name(name, is: forwardedHost): return .forwardedHost
         case 17 where Self.name(name, is: forwardedProto): return .forwardedProto
+        case 22 where Self.name(name, is: webSocketProtocol): return .webSocketProtocol
         default: return Self.name(name, hasPrefix: forwardedPrefix) ? .drop : .keep
         }
     }
@@ -73,6 +74,7 @@ public enum ProxyHeaders {
     private static let host = Array("host".utf8)
     private static let expect = Array("expect".utf8)
     private static let cookie = Array("cookie".utf8)
+    private static let webSocketProtocol = Array("sec-websocket-protocol".utf8)
     private static let forwarded = Array("forwarded".utf8)
     private static let realIP = Array("x-real-ip".utf8)
     private static let requestIDName = Array("x-request-id".utf8)
@@ -156,11 +158,10 @@ public enum ProxyHeaders {
                 headers.add(name: name, value: value)
             case .cookie:
                 // The browser flow's cookies are the gateway's; the upstream gets the others.
-                if let others = withoutFlowCookies(value) {
-                    if !others.isEmpty { headers.add(name: name, value: others) }
-                } else {
-                    headers.add(name: name, value: value)
-                }
+                add(name, value, filtered: withoutFlowCookies(value), to: &headers)
+            case .webSocketProtocol:
+                // A credential offered as a subprotocol, and the gateway's marker, stay here.
+                add(name, value, filtered: WebSocketSubprotocolCredential.withoutGatewayElements(value), to: &headers)
             case .authorization:
                 if route.forwardAuthorization, exact { headers.add(name: name, value: value) }
             case .forwardedFor:
@@ -200,6 +201,13 @@ public enum ProxyHeaders {
             headers.add(name: identity.aal, value: claims.aal)
         }
         return headers
+    }
+
+    /// Adds the field `name`: `value` as it came when the filter took nothing from it (`filtered`
+    /// nil), else what the filter left, or nothing when it left nothing.
+    private static func add(_ name: String, _ value: String, filtered: String?, to headers: inout HTTPHeaders) {
+        guard let filtered else { return headers.add(name: name, value: value) }
+        if !filtered.isEmpty { headers.add(name: name, value: filtered) }
     }
 
     /// A `Cookie` field's value without the browser flow's cookies (``FlowCookie/isFlowCookie(_:)``),

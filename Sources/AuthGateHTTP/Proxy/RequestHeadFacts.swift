@@ -23,6 +23,11 @@ struct RequestHeadFacts {
     /// `Authorization` lines, and the first one's value.
     var authorizationCount = 0
     var authorization: String?
+    /// Access tokens offered as WebSocket subprotocols (``WebSocketSubprotocolCredential``): how
+    /// many, and the first one; and whether `authgate` was offered.
+    var subprotocolBearerCount = 0
+    var subprotocolBearer: String?
+    var offersGatewaySubprotocol = false
     var requestID: String?
     var apiVersion: String?
     /// The first `Origin` (browsers send one), and `Access-Control-Request-Method` (a preflight's).
@@ -63,6 +68,16 @@ struct RequestHeadFacts {
                 for coding in value.split(separator: ",") { transferCodings.append(coding.trimmingOWS.lowercased()) }
             case 22 where Self.is(name, "x-supabase-api-version"):
                 if apiVersion == nil { apiVersion = value }
+            case 22 where Self.is(name, "sec-websocket-protocol"):
+                for element in WebSocketSubprotocolCredential.elements(value) {
+                    switch WebSocketSubprotocolCredential.classify(element) {
+                    case .other: continue
+                    case .marker: offersGatewaySubprotocol = true
+                    case .bearer(let token):
+                        subprotocolBearerCount += 1
+                        if subprotocolBearer == nil { subprotocolBearer = token }
+                    }
+                }
             default:
                 continue
             }
@@ -76,6 +91,17 @@ struct RequestHeadFacts {
 
     /// The head asks to switch protocols (NIO's decoder stops parsing after such a request).
     var isUpgrade: Bool { hasUpgrade && connectionUpgrade }
+
+    /// The head asks for a WebSocket (whether with `GET` and no body is checked where it is decided).
+    var isWebSocketHandshake: Bool { isUpgrade && upgradesToWebSocket }
+
+    /// The access token the request authenticates with: on a WebSocket handshake the one offered
+    /// as a subprotocol when there is one, else the `Authorization` header's bearer token.
+    /// ``EdgeProxy`` refuses a request that offers more than one before it is asked.
+    var bearer: String? {
+        if isWebSocketHandshake, let subprotocolBearer { return subprotocolBearer }
+        return authorization.flatMap(RequestSupport.bearerToken(authorization:))
+    }
 
     /// The client may send another request on the connection after `head` (these are its facts):
     /// an HTTP/2 stream ends with its answer while the connection goes on; an upgrade never

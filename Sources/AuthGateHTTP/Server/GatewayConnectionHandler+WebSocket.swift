@@ -27,7 +27,10 @@ extension GatewayConnectionHandler {
         mode = .tunnel
         connectionGuard?.becameTunnel()
         connection.handler.endExchange()
-        let headers = ProxyHeaders.clientHeaders(from: head.headers, requestID: exchange.context.requestID, keepsUpgrade: true)
+        var headers = ProxyHeaders.clientHeaders(from: head.headers, requestID: exchange.context.requestID, keepsUpgrade: true)
+        if plan.answersGatewaySubprotocol, !headers.contains(name: "Sec-WebSocket-Protocol") {
+            headers.add(name: "Sec-WebSocket-Protocol", value: WebSocketSubprotocolCredential.marker)
+        }
         context.writeAndFlush(
             wrapOutboundOut(.head(HTTPResponseHead(version: exchange.context.version, status: .switchingProtocols, headers: headers))), promise: nil)
         self.exchange = nil

@@ -1,0 +1,180 @@
+"""A real browser (Chromium, headless) opens a WebSocket through AuthGate's edge proxy.
+
+A page cannot set `Authorization` on a WebSocket handshake; it offers its access token as the
+subprotocol `authgate.bearer.<token>` beside `authgate`, as docs/web-clients.md tells web
+developers to. The page is served by an app behind the gateway (a public route), opens
+`/ws/echo` (a required route) and reports what happened by navigating to `/page/result`, which
+the app records: the test waits for that report.
+"""
+
+import base64
+import hashlib
+import json
+import os
+import queue
+import shutil
+import struct
+import subprocess
+import tempfile
+import threading
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from supabase_auth import SyncGoTrueClient
+
+from conftest import Gateway
+
+PAGE = """<!doctype html>
+<title>AuthGate WebSocket</title>
+<script>
+const token = new URLSearchParams(location.hash.slice(1)).get("token");
+const protocols = token ? ["authgate", "authgate.bearer." + token] : ["authgate"];
+let reported = false;
+function report(fields) {
+  if (reported) return;
+  reported = true;
+  location.href = "/page/result?" + new URLSearchParams(fields);
+}
+const socket = new WebSocket("ws://" + location.host + "/ws/echo", protocols);
+socket.onopen = () => socket.send("hello from the page");
+socket.onmessage = (event) => report({outcome: "message", protocol: socket.protocol, data: event.data});
+socket.onclose = (event) => report({outcome: "closed", code: String(event.code)});
+</script>
+"""
+
+WEBSOCKET_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+
+class App:
+    """The application behind the gateway: the page, the page's reports, and a WebSocket endpoint
+    that chooses no subprotocol and answers the first message with what its handshake carried."""
+
+    def __init__(self):
+        self.reports: queue.Queue = queue.Queue()
+        self.handshakes: list[dict] = []
+        app = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self):
+                path = urllib.parse.urlsplit(self.path)
+                if path.path == "/page/ws.html":
+                    self.answer(200, "text/html", PAGE.encode())
+                elif path.path == "/page/result":
+                    app.reports.put({key: values[0] for key, values in urllib.parse.parse_qs(path.query).items()})
+                    self.answer(200, "text/plain", b"reported")
+                elif path.path == "/ws/echo" and self.headers.get("Upgrade", "").lower() == "websocket":
+                    self.websocket()
+                else:
+                    self.answer(404, "text/plain", b"not found")
+
+            def answer(self, status: int, content_type: str, body: bytes):
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def websocket(self):
+                headers = {name.lower(): value for name, value in self.headers.items()}
+                app.handshakes.append(headers)
+                accept = base64.b64encode(hashlib.sha1((headers["sec-websocket-key"] + WEBSOCKET_GUID).encode()).digest()).decode()
+                self.wfile.write(
+                    f"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n".encode())
+                self.wfile.flush()
+                message = self.read_text_frame()
+                reply = json.dumps({
+                    "user": headers.get("x-authgate-user-id"), "protocol": headers.get("sec-websocket-protocol"),
+                    "authorization": "authorization" in headers, "echo": message,
+                }).encode()
+                self.wfile.write(bytes([0x81, 126]) + struct.pack("!H", len(reply)) + reply)
+                self.wfile.write(bytes([0x88, 2, 0x03, 0xE8]))  # close, 1000
+                self.wfile.flush()
+                self.close_connection = True
+
+            def read_text_frame(self) -> str:
+                first, second = self.rfile.read(2)
+                length = second & 0x7F
+                if length == 126:
+                    length = struct.unpack("!H", self.rfile.read(2))[0]
+                elif length == 127:
+                    length = struct.unpack("!Q", self.rfile.read(8))[0]
+                mask = self.rfile.read(4)
+                payload = bytes(byte ^ mask[index % 4] for index, byte in enumerate(self.rfile.read(length)))
+                assert first == 0x81 and second & 0x80, "a masked text frame from the browser"
+                return payload.decode()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture(scope="module")
+def app():
+    instance = App()
+    yield instance
+    instance.close()
+
+
+@pytest.fixture(scope="module")
+def edge(providers, app):
+    upstream = f"http://127.0.0.1:{app.port}"
+    instance = Gateway(providers, reuse_interval="2s", routes=[
+        {"name": "page", "path_prefix": "/page/", "upstreams": [upstream], "auth": "public"},
+        {"name": "ws", "path_prefix": "/ws/", "upstreams": [upstream], "auth": "required", "allow_anonymous": True},
+    ])
+    yield instance
+    instance.close()
+
+
+def browse(url: str, app: App) -> dict:
+    """Opens `url` in a fresh headless Chromium and returns what the page reported."""
+    profile = tempfile.mkdtemp(prefix="authgate-chromium-")
+    log = open(os.path.join(profile, "chromium.log"), "w")
+    browser = subprocess.Popen(
+        ["chromium-headless-shell", "--no-sandbox", "--disable-gpu", "--no-first-run", f"--user-data-dir={profile}", url],
+        stdout=log, stderr=log)
+    try:
+        return app.reports.get(timeout=60)
+    except queue.Empty:
+        log.flush()
+        raise AssertionError("the page reported nothing:\n" + open(os.path.join(profile, "chromium.log")).read()[-4000:])
+    finally:
+        browser.kill()
+        browser.wait()
+        log.close()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def test_a_browser_opens_a_websocket_with_its_access_token_as_a_subprotocol(edge, app):
+    client = SyncGoTrueClient(url=edge.url, auto_refresh_token=False, persist_session=True)
+    session = client.sign_in_anonymously().session
+    report = browse(f"{edge.base}/page/ws.html#token={session.access_token}", app)
+    assert report["outcome"] == "message", report
+    assert report["protocol"] == "authgate", "the browser accepted the 101 that names authgate"
+    seen = json.loads(report["data"])
+    assert seen == {"user": session.user.id, "protocol": None, "authorization": False, "echo": "hello from the page"}, seen
+
+    # Signed out: the same token opens nothing, and the app sees no handshake.
+    client.sign_out({"scope": "global"})
+    handshakes = len(app.handshakes)
+    report = browse(f"{edge.base}/page/ws.html#token={session.access_token}", app)
+    assert report == {"outcome": "closed", "code": "1006"}, report
+    assert len(app.handshakes) == handshakes
+
+
+def test_a_browser_without_a_token_is_refused(edge, app):
+    handshakes = len(app.handshakes)
+    report = browse(f"{edge.base}/page/ws.html", app)
+    assert report == {"outcome": "closed", "code": "1006"}, report
+    assert len(app.handshakes) == handshakes
