@@ -7,7 +7,7 @@ write_config() {
     gateway_port="$(free_port)"
     cat >"$1/authgate.yaml" <<YAML
 server: { host: 127.0.0.1, port: $gateway_port }
-store: { kind: redis, redis: { url: "redis://127.0.0.1:$redis_port/0", pool_size: 2, record_cache_size: ${RECORD_CACHE_SIZE:-10000} $2 } }
+store: { kind: redis, redis: { url: "redis://127.0.0.1:$redis_port/0", pool_size: ${POOL_SIZE:-2}, record_cache_size: ${RECORD_CACHE_SIZE:-10000} $2 } }
 tokens: { signing_keys: [ { kid: bench, file: $work/key.pem } ] }
 providers:
   apple: { enabled: true, audiences: [com.example.authgate.bench], jwks_file: apple-jwks.json }

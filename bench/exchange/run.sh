@@ -29,6 +29,7 @@
 #
 # Reproduce: bench/exchange/run.sh [tokens] [concurrency]     (ROUNDS=3 REQUESTS=100000 by default)
 #            RECORD_CACHE_SIZE=0 bench/exchange/run.sh   (store.redis.record_cache_size; 10000 by default)
+#            POOL_SIZE=4 bench/exchange/run.sh   (store.redis.pool_size: pipelined Redis connections; 2 by default)
 # Profile:   PROFILE=1 bench/exchange/run.sh   (perf samples the gateway; top symbols are printed;
 #            PROFILE_ALL=1 as well to profile every phase, not only new users' sign-ins)
 # A/B:       GATEWAY=/path/to/other/authgate bench/exchange/run.sh   (serves with that binary, e.g. a

@@ -47,9 +47,8 @@ public struct AppleTokenClient: Sendable {
             fields: [("client_id", clientID), ("client_secret", secret.value), ("code", code), ("grant_type", "authorization_code")],
             what: "apple token")
         try answer.requireSuccess("apple token")
-        guard let body = (try? JSONValue.parse(answer.body))?.objectValue, let refreshToken = body["refresh_token"]?.stringValue,
-            !refreshToken.isEmpty, refreshToken.utf8.count <= 4096, let idToken = body["id_token"]?.stringValue
-        else {
+        let tokens = try answer.tokens("apple token")
+        guard let refreshToken = tokens.refreshToken, let idToken = tokens.idToken else {
             throw AuthGateError(.providerRejected, "apple token: the answer has no refresh_token and id_token")
         }
         let claims: [String: JSONValue]
@@ -58,7 +57,8 @@ public struct AppleTokenClient: Sendable {
         } catch {
             throw AuthGateError(.providerRejected, "apple token: the id_token does not parse")
         }
-        guard claims["iss"]?.stringValue == Self.issuer, IDTokenCheck.audiences(in: claims).contains(clientID),
+        guard let issuer = claims["iss"]?.stringValue, ByteExactString(issuer) == ByteExactString(Self.issuer),
+            IDTokenCheck.audiences(in: claims).contains(where: { ByteExactString($0) == ByteExactString(clientID) }),
             let subject = claims["sub"]?.stringValue,
             !subject.isEmpty
         else {

@@ -25,9 +25,6 @@ public struct AuthorizationCodeClient: Sendable {
     private let post: ProviderFormPost
     private let appleSecrets: AppleClientSecretMinter?
 
-    /// The longest token accepted from a provider's answer.
-    static let maximumTokenBytes = 16 * 1024
-
     public init(http: HTTPClient, appleSecrets: AppleClientSecretMinter?, timeout: Duration = .seconds(10)) {
         self.post = ProviderFormPost(client: http, timeout: timeout)
         self.appleSecrets = appleSecrets
@@ -66,16 +63,8 @@ public struct AuthorizationCodeClient: Sendable {
             GatewayMetrics.providerCodeExchange(provider: provider.name, outcome: error.code.description)
             throw error
         }
-        guard let body = (try? JSONValue.parse(answer.body))?.objectValue, let idToken = body["id_token"]?.stringValue, !idToken.isEmpty,
-            idToken.utf8.count <= Self.maximumTokenBytes
-        else {
-            throw AuthGateError(.providerRejected, "\(what): the answer has no id_token")
-        }
-        let accessToken = body["access_token"]?.stringValue ?? ""
-        let refreshToken = body["refresh_token"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }
-        guard accessToken.utf8.count <= Self.maximumTokenBytes, (refreshToken?.utf8.count ?? 0) <= Self.maximumTokenBytes else {
-            throw AuthGateError(.providerRejected, "\(what): a token in the answer is too long")
-        }
-        return Grant(idToken: idToken, accessToken: accessToken, refreshToken: refreshToken)
+        let tokens = try answer.tokens(what)
+        guard let idToken = tokens.idToken else { throw AuthGateError(.providerRejected, "\(what): the answer has no id_token") }
+        return Grant(idToken: idToken, accessToken: tokens.accessToken ?? "", refreshToken: tokens.refreshToken)
     }
 }

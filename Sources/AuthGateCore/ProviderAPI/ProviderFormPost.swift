@@ -41,6 +41,36 @@ struct ProviderFormPost: Sendable {
             }
             throw AuthGateError(.providerRejected, "\(what): HTTP \(status)\(named)")
         }
+
+        /// The tokens of a token endpoint's answer (RFC 6749 §5.1; OpenID Connect Core §3.1.3.3).
+        struct Tokens: Sendable {
+            let idToken: String?
+            let accessToken: String?
+            let refreshToken: String?
+        }
+
+        /// The longest token accepted from a provider's answer.
+        static let maximumTokenBytes = 16 * 1024
+
+        /// The tokens of a successful answer, read by one set of rules for every exchange: the
+        /// body a JSON object; each of `id_token`, `access_token` and `refresh_token` absent (or
+        /// `null`, or empty) or a string of printable ASCII up to ``maximumTokenBytes``. The values
+        /// are never put in an error message.
+        /// - Throws: ``AuthGateError/Code/providerRejected`` for anything else.
+        func tokens(_ what: String) throws -> Tokens {
+            guard let object = (try? JSONValue.parse(body))?.objectValue else {
+                throw AuthGateError(.providerRejected, "\(what): the answer is not a JSON object")
+            }
+            func token(_ name: String) throws -> String? {
+                guard let value = object[name], value != .null else { return nil }
+                guard let text = value.stringValue else { throw AuthGateError(.providerRejected, "\(what): \(name) is not a string") }
+                guard text.utf8.count <= Self.maximumTokenBytes, text.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+                    throw AuthGateError(.providerRejected, "\(what): \(name) is too long or not printable ASCII")
+                }
+                return text.isEmpty ? nil : text
+            }
+            return Tokens(idToken: try token("id_token"), accessToken: try token("access_token"), refreshToken: try token("refresh_token"))
+        }
     }
 
     let client: HTTPClient
