@@ -24,7 +24,7 @@ struct RequestHeadFacts {
     var authorizationCount = 0
     var authorization: String?
     /// Access tokens offered as WebSocket subprotocols (``WebSocketSubprotocolCredential``): how
-    /// many, and the first one; and whether `authgate` was offered.
+    /// many (empty ones not counted), and the first one; and whether `authgate` was offered.
     var subprotocolBearerCount = 0
     var subprotocolBearer: String?
     var offersGatewaySubprotocol = false
@@ -73,6 +73,8 @@ struct RequestHeadFacts {
                     switch WebSocketSubprotocolCredential.classify(element) {
                     case .other: continue
                     case .marker: offersGatewaySubprotocol = true
+                    // Nothing after the prefix is no credential, as `Authorization: Bearer ` is none.
+                    case .bearer(let token) where token.isEmpty: continue
                     case .bearer(let token):
                         subprotocolBearerCount += 1
                         if subprotocolBearer == nil { subprotocolBearer = token }
