@@ -1,6 +1,7 @@
 import Logging
 import NIOCore
 import NIOEmbedded
+import Synchronization
 import Testing
 
 @testable import RedisBridge
@@ -97,6 +98,34 @@ struct RedisChannelHandlerTests {
         #expect(channel.isActive)
         try await channel.testingEventLoop.advanceTime(by: .milliseconds(1))
         await #expect { try await reply.get() } throws: { ($0 as? RedisError)?.code == .timeout }
+        try await channel.closeFuture.get()
+    }
+
+    /// A caller woken by its command's failure may send its next command at once, from another
+    /// thread, before the loop has closed the socket (a TLS handler even holds the close for its
+    /// `close_notify`): the connection must already say it is closing, or the client hands the
+    /// caller the same connection and the command fails with connection_closed (seen as a rare
+    /// failure of "a command past its deadline fails fast with timeout, and the client recovers").
+    @Test("a caller a deadline or an error wakes up finds the connection closing, before the socket has closed", arguments: [false, true])
+    func closingBeforeCallersHear(byError: Bool) async throws {
+        let closeReason = RedisCloseReason()
+        let channel = NIOAsyncTestingChannel()
+        try await channel.pipeline.addHandler(
+            RedisChannelHandler(maxReplyBytes: 32, closeReason: closeReason, logger: .init(label: "test")))
+        try await channel.connect(to: .init(ipAddress: "127.0.0.1", port: 6379))
+        let reply = send(RedisCommand("BLPOP", "q", "0"), on: channel, timeout: .milliseconds(50))
+        #expect(!closeReason.isClosing)
+        // Runs as the promise fails, as the woken caller would.
+        final class Seen: Sendable { let closing = Mutex<Bool?>(nil) }
+        let seen = Seen()
+        reply.whenFailure { _ in seen.closing.withLock { $0 = closeReason.isClosing } }
+        if byError {
+            try? await channel.writeInbound(ByteBuffer(string: "$100\r\n" + String(repeating: "x", count: 40)))
+        } else {
+            try await channel.testingEventLoop.advanceTime(by: .milliseconds(50))
+        }
+        await #expect { try await reply.get() } throws: { ($0 as? RedisError)?.code == (byError ? .replyTooLarge : .timeout) }
+        #expect(seen.closing.withLock { $0 } == true)
         try await channel.closeFuture.get()
     }
 

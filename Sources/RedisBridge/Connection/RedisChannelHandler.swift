@@ -70,6 +70,7 @@ final class RedisChannelHandler: ChannelDuplexHandler {
                 case .succeed(let pending, let value):
                     pending.succeed(value)
                 case .succeedAndClose(let pending, let value):
+                    closeReason.markClosing()
                     pending.succeed(value)
                     cancelTimer()
                     context.close(promise: nil)
@@ -154,6 +155,9 @@ final class RedisChannelHandler: ChannelDuplexHandler {
 
     private func failAndClose(_ pending: [EventLoopPromise<RESPValue>], _ error: RedisError, context: ChannelHandlerContext) {
         cancelTimer()
+        // Before the callers hear of it: one that sends its next command at once must get a new
+        // connection, not this one, which closes only after these promises have run.
+        closeReason.record(error)
         for promise in pending { promise.fail(error) }
         context.close(promise: nil)
     }

@@ -28,8 +28,9 @@ public final class RedisConnection: Sendable {
         self.closeReason = closeReason
     }
 
-    /// True while the socket is open.
-    public var isActive: Bool { channel.isActive }
+    /// True while the socket is open and nothing has decided to close it (a command past its
+    /// deadline, an error, ``closeNow()``): a closing connection takes no new command.
+    public var isActive: Bool { channel.isActive && !closeReason.isClosing }
 
     /// The event loop this connection's I/O runs on.
     public var eventLoop: any EventLoop { channel.eventLoop }
@@ -163,12 +164,14 @@ public final class RedisConnection: Sendable {
 
     /// Stops taking commands, waits for the replies still due, then closes.
     public func close() async {
+        closeReason.markClosing()
         channel.triggerUserOutboundEvent(RedisGracefulCloseEvent(), promise: nil)
         try? await channel.closeFuture.get()
     }
 
     /// Closes at once; commands still waiting fail with ``RedisError/Code/connectionClosed``.
     public func closeNow() {
+        closeReason.markClosing()
         channel.close(promise: nil)
     }
 
