@@ -188,8 +188,12 @@ struct RedisClientIntegrationTests {
     @Test("a command past its deadline fails fast with timeout, and the client recovers")
     func commandDeadline() async throws {
         try await withClient(commandTimeout: .milliseconds(200)) { (redis: RedisClient) async throws in
+            // The pings around it are given time of their own: what is tested is the deadline of
+            // the command between them and that the client recovers, not that a ping is answered
+            // within 200 ms beside the whole suite on two cores (once, in a full run, it was not).
+            func ping() async throws -> Bool { try await redis.send(RedisCommand("PING"), timeout: .seconds(10)).string == "PONG" }
             // Connected first, so that the time measured is the deadline's and not the connect's.
-            #expect(try await redis.ping())
+            #expect(try await ping())
             let clock = ContinuousClock()
             let start = clock.now
             await #expect {
@@ -198,7 +202,7 @@ struct RedisClientIntegrationTests {
             // Fast means long before BLPOP's own 5 s would have answered; on a loaded two-core
             // machine the deadline's timer may run late, so the bound is not the 200 ms itself.
             #expect(clock.now - start < .seconds(4))
-            #expect(try await redis.ping())
+            #expect(try await ping())
         }
     }
 
