@@ -75,6 +75,8 @@ class Providers:
         self.google = FakeProvider("google", "https://accounts.google.com", GOOGLE_AUDIENCE)
         # Google's token endpoint for the browser flow: code -> the token response it is exchanged for.
         self.google_codes: dict[str, dict] = {}
+        # Who signs in at the fake Google sign-in page (/google/auth) next.
+        self.next_google_sub = "browser-user"
         self.google_token_calls: list[dict] = []
         providers = self
 
@@ -102,6 +104,19 @@ class Providers:
                 self.wfile.write(body)
 
             def do_GET(self):
+                path = urllib.parse.urlsplit(self.path)
+                if path.path == "/google/auth":
+                    # Google's sign-in page, for a browser: the user `next_google_sub` signs in at
+                    # once, and the browser goes back to the flow's redirect_uri with a code.
+                    query = {name: values[0] for name, values in urllib.parse.parse_qs(path.query).items()}
+                    sub = providers.next_google_sub
+                    code = providers.register_google_code(sub=sub, email=f"{sub}@example.com", nonce=query["nonce"])
+                    target = query["redirect_uri"] + "?" + urllib.parse.urlencode({"code": code, "state": query["state"]})
+                    self.send_response(302)
+                    self.send_header("Location", target)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 provider = {"/apple/keys": providers.apple, "/google/keys": providers.google}.get(self.path)
                 if provider is None:
                     self.send_response(404)
@@ -138,7 +153,8 @@ class Providers:
 class Gateway:
     """A running `authgate serve` and what tests need to reach it."""
 
-    def __init__(self, providers: Providers, reuse_interval: str, tls: bool = False, routes: list | None = None):
+    def __init__(self, providers: Providers, reuse_interval: str, tls: bool = False, routes: list | None = None,
+                 browser_flow: dict | None = None, callback_over_tls: bool = False):
         redis_url = os.environ.get("AUTHGATE_TEST_REDIS_URL")
         if not redis_url:
             raise RuntimeError("AUTHGATE_TEST_REDIS_URL is not set: run the suite through `make test`")
@@ -176,6 +192,13 @@ class Gateway:
             "routes": routes or [{"name": "api", "path_prefix": "/api/", "upstreams": [f"http://127.0.0.1:{free_port()}"], "auth": "required",
                                   "allow_anonymous": True}],
         }
+        if callback_over_tls:
+            config["browser_flow"]["callback_url"] = f"{self.base}/auth/v1/callback"
+        for name, value in (browser_flow or {}).items():
+            if isinstance(value, dict):
+                config["browser_flow"][name].update(value)
+            else:
+                config["browser_flow"][name] = value
         (self.directory / "google-web-secret").write_text(GOOGLE_WEB_SECRET)
         (self.directory / "authgate.yaml").write_text(json.dumps(config))
         self.log = open(self.directory / "authgate.log", "w")

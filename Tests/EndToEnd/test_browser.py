@@ -1,10 +1,13 @@
-"""A real browser (Chromium, headless) opens a WebSocket through AuthGate's edge proxy.
+"""A real browser (Chromium, headless) against AuthGate.
 
-A page cannot set `Authorization` on a WebSocket handshake; it offers its access token as the
-subprotocol `authgate.bearer.<token>` beside `authgate`, as docs/web-clients.md tells web
-developers to. The page is served by an app behind the gateway (a public route), opens
-`/ws/echo` (a required route) and reports what happened by navigating to `/page/result`, which
-the app records: the test waits for that report.
+- A WebSocket through the edge proxy: a page cannot set `Authorization` on a WebSocket handshake;
+  it offers its access token as the subprotocol `authgate.bearer.<token>` beside `authgate`, as
+  docs/web-clients.md tells web developers to. The page is served by an app behind the gateway
+  (a public route), opens `/ws/echo` (a required route) and reports what happened by navigating
+  to `/page/result`, which the app records: the test waits for that report.
+- The implicit browser sign-in over TLS: `/authorize` sets the `__Host-` flow cookie, the browser
+  goes to a fake Google (another site) and back to `/callback`, which gives the session only to
+  the browser that sends the cookie back; the page the flow ends on reports the URL fragment.
 """
 
 import base64
@@ -12,18 +15,26 @@ import hashlib
 import json
 import os
 import queue
+import secrets
 import shutil
 import struct
 import subprocess
 import tempfile
 import threading
 import urllib.parse
+import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from supabase_auth import SyncGoTrueClient
 
 from conftest import Gateway
+
+# Where the browser flow ends: the session is in the URL's fragment, reported as it came.
+DONE_PAGE = """<!doctype html>
+<title>Signed in</title>
+<script>location.href = "/page/result?" + new URLSearchParams({fragment: location.hash.slice(1), query: location.search.slice(1)});</script>
+"""
 
 PAGE = """<!doctype html>
 <title>AuthGate WebSocket</title>
@@ -62,6 +73,8 @@ class App:
                 path = urllib.parse.urlsplit(self.path)
                 if path.path == "/page/ws.html":
                     self.answer(200, "text/html", PAGE.encode())
+                elif path.path == "/page/done":
+                    self.answer(200, "text/html", DONE_PAGE.encode())
                 elif path.path == "/page/result":
                     app.reports.put({key: values[0] for key, values in urllib.parse.parse_qs(path.query).items()})
                     self.answer(200, "text/plain", b"reported")
@@ -137,12 +150,27 @@ def edge(providers, app):
     instance.close()
 
 
+@pytest.fixture(scope="module")
+def tls_edge(providers, app):
+    """A gateway serving TLS, whose browser flow sends browsers to the fake Google's sign-in page
+    and back to an `https` callback, ending on the app's page."""
+    instance = Gateway(providers, reuse_interval="2s", tls=True, browser_flow={
+        "google": {"authorize_url": f"http://127.0.0.1:{providers.port}/google/auth"},
+        "redirect_urls": [f"http://127.0.0.1:{app.port}/page/**"],
+    }, routes=[{"name": "page", "path_prefix": "/page/", "upstreams": [f"http://127.0.0.1:{app.port}"], "auth": "public"}],
+        callback_over_tls=True)
+    yield instance
+    instance.close()
+
+
 def browse(url: str, app: App) -> dict:
-    """Opens `url` in a fresh headless Chromium and returns what the page reported."""
+    """Opens `url` in a fresh headless Chromium and returns what the page reported. The browser
+    accepts the test CA's certificates (it is not in Chromium's trust store)."""
     profile = tempfile.mkdtemp(prefix="authgate-chromium-")
     log = open(os.path.join(profile, "chromium.log"), "w")
     browser = subprocess.Popen(
-        ["chromium-headless-shell", "--no-sandbox", "--disable-gpu", "--no-first-run", f"--user-data-dir={profile}", url],
+        ["chromium-headless-shell", "--no-sandbox", "--disable-gpu", "--no-first-run", "--ignore-certificate-errors",
+         f"--user-data-dir={profile}", url],
         stdout=log, stderr=log)
     try:
         return app.reports.get(timeout=60)
@@ -178,3 +206,18 @@ def test_a_browser_without_a_token_is_refused(edge, app):
     report = browse(f"{edge.base}/page/ws.html", app)
     assert report == {"outcome": "closed", "code": "1006"}, report
     assert len(app.handshakes) == handshakes
+
+
+def test_a_browser_signs_in_with_the_implicit_flow_over_tls(tls_edge, app, providers):
+    """The `__Host-` flow cookie survives a real browser's round trip through another site."""
+    providers.next_google_sub = f"chromium-{secrets.token_hex(4)}"
+    redirect_to = urllib.parse.quote(f"http://127.0.0.1:{app.port}/page/done", safe="")
+    report = browse(f"{tls_edge.url}/authorize?provider=google&redirect_to={redirect_to}", app)
+    fragment = dict(urllib.parse.parse_qsl(report["fragment"]))
+    assert "access_token" in fragment, report
+    assert fragment["token_type"] == "bearer" and fragment["refresh_token"], report
+    request = urllib.request.Request(f"{tls_edge.url}/user", headers={"Authorization": f"Bearer {fragment['access_token']}"})
+    with urllib.request.urlopen(request, timeout=10, context=tls_edge.ssl_context()) as response:
+        user = json.load(response)
+    assert user["email"] == f"{providers.next_google_sub}@example.com"
+    assert user["app_metadata"]["provider"] == "google"
