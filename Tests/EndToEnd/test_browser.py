@@ -169,7 +169,7 @@ def browse(url: str, app: App) -> dict:
     profile = tempfile.mkdtemp(prefix="authgate-chromium-")
     log = open(os.path.join(profile, "chromium.log"), "w")
     browser = subprocess.Popen(
-        ["chromium-headless-shell", "--no-sandbox", "--disable-gpu", "--no-first-run", "--ignore-certificate-errors",
+        ["chromium-headless-shell", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--ignore-certificate-errors",
          f"--user-data-dir={profile}", url],
         stdout=log, stderr=log)
     try:
