@@ -12,11 +12,13 @@
 public enum FlowCookie {
     /// The prefix of every flow cookie's name over `http` (development), after `__Host-` over `https`.
     static let baseName = "authgate-flow-"
+    /// The prefix of every flow cookie's name over `https`.
+    static let hostName = "__Host-" + baseName
 
     /// `__Host-authgate-flow-<state>` for an `https` callback, `authgate-flow-<state>` for an
     /// `http` one: one cookie per flow, so flows in two tabs do not overwrite each other.
     public static func name(state: String, callbackURL: String) -> String {
-        (isSecure(callbackURL) ? "__Host-" : "") + baseName + state
+        (isSecure(callbackURL) ? hostName : baseName) + state
     }
 
     /// The `Set-Cookie` value for a new flow: for the flow's lifetime, never to scripts. Over
@@ -45,7 +47,13 @@ public enum FlowCookie {
     /// under either spelling: the gateway's own, never an upstream's business.
     public static func isFlowCookie(_ pair: some Collection<UInt8>) -> Bool {
         let name = pair.drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
-        return name.starts(with: baseName.utf8) || name.starts(with: "__Host-authgate-flow-".utf8)
+        return name.starts(with: baseName.utf8) || name.starts(with: hostName.utf8)
+    }
+
+    /// The `name=value` pairs of one `Cookie` field (RFC 6265 §5.4: separated by `;`), each
+    /// without the spaces and tabs before it, as bytes (a pair of spaces alone comes back empty).
+    package static func pairs(in field: String) -> [Substring.UTF8View] {
+        field.utf8.split(separator: UInt8(ascii: ";")).map { $0.drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") } }
     }
 
     /// The path of `url` (an `http(s)` URL as configuration checks it), `/` when it has none.
@@ -63,10 +71,9 @@ public enum FlowCookie {
     public static func values(named name: String, in fields: [String]) -> [[UInt8]] {
         var values: [[UInt8]] = []
         for field in fields {
-            for pair in field.utf8.split(separator: UInt8(ascii: ";")) {
-                let trimmed = pair.drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
-                guard let equals = trimmed.firstIndex(of: UInt8(ascii: "=")), trimmed[..<equals].elementsEqual(name.utf8) else { continue }
-                values.append(Array(trimmed[trimmed.index(after: equals)...].prefix { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }))
+            for pair in pairs(in: field) {
+                guard let equals = pair.firstIndex(of: UInt8(ascii: "=")), pair[..<equals].elementsEqual(name.utf8) else { continue }
+                values.append(Array(pair[pair.index(after: equals)...].prefix { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }))
             }
         }
         return values

@@ -98,7 +98,7 @@ public struct ProxyPlan: Sendable {
     init(
         route: RouteTable.Route, claims: AccessTokenClaims?, target: RequestTarget, context: ProxyRequestContext,
         upstream: RouteConfiguration.Upstream,
-        upstreamIndex: Int, headers: HTTPHeaders, idempotent: Bool, isWebSocket: Bool, answersGatewaySubprotocol: Bool = false,
+        upstreamIndex: Int, headers: HTTPHeaders, idempotent: Bool, isWebSocket: Bool, answersGatewaySubprotocol: Bool,
         expectsContinue: Bool
     ) {
         self.route = route

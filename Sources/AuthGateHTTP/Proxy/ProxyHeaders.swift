@@ -225,9 +225,8 @@ public enum ProxyHeaders {
             pairStart = bytes.index(after: semicolon)
         }
         guard found else { return nil }
-        let kept = bytes.split(separator: UInt8(ascii: ";")).filter { !FlowCookie.isFlowCookie($0) }
-        return kept.map { String(decoding: $0.drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }, as: UTF8.self) }
-            .filter { !$0.isEmpty }.joined(separator: "; ")
+        return FlowCookie.pairs(in: value).filter { !$0.isEmpty && !FlowCookie.isFlowCookie($0) }.map { String(decoding: $0, as: UTF8.self) }
+            .joined(separator: "; ")
     }
 
     /// What the client receives from the upstream: without hop-by-hop headers, with the request id.

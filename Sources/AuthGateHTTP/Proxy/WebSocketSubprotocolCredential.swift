@@ -39,7 +39,7 @@ enum WebSocketSubprotocolCredential {
     /// around each trimmed, empty ones left out.
     static func elements(_ value: String) -> [String] {
         value.utf8.split(separator: UInt8(ascii: ",")).compactMap { element in
-            let trimmed = (Substring(element)).trimmingOWS
+            let trimmed = Substring(element).trimmingOWS
             return trimmed.isEmpty ? nil : trimmed
         }
     }
@@ -49,8 +49,8 @@ enum WebSocketSubprotocolCredential {
     /// handshakes carry the field.
     static func withoutGatewayElements(_ value: String) -> String? {
         let elements = elements(value)
-        guard elements.contains(where: { classify($0) != .other }) else { return nil }
-        return elements.filter { classify($0) == .other }.joined(separator: ", ")
+        let others = elements.filter { classify($0) == .other }
+        return others.count == elements.count ? nil : others.joined(separator: ", ")
     }
 
     private static func equalIgnoringASCIICase(_ bytes: some Sequence<UInt8>, _ lower: some Sequence<UInt8>) -> Bool {
