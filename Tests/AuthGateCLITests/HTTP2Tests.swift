@@ -336,6 +336,24 @@ struct HTTP2Tests {
         }
     }
 
+    /// RFC 9113 §8.2.3: an HTTP/2 client may send each cookie pair in a `cookie` field of its own
+    /// (Go's client does, for HPACK); before the request goes out over HTTP/1.1 they must be one
+    /// field. Forwarded as they came, a server that joins repeated fields with `,` reads one cookie.
+    @Test("HTTP/2 cookie fields (one pair each) reach the HTTP/1.1 upstream as one Cookie field, without the browser flow's")
+    func cookieFieldsJoined() async throws {
+        try await withRecordingRoute("http2-cookies") { server, recording in
+            let block =
+                HTTP2Frames.requestHeaderBlock(method: 0x82, path: "/r/x")
+                + ["a=1", "__Host-authgate-flow-s=v", "b=2", "c=3; d=4"].flatMap { HTTP2Frames.literal(name: "cookie", value: $0) }
+            let bytes = HTTP2Frames.preface + HTTP2Frames.settings + HTTP2Frames.frame(.headers, flags: 0x1 | 0x4, stream: 1, payload: block)
+            _ = try await HTTP2Frames.exchange(port: server.port, sending: bytes) { frames in
+                frames.contains { $0.stream == 1 && $0.flags & 0x1 != 0 }
+            }
+            let request = try #require(recording.requests.first)
+            #expect(request.values("cookie") == ["a=1; b=2; c=3; d=4"])
+        }
+    }
+
     @Test("a stream whose request body stalls is reset after client_idle_timeout, and the upstream connection it held is let go")
     func stalledStream() async throws {
         try await withRecordingRoute("http2-stalled", serverSettings: ", client_idle_timeout: 500ms") { server, recording in

@@ -22,7 +22,7 @@ public func fuzzProxyDecisionMain(_ argc: CInt, _ argv: UnsafeMutablePointer<Uns
 /// passes the route's policy (a token on `required` routes, no anonymous user where anonymous
 /// users are refused, the required claims); no identity header reaches an upstream unless the
 /// gateway set it from a verified token; no browser flow cookie (``FlowCookie``) reaches an
-/// upstream, and every other cookie pair does, as it came; no WebSocket subprotocol of the
+/// upstream, and every other cookie pair does, as it came, in one `Cookie` field; no WebSocket subprotocol of the
 /// gateway's (`authgate`, `authgate.bearer.<token>`, any case) reaches an upstream.
 public func fuzzProxyDecision(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
     var input = FuzzInput(start, count)
@@ -168,6 +168,7 @@ enum ProxyFixture {
         fuzzCheck(
             forwardedPairs == sentPairs.filter { !FlowCookie.isFlowCookie($0.utf8) },
             "the upstream's cookies \(forwardedPairs) are not the client's \(sentPairs) without the flow's")
+        fuzzCheck(upstream.headers["cookie"].count <= 1, "several Cookie fields reached the upstream: \(upstream.headers["cookie"])")
         let subprotocols = upstream.headers.filter { $0.name.lowercased().replacingOccurrences(of: "_", with: "-") == "sec-websocket-protocol" }
             .flatMap { $0.value.utf8.split(separator: UInt8(ascii: ",")) }.map(ProxyFixture.asciiLowercasedTrimmed)
         fuzzCheck(

@@ -108,8 +108,8 @@ public enum ProxyHeaders {
 
     /// What the upstream receives: the client's headers without hop-by-hop ones, without any
     /// header spelling a name the gateway sets, without `Authorization` (unless the route forwards
-    /// it), `Host` and `Expect`; then AuthGate's identity headers, `X-Forwarded-*`, `Forwarded`
-    /// and `X-Request-Id`.
+    /// it), `Host` and `Expect`, with its `Cookie` fields (without the browser flow's cookies) in
+    /// one; then AuthGate's identity headers, `X-Forwarded-*`, `Forwarded` and `X-Request-Id`.
     public static func upstreamHeaders(
         from fields: HTTPHeaders,
         claims: AccessTokenClaims?,
@@ -147,6 +147,7 @@ public enum ProxyHeaders {
         var forwardedFor: [String] = []
         var forwardedProto: String?
         var forwardedHost: String?
+        var cookies: (name: String, values: [String])?
         for (name, value) in fields {
             // A name spelled with `_` is the real name only to servers that fold it: it is never
             // one of ours to keep.
@@ -157,8 +158,10 @@ public enum ProxyHeaders {
             case .keep:
                 headers.add(name: name, value: value)
             case .cookie:
-                // The browser flow's cookies are the gateway's; the upstream gets the others.
-                add(name, value, filtered: withoutFlowCookies(value), to: &headers)
+                // The browser flow's cookies are the gateway's; the upstream gets the others, in
+                // one field (below).
+                let kept = withoutFlowCookies(value) ?? value
+                if !kept.isEmpty { cookies = (cookies?.name ?? name, (cookies?.values ?? []) + [kept]) }
             case .webSocketProtocol:
                 // A credential offered as a subprotocol, and the gateway's marker, stay here.
                 add(name, value, filtered: WebSocketSubprotocolCredential.withoutGatewayElements(value), to: &headers)
@@ -175,6 +178,13 @@ public enum ProxyHeaders {
             case .forwardedHost:
                 if peerIsTrusted, exact { forwardedHost = HostName.isValidAuthority(value.utf8) ? value : nil }
             }
+        }
+        if let cookies {
+            // One field, as RFC 9113 §8.2.3 requires of an HTTP/2 request's `cookie` fields (a client
+            // may send each pair in a field of its own) before they go out over HTTP/1.1, where
+            // RFC 6265 allows one `Cookie` field and servers that join repeated fields with `,`
+            // would read `a=1, b=2` as one cookie. One field goes on as it came, byte for byte.
+            headers.add(name: cookies.name, value: cookies.values.count == 1 ? cookies.values[0] : cookies.values.joined(separator: "; "))
         }
         forwardedFor.append(clientAddress)
         let proto = forwardedProto ?? scheme
