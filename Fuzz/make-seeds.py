@@ -47,8 +47,9 @@ for path, case in zip(tokens, cases):
         write("FuzzIDToken", "raw-" + path.stem[:40], b"\x00" + case["token"].encode())
 now = 1_700_000_000
 header = json.dumps({"alg": "ES256", "kid": "fuzz-key", "typ": "JWT"})
-def signed(name: str, claims: dict, nonce: str = "", mode: int = 1) -> None:
-    write("FuzzIDToken", name, bytes([mode]) + header.encode() + b"\x00" + json.dumps(claims).encode() + b"\x00" + nonce.encode())
+def signed(name: str, claims: dict, nonce: str = "", mode: int = 1, access: str = "") -> None:
+    tail = b"\x00" + access.encode() if access else b""
+    write("FuzzIDToken", name, bytes([mode]) + header.encode() + b"\x00" + json.dumps(claims).encode() + b"\x00" + nonce.encode() + tail)
 base = {"iss": "https://issuer.fuzz.example", "aud": "fuzz-audience", "sub": "user-1", "exp": now + 600, "iat": now - 10}
 signed("valid", base)
 signed("valid-nonce", dict(base, nonce=hashlib.sha256(b"raw-nonce").hexdigest()), "raw-nonce")
@@ -56,6 +57,10 @@ signed("audience-list-email", dict(base, aud=["other", "fuzz-audience"], email="
 signed("expired", dict(base, exp=now - 100))
 signed("tampered", base, mode=2)
 signed("stranger", base, mode=3)
+# at_hash: the left half of the access token's SHA-256 (the key is ES256), and another token's.
+at_hash = base64.urlsafe_b64encode(hashlib.sha256(b"ya29.fuzz-access").digest()[:16]).rstrip(b"=").decode()
+signed("at-hash", dict(base, at_hash=at_hash), access="ya29.fuzz-access")
+signed("at-hash-other", dict(base, at_hash=at_hash), access="ya29.another")
 
 # JWK sets: the providers' real sets (first byte: the configured algorithm, 0 = RS256) and EC sets.
 for path in sorted((fixtures / "jwks").glob("*-jwks-*.json")):

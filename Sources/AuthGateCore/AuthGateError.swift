@@ -65,6 +65,8 @@ public struct AuthGateError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let nonceMissing = Code("nonce_missing")
         /// The SHA-256 of the request nonce differs from the token's nonce claim.
         public static let nonceMismatch = Code("nonce_mismatch")
+        /// The ID token's `at_hash` is not the hash of the access token sent with it.
+        public static let accessTokenMismatch = Code("access_token_mismatch")
         /// The ID token was already used.
         public static let replayed = Code("replayed")
         /// A server-issued nonce was required and this one was never issued, has expired or was used.

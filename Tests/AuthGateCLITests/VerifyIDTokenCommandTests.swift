@@ -67,6 +67,29 @@ struct VerifyIDTokenCommandTests {
         #expect(nonceAnswer["message"] == "Passed nonce and nonce in id_token should either both exist or not.")
     }
 
+    /// Apple's token of 2019 (nov/apple_id's fixture, signed by Apple's key `AIDOPK1`) carries an
+    /// `at_hash`, whose access token is not public: any access token given is another one.
+    @Test("--access-token is checked against the token's at_hash: another access token is access_token_mismatch")
+    func accessToken() async throws {
+        let data = try Data(contentsOf: Self.fixtures.appendingPathComponent("apple-AIDOPK1-2019-06-nov-apple_id.json"))
+        let object = try JSONDecoder().decode([String: JSONValue].self, from: data)
+        let claims = try #require(object["claims"]?.objectValue)
+        let jwk = try #require(object["jwk"])
+        let jwks = FileManager.default.temporaryDirectory.appendingPathComponent("authgate-at-hash-\(UUID().uuidString).json")
+        try Data(JSONValue.object(["keys": .array([jwk])]).serialized()).write(to: jwks)
+        defer { try? FileManager.default.removeItem(at: jwks) }
+        let arguments = [
+            "verify-id-token", "--provider", "apple", "--jwks-file", jwks.path, "--audience", try #require(claims["aud"]?.stringValue), "--json",
+            "--at", String(try #require(claims["iat"]?.integerValue) + 60)
+        ]
+        let token = try #require(object["token"]?.stringValue)
+        let valid = try await AuthGateBinary.run(arguments + [token])
+        #expect(valid.status == 0, "\(valid.standardOutput)\(valid.standardError)")
+        let stray = try await AuthGateBinary.run(arguments + ["--access-token", "a0f1.access-token-of-another-sign-in", token])
+        #expect(stray.status == 1)
+        #expect(try JSONDecoder().decode([String: JSONValue].self, from: Data(stray.standardOutput.utf8))["reason"] == "access_token_mismatch")
+    }
+
     @Test("usage errors exit 2: unknown provider, no audience")
     func usage() async throws {
         let fixture = try appleFixture()

@@ -105,7 +105,7 @@ struct BrowserFlowTests {
     }
 
     /// An ID token as Google's token endpoint returns it to the flow.
-    static func googleToken(subject: String, nonce: String?, email: String? = nil, audience: String = webClient) -> String {
+    static func googleToken(subject: String, nonce: String?, email: String? = nil, audience: String = webClient, atHash: String? = nil) -> String {
         let now = Int64(Date().timeIntervalSince1970)
         var claims: [String: JSONValue] = [
             "iss": "https://accounts.google.com", "aud": .string(audience), "sub": .string(subject), "iat": .integer(now),
@@ -113,6 +113,7 @@ struct BrowserFlowTests {
             "jti": .string(UUID().uuidString)
         ]
         if let nonce { claims["nonce"] = .string(nonce) }
+        if let atHash { claims["at_hash"] = .string(atHash) }
         return FakeProvider.token(claims: claims, key: FakeProvider.sharedKeys[0])
     }
 
@@ -241,7 +242,9 @@ struct BrowserFlowTests {
                 let nonce = try #require(sent["nonce"])
                 rig.google.register(
                     code: "4/google-code",
-                    grant: .init(idToken: Self.googleToken(subject: "g-1", nonce: nonce), accessToken: "ya29.a", refreshToken: "1//r"))
+                    grant: .init(
+                        idToken: Self.googleToken(subject: "g-1", nonce: nonce, atHash: AccessTokenHashRule.hash("ya29.a", algorithm: .rs256)),
+                        accessToken: "ya29.a", refreshToken: "1//r"))
                 let back = try await Self.send(client, "/auth/v1/callback?state=\(state)&code=4%2Fgoogle-code&scope=email")
                 #expect(back.status == .found)
                 let location = try #require(back.location)
@@ -516,6 +519,16 @@ struct BrowserFlowTests {
                 },
                 query: { "state=\($0)&code=a-\($0)" })
             #expect(otherClient["error_description"] == "Error getting user profile from external provider")
+            // Google's answer whose ID token's at_hash is not its access token's.
+            let strayAccessToken = try await fail(
+                { state, nonce in
+                    let atHash = AccessTokenHashRule.hash("ya29.other", algorithm: .rs256)
+                    rig.google.register(
+                        code: "h-\(state)", grant: .init(idToken: Self.googleToken(subject: "h", nonce: nonce, atHash: atHash), accessToken: "ya29.b")
+                    )
+                },
+                query: { "state=\($0)&code=h-\($0)" })
+            #expect(strayAccessToken["error_description"] == "Error getting user profile from external provider")
             let denied = try await fail({ _, _ in }, query: { "state=\($0)&error=access_denied&error_description=User+said+no" })
             #expect(denied["error"] == "access_denied")
             #expect(denied["error_description"] == "User said no")

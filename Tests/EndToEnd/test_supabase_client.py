@@ -1,5 +1,7 @@
 """The official Python client (supabase-auth 2.34.1, unmodified) against a running AuthGate."""
 
+import base64
+import hashlib
 import http.cookiejar
 import json
 import secrets
@@ -241,6 +243,14 @@ def test_id_token_errors_match_gotrue(gateway, providers):
     assert missing.value.message == "Passed nonce and nonce in id_token should either both exist or not."
     status, _, body = raw(gateway, "POST", "/token?grant_type=id_token", {"provider": "apple", "id_token": providers.google.id_token(subject)})
     assert status == 400 and body == {"error": "invalid request", "error_description": "Bad ID token"}
+    # Google's SDKs hand the app an access token beside the ID token, and the official client sends
+    # it: one that is not the token's (its at_hash) is refused as GoTrue refuses it.
+    at_hash = base64.urlsafe_b64encode(hashlib.sha256(b"ya29.e2e-access").digest()[:16]).rstrip(b"=").decode()
+    paired = providers.google.id_token(f"{subject}-paired", at_hash=at_hash)
+    with pytest.raises(AuthApiError) as stray:
+        client.sign_in_with_id_token({"provider": "google", "token": paired, "access_token": "ya29.another"})
+    assert stray.value.status == 400 and stray.value.message == "Bad ID token"
+    assert client_for(gateway).sign_in_with_id_token({"provider": "google", "token": paired, "access_token": "ya29.e2e-access"}).session
     wrong_audience = providers.apple.id_token(subject, aud="com.example.other")
     status, _, body = raw(gateway, "POST", "/token?grant_type=id_token", {"provider": "apple", "id_token": wrong_audience})
     assert status == 400 and body["error_description"] == "Unacceptable audience in id_token: [com.example.other]"

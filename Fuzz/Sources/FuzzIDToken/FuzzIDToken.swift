@@ -1,4 +1,5 @@
 import AuthGateCore
+import Crypto
 import Foundation
 import FuzzSupport
 
@@ -12,17 +13,20 @@ public func fuzzIDTokenMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMut
 ///
 /// The first byte picks how the rest becomes a token:
 /// - 0: the rest is the token text as a client would send it;
-/// - 1: header JSON, claims JSON and raw nonce (NUL-separated), signed here with the published key;
+/// - 1: header JSON, claims JSON, raw nonce and the provider access token sent with it
+///   (NUL-separated), signed here with the published key;
 /// - 2: as 1, then one signature byte changed;
 /// - 3: as 1, but signed with a key that is not published.
 /// Properties: never a trap; never an acceptance without a signature that verifies (checked with
 /// swift-crypto directly); an accepted token's claims satisfy every rule (issuer, audience,
-/// expiry with leeway, `nbf`/`iat` within the skew, a subject, the nonce).
+/// expiry with leeway, `nbf`/`iat` within the skew, a subject, the nonce, and `at_hash`: a string
+/// or `null` if present, and with an access token sent, the left half of its SHA-256).
 public func fuzzIDToken(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
     var input = FuzzInput(start, count)
     let mode = input.byte() % 4
     let token: String
     var rawNonce: String?
+    var accessToken: String?
     if mode == 0 {
         token = String(decoding: input.rest(), as: UTF8.self)
     } else {
@@ -30,6 +34,8 @@ public func fuzzIDToken(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
         let claims = input.field()
         let nonce = input.text()
         rawNonce = nonce.isEmpty ? nil : nonce
+        let access = input.text()
+        accessToken = access.isEmpty ? nil : access
         let signed = FuzzProvider.sign(header: header, payload: claims, with: mode == 3 ? FuzzProvider.strangerKey : FuzzProvider.privateKey)
         if mode == 2 {
             var parts = signed.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
@@ -45,9 +51,10 @@ public func fuzzIDToken(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
         }
     }
     let nonce = rawNonce
+    let access = accessToken
     let outcome = runBlocking { () -> Result<VerifiedIdentity, any Error> in
         do {
-            return .success(try await IDTokenTarget.verifier.verify(idToken: token, rawNonce: nonce, now: FuzzProvider.now))
+            return .success(try await IDTokenTarget.verifier.verify(idToken: token, rawNonce: nonce, accessToken: access, now: FuzzProvider.now))
         } catch {
             return .failure(error)
         }
@@ -55,7 +62,7 @@ public func fuzzIDToken(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
     guard case .success(let identity) = outcome else { return 0 }
     fuzzCheck(mode == 0 || mode == 1, "a token with a changed signature or an unpublished key was accepted: \(token)")
     fuzzCheck(FuzzProvider.hasValidSignature(token), "accepted without a valid signature: \(token)")
-    IDTokenTarget.checkClaims(of: token, rawNonce: nonce, identity: identity)
+    IDTokenTarget.checkClaims(of: token, rawNonce: nonce, accessToken: access, identity: identity)
     return 0
 }
 
@@ -89,7 +96,7 @@ enum IDTokenTarget {
     }()
 
     /// Re-reads the accepted token's claims and checks each rule without the gateway's code paths.
-    static func checkClaims(of token: String, rawNonce: String?, identity: VerifiedIdentity) {
+    static func checkClaims(of token: String, rawNonce: String?, accessToken: String?, identity: VerifiedIdentity) {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let payload = Base64URL.decode(parts[1]), let claims = (try? JSONValue.parse(payload))?.objectValue else {
             fuzzCheck(false, "accepted a token whose payload is not a base64url JSON object: \(token)")
@@ -123,6 +130,19 @@ enum IDTokenTarget {
         fuzzCheck(claimedNonce.isEmpty == presented.isEmpty, "accepted a nonce present on one side only")
         if !presented.isEmpty {
             fuzzCheck(NonceRule.hashed(presented) == claimedNonce, "accepted a nonce that does not hash to the claim")
+        }
+        switch claims["at_hash"] {
+        case nil, .null?: break
+        case .string(let atHash)?:
+            if let accessToken, !accessToken.isEmpty, !atHash.isEmpty {
+                // The left half of the SHA-256 (the key is ES256), in unpadded base64url, by Foundation.
+                let half = Data(SHA256.hash(data: Array(accessToken.utf8)).prefix(16))
+                let expected = half.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                    .replacingOccurrences(of: "=", with: "")
+                fuzzCheck(atHash == expected, "accepted at_hash \(atHash.debugDescription) for an access token whose hash is \(expected)")
+            }
+        case let other?:
+            fuzzCheck(false, "accepted an at_hash that is not a string: \(other)")
         }
     }
 }

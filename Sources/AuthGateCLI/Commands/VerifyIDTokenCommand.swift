@@ -31,6 +31,11 @@ struct VerifyIDTokenCommand: AsyncParsableCommand {
     @Option(help: "The raw nonce the client sent (its SHA-256 must equal the token's nonce claim).")
     var nonce: String?
 
+    @Option(
+        name: .customLong("access-token"),
+        help: "The provider access token the client sent with it (checked against the token's at_hash, as sign-in does).")
+    var accessToken: String?
+
     @Option(name: .customLong("at"), help: "Verify as of this UNIX time in seconds instead of now.")
     var at: Int64?
 
@@ -84,7 +89,9 @@ struct VerifyIDTokenCommand: AsyncParsableCommand {
         let now = at.map { Date(timeIntervalSince1970: Double($0)) } ?? Date()
         let outcome: Result<VerifiedIdentity, any Error>
         do {
-            outcome = .success(try await verifier.verify(idToken: token.trimmingCharacters(in: .whitespacesAndNewlines), rawNonce: nonce, now: now))
+            outcome = .success(
+                try await verifier.verify(
+                    idToken: token.trimmingCharacters(in: .whitespacesAndNewlines), rawNonce: nonce, accessToken: accessToken, now: now))
         } catch {
             outcome = .failure(error)
         }

@@ -252,7 +252,7 @@ public struct BrowserFlowService: Sendable {
         var (identity, marks): (VerifiedIdentity, SingleUseMarks)
         do {
             (identity, marks) = try await accounts.idTokens.checkBrowserFlow(
-                provider: provider.name, idToken: grant.idToken, flowNonce: flow.nonce, now: now)
+                provider: provider.name, idToken: grant.idToken, accessToken: grant.accessToken, flowNonce: flow.nonce, now: now)
             guard identity.audiences.contains(where: { ByteExactString($0) == ByteExactString(provider.clientID) }) else {
                 throw AuthGateError(.audience, "the ID token is not for the web client \(provider.clientID)")
             }

@@ -7,7 +7,8 @@ import Crypto
 #endif
 
 /// The checks every ID-token provider shares, in GoTrue's order: signature (by `kid`, with the
-/// configured algorithm), issuer, expiry, `nbf`/`iat`, `sub`, audience, nonce.
+/// configured algorithm), issuer, expiry, `nbf`/`iat`, `at_hash` (``AccessTokenHashRule``),
+/// `sub`, audience, nonce.
 struct IDTokenCheck: Sendable {
     /// What the token is for: a sign-in's ID token, or a provider's signed server-to-server
     /// notification (no `sub` of its own: the subject is inside its events; no nonce).
@@ -39,7 +40,9 @@ struct IDTokenCheck: Sendable {
         Base64URL.hex(SHA256.hash(data: token.signedBytes))
     }
 
-    func run(idToken: String, rawNonce: String?, now: Date) async throws -> Verified {
+    /// - Parameter accessToken: the provider access token sent with the ID token, if any: checked
+    ///   against its `at_hash`.
+    func run(idToken: String, rawNonce: String?, accessToken: String? = nil, now: Date) async throws -> Verified {
         let token = try CompactJWT(parsing: idToken)
         guard token.algorithm == configuration.algorithm.rawValue else {
             throw AuthGateError(
@@ -81,6 +84,7 @@ struct IDTokenCheck: Sendable {
             guard Double(value) <= current + skew else { throw AuthGateError(.issuedInFuture, "the token was issued in the future (\(value))") }
             issuedAt = Date(timeIntervalSince1970: Double(value))
         }
+        try AccessTokenHashRule.check(accessToken: accessToken, claim: claims["at_hash"], algorithm: configuration.algorithm)
         let subject = claims["sub"]?.stringValue ?? ""
         if purpose == .signIn, subject.isEmpty {
             throw AuthGateError(.missingSubject, "Missing sub claim in id_token")

@@ -26,14 +26,17 @@ public struct IDTokenSignInVerifier: Sendable {
         return identity
     }
 
-    /// Verifies an ID token without using it up: the provider's checks, and what makes it single
-    /// use, which the caller must take before it writes anything: with the sign-in's lookup
+    /// Verifies an ID token without using it up: the provider's checks (with `accessToken`, the
+    /// provider access token the client sent beside it, against its `at_hash`), and what makes it
+    /// single use, which the caller must take before it writes anything: with the sign-in's lookup
     /// (``AuthStore/signInLookup(provider:subject:email:taking:)``), or with ``take(_:)``.
     /// - Throws: ``AuthGateError`` with the rejection reason as its code; a provider that requires
     ///   a server nonce and got none, or one this gateway never issues, is refused here.
-    public func check(provider: String, idToken: String, rawNonce: String?, now: Date) async throws -> (VerifiedIdentity, SingleUseMarks) {
+    public func check(provider: String, idToken: String, rawNonce: String?, accessToken: String? = nil, now: Date) async throws -> (
+        VerifiedIdentity, SingleUseMarks
+    ) {
         let verifier = try registry.verifier(for: provider)
-        let identity = try await verifier.verify(idToken: idToken, rawNonce: rawNonce, now: now)
+        let identity = try await verifier.verify(idToken: idToken, rawNonce: rawNonce, accessToken: accessToken, now: now)
         var serverNonce: String?
         if verifier.configuration.requireServerNonce {
             guard let rawNonce, let key = ServerNonceIssuer.storeKey(for: rawNonce) else { throw SingleUseMarks.serverNonceUnknown }
@@ -43,15 +46,16 @@ public struct IDTokenSignInVerifier: Sendable {
     }
 
     /// Verifies an ID token a provider's token endpoint returned to a browser flow, without using
-    /// it up: the provider's checks; the flow's own nonce (sent hashed with the browser to the
+    /// it up: the provider's checks (`at_hash` against the `accessToken` of the same answer); the
+    /// flow's own nonce (sent hashed with the browser to the
     /// provider), always, whatever `skip_nonce_check` says; and its single-use mark (the nonce is
     /// the gateway's own, so no server nonce is asked for).
     /// - Throws: ``AuthGateError`` with the rejection reason as its code.
-    public func checkBrowserFlow(provider: String, idToken: String, flowNonce: String, now: Date) async throws -> (
+    public func checkBrowserFlow(provider: String, idToken: String, accessToken: String?, flowNonce: String, now: Date) async throws -> (
         VerifiedIdentity, SingleUseMarks
     ) {
         let verifier = try registry.verifier(for: provider)
-        let identity = try await verifier.verify(idToken: idToken, rawNonce: flowNonce, now: now)
+        let identity = try await verifier.verify(idToken: idToken, rawNonce: flowNonce, accessToken: accessToken, now: now)
         if verifier.configuration.skipNonceCheck {
             try NonceRule.check(rawNonce: flowNonce, claim: identity.claims["nonce"]?.stringValue)
         }

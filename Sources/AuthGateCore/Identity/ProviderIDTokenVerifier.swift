@@ -25,8 +25,9 @@ public struct ProviderIDTokenVerifier<Policy: IdentityClaimsPolicy>: IdentityVer
         self.keySet = keySet
     }
 
-    public func verify(idToken: String, rawNonce: String?, now: Date) async throws -> VerifiedIdentity {
-        let verified = try await IDTokenCheck(configuration: configuration, keySet: keySet).run(idToken: idToken, rawNonce: rawNonce, now: now)
+    public func verify(idToken: String, rawNonce: String?, accessToken: String?, now: Date) async throws -> VerifiedIdentity {
+        let verified = try await IDTokenCheck(configuration: configuration, keySet: keySet).run(
+            idToken: idToken, rawNonce: rawNonce, accessToken: accessToken, now: now)
         return IdentityClaimsMapper.identity(
             provider: configuration.name,
             verified: verified,

@@ -36,6 +36,8 @@ public struct TokenController: Sendable {
         let idToken: String?
         let provider: String?
         let nonce: String?
+        /// The provider's access token, checked against the ID token's `at_hash`.
+        let accessToken: String?
         let linkIdentity: Bool?
         let clientID: String?
         let issuer: String?
@@ -50,6 +52,7 @@ public struct TokenController: Sendable {
             idToken = try body.string("id_token")
             provider = try body.string("provider")
             nonce = try body.string("nonce")
+            accessToken = try body.string("access_token")
             linkIdentity = try body.bool("link_identity")
             clientID = try body.string("client_id")
             issuer = try body.string("issuer")
@@ -101,7 +104,7 @@ public struct TokenController: Sendable {
             let issued = try await GatewaySpans.run("auth.sign_in") { span in
                 span?.attributes["auth.provider"] = label
                 return try await accounts.signInWithIDToken(
-                    provider: provider, idToken: idToken, rawNonce: body.nonce, linkingTo: linkTarget,
+                    provider: provider, idToken: idToken, rawNonce: body.nonce, accessToken: body.accessToken, linkingTo: linkTarget,
                     authorizationCode: body.authorizationCode.flatMap { $0.isEmpty ? nil : $0 },
                     device: RequestSupport.device(request, context, trustedProxies: trustedProxies), now: now)
             }

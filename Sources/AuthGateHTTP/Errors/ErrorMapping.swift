@@ -15,7 +15,8 @@ public enum ErrorMapping {
     public static func clientError(for error: AuthGateError, in flow: Flow) -> any Error {
         let text = error.clientText?.text ?? Self.text(for: error.code)
         switch error.code {
-        case .malformed, .algorithmNotAllowed, .missingKeyID, .unknownKeyID, .badSignature, .issuer, .expired, .notYetValid, .issuedInFuture:
+        case .malformed, .algorithmNotAllowed, .missingKeyID, .unknownKeyID, .badSignature, .issuer, .expired, .notYetValid, .issuedInFuture,
+            .accessTokenMismatch:
             return OAuthError(error: "invalid request", description: "Bad ID token")
         case .missingSubject, .audience, .nonceMissing, .replayed:
             return OAuthError(error: "invalid request", description: text)
