@@ -162,6 +162,55 @@ public struct ClientText: Sendable, Hashable {
         ClientText("Unacceptable audience in id_token: [\(audiences.prefix(5).map(ProviderKeySet.printable).joined(separator: " "))]")
     }
 
+    /// GoTrue's `Custom OIDC provider "<provider>" not allowed` for an id_token grant's `provider`
+    /// that names no configured provider: the client's own text, quoted as Go's `%q` quotes it (ASCII
+    /// outside printable ranges escaped), its first 64 characters.
+    public static func customProviderNotAllowed(_ provider: String) -> ClientText {
+        ClientText("Custom OIDC provider \(goQuoted(String(provider.unicodeScalars.prefix(64)))) not allowed")
+    }
+
+    /// GoTrue's `Unsupported logout scope "<scope>"`, the client's scope quoted as Go's `%q` quotes
+    /// it, its first 64 characters.
+    public static func unsupportedLogoutScope(_ scope: String) -> ClientText {
+        ClientText("Unsupported logout scope \(goQuoted(String(scope.unicodeScalars.prefix(64))))")
+    }
+
+    /// GoTrue's `Provider (issuer "<issuer>") is not enabled`; `issuer` is a configured issuer.
+    public static func providerNotEnabled(issuer: String) -> ClientText {
+        ClientText("Provider (issuer \(goQuoted(issuer))) is not enabled")
+    }
+
+    /// `text` in double quotes, as Go's `strconv.Quote` writes printable ASCII: `"` and `\` escaped,
+    /// `\a`, `\b`, `\t`, `\n`, `\v`, `\f`, `\r` for their control bytes, the others as `\xNN`, and
+    /// anything beyond ASCII as `\uNNNN` or `\UNNNNNNNN` (Go keeps printable Unicode as it is; here
+    /// a client's text reaches a client only as ASCII).
+    static func goQuoted(_ text: String) -> String {
+        var quoted = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": quoted += "\\\""
+            case "\\": quoted += "\\\\"
+            case "\t": quoted += "\\t"
+            case "\n": quoted += "\\n"
+            case "\r": quoted += "\\r"
+            case "\u{07}": quoted += "\\a"
+            case "\u{08}": quoted += "\\b"
+            case "\u{0B}": quoted += "\\v"
+            case "\u{0C}": quoted += "\\f"
+            case _ where scalar.value < 0x20 || scalar.value == 0x7F: quoted += "\\x" + hex(scalar.value, digits: 2)
+            case _ where scalar.value > 0xFFFF: quoted += "\\U" + hex(scalar.value, digits: 8)
+            case _ where scalar.value > 0x7F: quoted += "\\u" + hex(scalar.value, digits: 4)
+            default: quoted.unicodeScalars.append(scalar)
+            }
+        }
+        return quoted + "\""
+    }
+
+    private static func hex(_ value: UInt32, digits: Int) -> String {
+        let text = String(value, radix: 16)
+        return String(repeating: "0", count: max(0, digits - text.count)) + text
+    }
+
     /// GoTrue's text for linking an identity whose email the provider did not verify; `provider`
     /// is a configured provider's name.
     public static func unverifiedEmail(provider: String) -> ClientText {

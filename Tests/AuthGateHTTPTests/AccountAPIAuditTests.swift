@@ -279,7 +279,17 @@ struct AccountAPIAuditTests {
                 body: ByteBuffer(string: "{\"provider\":\"\(provider)\",\"id_token\":\"a.b.c\"}")
             ) { response in
                 let body = try json(response)
-                #expect(body["msg"] == "Unsupported provider", "the client's value is not echoed")
+                // GoTrue's text names the client's own value: quoted, and cut at 64 characters.
+                #expect(body["msg"] == .string("Custom OIDC provider \"\(String(repeating: "p", count: 64))\" not allowed"))
+            }
+            // GoTrue quotes the scope it does not know as Go's %q does; a control byte is never sent back raw.
+            let (access, _, _) = try await signUp(client)
+            try await client.execute(
+                uri: "/auth/v1/logout?scope=every%22one%0A%01", method: .post, headers: [.authorization: "Bearer \(access)"]
+            ) { response in
+                let body = try json(response)
+                #expect(response.status == .badRequest)
+                #expect(body["msg"] == #"Unsupported logout scope "every\"one\n\x01""#)
             }
             try await client.execute(uri: "/auth/v1/user", method: .get, headers: [.authorization: "Bearer a.b.c"]) { response in
                 #expect(response.status == .forbidden)

@@ -11,6 +11,8 @@
 #
 # Reproduce: bench/exchange/count.sh [tokens] [GET requests]     (2000 and 10000 by default)
 #            GATEWAY=/path/to/other/authgate bench/exchange/count.sh   (another build)
+#            SYSCALLS=1 bench/exchange/count.sh   (each row's system calls by name, per answer:
+#            the client's read and writev, Redis batches, getrandom, epoll, futex, ...)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -46,7 +48,7 @@ count() {
     # answering each command on another: the counts cover the row and nothing else.
     rm -f "$work/control" "$work/ack"; mkfifo "$work/control" "$work/ack"
     perf stat -D -1 --control "fifo:$work/control,$work/ack" -x, -e raw_syscalls:sys_enter -e "$probe_group:malloc" \
-        -p "$gateway_pid" -o "$work/stat-$name.txt" 2>/dev/null &
+        ${by_name:+-e "$by_name"} -p "$gateway_pid" -o "$work/stat-$name.txt" 2>/dev/null &
     perf_pid=$!
     local control ack line
     exec {control}>"$work/control" {ack}<"$work/ack"
@@ -61,7 +63,21 @@ count() {
     mallocs="$(awk -F, -v e="$probe_group:malloc" '$3 == e {print $1}' "$work/stat-$name.txt")"
     printf '%-24s %8s %14.1f %12.1f %8s\n' "$(row_label "$name")" "$answers" \
         "$(echo "$syscalls / $answers" | bc -l)" "$(echo "$mallocs / $answers" | bc -l)" "$errors"
+    if [ -n "$by_name" ]; then
+        awk -F, -v n="$answers" '$3 ~ /^syscalls:sys_enter_/ && $1 > 0 {
+            sub(/^syscalls:sys_enter_/, "", $3); printf "    %-20s %25.2f\n", $3, $1 / n }' "$work/stat-$name.txt"
+    fi
 }
+
+# With SYSCALLS=1, the system calls an event loop, a pipelined Redis client and a CSPRNG make,
+# counted by name (a tracepoint each).
+by_name=""
+if [ "${SYSCALLS:-0}" = "1" ]; then
+    for call in read write readv writev recvfrom sendto recvmsg sendmsg epoll_wait epoll_pwait epoll_ctl futex \
+        getrandom eventfd2 timerfd_settime mmap munmap madvise brk sched_yield clock_nanosleep; do
+        by_name="${by_name:+$by_name,}syscalls:sys_enter_$call"
+    done
+fi
 
 echo "machine: $(machine_description), $(date -u +%Y-%m-%d); $COUNT tokens, $REQUESTS GET requests, $CONCURRENCY connections; gateway on 1 core"
 printf '%-24s %8s %14s %12s %8s\n' "per answer" "answers" "system calls" "malloc" "non-200"

@@ -66,20 +66,22 @@ public struct AccountService: Sendable {
     // MARK: sign-in
 
     /// `POST /token?grant_type=id_token`: verifies the ID token (once; `accessToken`, the provider
-    /// access token sent beside it, against its `at_hash`), finds or creates the user (or links the
-    /// identity to `linkingTo`), and starts a session.
+    /// access token sent beside it, against its `at_hash`; Apple's against the request's `issuer`),
+    /// finds or creates the user (or links the identity to `linkingTo`), and starts a session.
+    /// `provider` is a configured provider's name (``IDTokenProviderResolution``).
     ///
     /// With `authorizationCode` (Apple only, an AuthGate extension of GoTrue's body), the code is
     /// exchanged at Apple before anything is written, and Apple's refresh token is stored, sealed,
     /// on the identity by the sign-in's own write; a code that Apple refuses, or that belongs to
     /// another Apple account, fails the sign-in.
     public func signInWithIDToken(
-        provider: String, idToken: String, rawNonce: String?, accessToken: String? = nil, linkingTo: AuthenticatedUser?,
+        provider: String, idToken: String, rawNonce: String?, accessToken: String? = nil, issuer: String? = nil, linkingTo: AuthenticatedUser?,
         authorizationCode: String? = nil, device: SessionDevice = .unknown, now: Date
     ) async throws -> IssuedSession {
         let (checked, marks) = try await GatewaySpans.run("auth.verify_id_token") { span in
             span?.attributes["auth.provider"] = provider
-            return try await idTokens.check(provider: provider, idToken: idToken, rawNonce: rawNonce, accessToken: accessToken, now: now)
+            return try await idTokens.check(
+                provider: provider, idToken: idToken, rawNonce: rawNonce, accessToken: accessToken, issuer: issuer, now: now)
         }
         // A plain sign-in takes the token's single use with its lookup (one round trip less);
         // linking and Apple's code exchange take it first, before anything else is asked of the
@@ -221,6 +223,14 @@ public struct AccountService: Sendable {
     /// A client-named provider as it may be logged (see ``IdentityVerifierRegistry/label(for:)``).
     public func providerLabel(_ provider: String) -> String {
         idTokens.registry.label(for: provider)
+    }
+
+    /// The configured provider an id_token grant's `provider` (or, without one, its `issuer`)
+    /// selects (``IDTokenProviderResolution``).
+    /// - Throws: ``AuthGateError`` ``AuthGateError/Code/unknownProvider`` or
+    ///   ``AuthGateError/Code/providerDisabled``, with GoTrue's texts.
+    public func resolveIDTokenProvider(named provider: String, issuer: String) throws -> String {
+        try idTokens.registry.resolution.provider(named: provider, issuer: issuer)
     }
 
     /// Which sessions `POST /logout` ends.

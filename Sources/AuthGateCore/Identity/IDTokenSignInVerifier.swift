@@ -30,13 +30,21 @@ public struct IDTokenSignInVerifier: Sendable {
     /// provider access token the client sent beside it, against its `at_hash`), and what makes it
     /// single use, which the caller must take before it writes anything: with the sign-in's lookup
     /// (``AuthStore/signInLookup(provider:subject:email:taking:)``), or with ``take(_:)``.
+    ///
+    /// `issuer`, the grant's optional `issuer` field, must be the verified token's `iss` when the
+    /// provider is Apple (GoTrue's "Provided issuer does not match ID token issuer"; Apple signs
+    /// with either of its two issuers).
     /// - Throws: ``AuthGateError`` with the rejection reason as its code; a provider that requires
     ///   a server nonce and got none, or one this gateway never issues, is refused here.
-    public func check(provider: String, idToken: String, rawNonce: String?, accessToken: String? = nil, now: Date) async throws -> (
-        VerifiedIdentity, SingleUseMarks
-    ) {
+    public func check(provider: String, idToken: String, rawNonce: String?, accessToken: String? = nil, issuer: String? = nil, now: Date)
+        async throws -> (VerifiedIdentity, SingleUseMarks)
+    {
         let verifier = try registry.verifier(for: provider)
         let identity = try await verifier.verify(idToken: idToken, rawNonce: rawNonce, accessToken: accessToken, now: now)
+        if provider == "apple", let issuer, !issuer.isEmpty, ByteExactString(issuer) != ByteExactString(identity.issuer) {
+            throw AuthGateError(
+                .validationFailed, "the request's issuer is not the token's", clientText: .fixed("Provided issuer does not match ID token issuer"))
+        }
         var serverNonce: String?
         if verifier.configuration.requireServerNonce {
             guard let rawNonce, let key = ServerNonceIssuer.storeKey(for: rawNonce) else { throw SingleUseMarks.serverNonceUnknown }

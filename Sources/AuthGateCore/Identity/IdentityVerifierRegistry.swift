@@ -4,6 +4,8 @@ public import Logging
 public struct IdentityVerifierRegistry: Sendable {
     private let verifiers: [String: any IdentityVerifier]
     private let disabled: Set<String>
+    /// Which provider an id_token grant's `provider` or `issuer` selects.
+    public let resolution: IDTokenProviderResolution
     /// Anonymous sign-in.
     public let anonymous: AnonymousProvider
 
@@ -31,6 +33,7 @@ public struct IdentityVerifierRegistry: Sendable {
         }
         self.verifiers = verifiers
         self.disabled = disabled
+        self.resolution = IDTokenProviderResolution(providers)
         self.anonymous = AnonymousProvider(configuration: providers.anonymous)
     }
 
@@ -38,6 +41,7 @@ public struct IdentityVerifierRegistry: Sendable {
     public init(verifiers: [any IdentityVerifier], anonymous: AnonymousProvider) {
         self.verifiers = Dictionary(verifiers.map { ($0.provider, $0) }, uniquingKeysWith: { first, _ in first })
         self.disabled = []
+        self.resolution = IDTokenProviderResolution(verifiers.map(\.configuration))
         self.anonymous = anonymous
     }
 

@@ -83,12 +83,13 @@ public struct TokenController: Sendable {
     private func idTokenGrant(_ request: Request, context: AuthGateRequestContext) async throws -> Response {
         let body = try await IDTokenBody.read(request)
         guard let idToken = body.idToken, !idToken.isEmpty else { throw OAuthError(error: "invalid request", description: "id_token required") }
-        guard let provider = body.provider, !provider.isEmpty else {
+        // GoTrue's deprecated form names no provider, but a client id and an issuer, which selects it.
+        let provider = body.provider ?? ""
+        let issuer = body.issuer ?? ""
+        guard !provider.isEmpty || (!(body.clientID ?? "").isEmpty && !issuer.isEmpty) else {
             throw OAuthError(error: "invalid request", description: "provider or client_id and issuer required")
         }
         let now = Date()
-        // The provider field is the client's: logs, spans and metrics get a configured name or "unknown".
-        let label = accounts.providerLabel(provider)
         var linkTarget: AuthenticatedUser?
         if body.linkIdentity == true {
             guard let bearer = RequestSupport.bearerToken(request) else {
@@ -100,11 +101,19 @@ public struct TokenController: Sendable {
                 throw ErrorMapping.clientError(for: error, in: .authenticated)
             }
         }
+        // The provider field is the client's: logs, spans and metrics get a configured name or "unknown".
+        let label: String
+        do {
+            // After a linking caller is authenticated, as GoTrue resolves it.
+            label = try accounts.resolveIDTokenProvider(named: provider, issuer: issuer)
+        } catch let error as AuthGateError {
+            throw refusedSignIn(error, provider: accounts.providerLabel(provider), context: context)
+        }
         do {
             let issued = try await GatewaySpans.run("auth.sign_in") { span in
                 span?.attributes["auth.provider"] = label
                 return try await accounts.signInWithIDToken(
-                    provider: provider, idToken: idToken, rawNonce: body.nonce, accessToken: body.accessToken, linkingTo: linkTarget,
+                    provider: label, idToken: idToken, rawNonce: body.nonce, accessToken: body.accessToken, issuer: issuer, linkingTo: linkTarget,
                     authorizationCode: body.authorizationCode.flatMap { $0.isEmpty ? nil : $0 },
                     device: RequestSupport.device(request, context, trustedProxies: trustedProxies), now: now)
             }
@@ -118,12 +127,17 @@ public struct TokenController: Sendable {
             // is kept for the session's first refresh and GET /user.
             return RequestSupport.json(text: GoTrueJSON.sessionText(issued, users: users))
         } catch let error as AuthGateError {
-            GatewayMetrics.signIn(provider: label, outcome: error.code.description)
-            context.outcome.reason = error.code.description
-            context.logger.notice(
-                "id_token sign-in refused", metadata: ["gw.provider": "\(label)", "gw.outcome": "\(error.code)", "gw.reason": "\(error.message)"])
-            throw ErrorMapping.clientError(for: error, in: .idTokenGrant)
+            throw refusedSignIn(error, provider: label, context: context)
         }
+    }
+
+    /// Counts and logs a refused id_token sign-in; the client's error for it.
+    private func refusedSignIn(_ error: AuthGateError, provider label: String, context: AuthGateRequestContext) -> any Error {
+        GatewayMetrics.signIn(provider: label, outcome: error.code.description)
+        context.outcome.reason = error.code.description
+        context.logger.notice(
+            "id_token sign-in refused", metadata: ["gw.provider": "\(label)", "gw.outcome": "\(error.code)", "gw.reason": "\(error.message)"])
+        return ErrorMapping.clientError(for: error, in: .idTokenGrant)
     }
 
     /// `grant_type=pkce` (GoTrue's `token.go` `PKCE`): the browser flow's code and verifier for

@@ -118,7 +118,7 @@ public struct UserController: Sendable {
         let caller = try context.requireCaller()
         let scopeText = request.uri.queryParameters.get("scope") ?? "global"
         guard let scope = AccountService.LogoutScope(rawValue: scopeText.isEmpty ? "global" : scopeText) else {
-            throw GoTrueError(.badRequest, code: "validation_failed", message: "Unsupported logout scope \"\(scopeText)\"")
+            throw GoTrueError(.badRequest, code: "validation_failed", message: ClientText.unsupportedLogoutScope(scopeText).text)
         }
         do {
             try await accounts.logout(caller, scope: scope, now: Date())
