@@ -105,6 +105,9 @@ public struct AuthGateError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let emailNotConfirmed = Code("email_not_confirmed")
         /// Anonymous sign-ins are disabled.
         public static let anonymousProviderDisabled = Code("anonymous_provider_disabled")
+        /// A sign-in or sign-up would create a user while `users.disable_signup` is on (GoTrue's
+        /// `GOTRUE_DISABLE_SIGNUP`): existing users still sign in.
+        public static let signupDisabled = Code("signup_disabled")
         /// Only admins may do this.
         public static let notAdmin = Code("not_admin")
         /// The identity named does not exist or is not the caller's (GoTrue's `identity_not_found`).

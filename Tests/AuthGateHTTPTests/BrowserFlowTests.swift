@@ -55,7 +55,7 @@ struct BrowserFlowTests {
     ///   configuration gives none).
     func rig(
         store: any AuthStore = MemoryAuthStore(), sealing: Bool = true, manualLinking: Bool = true, implicitLinking: Bool = false,
-        corpDiscovery: Bool = true, implicitFlowCookie: Bool = true
+        corpDiscovery: Bool = true, implicitFlowCookie: Bool = true, disableSignup: Bool = false
     ) async throws -> Rig {
         let keys = try await FakeProvider.start(keys: [FakeProvider.sharedKeys[0]])
         let google = try await FakeOAuthTokenEndpoint.start(clientID: Self.webClient, clientSecret: "google-secret", redirectURI: Self.callbackURL)
@@ -81,6 +81,7 @@ struct BrowserFlowTests {
                   oidc: [ { name: corp, issuer: "\(keys.issuer)", audiences: [corp-web], jwks_url: "\(keys.jwksURL)" } ]
                 rate_limits: { token: off, signup: off, nonce: off }
                 security: { manual_linking_enabled: \(manualLinking) }
+                users: { disable_signup: \(disableSignup) }
                 browser_flow:
                   enabled: true
                   site_url: https://app.example.com
@@ -308,6 +309,30 @@ struct BrowserFlowTests {
                 client, "/auth/v1/token?grant_type=refresh_token", method: .post, headers: [.contentType: "application/json"],
                 body: "{\"refresh_token\":\"\(refresh)\"}")
             #expect(refreshed.status == .ok)
+        }
+        await rig.stop()
+    }
+
+    @Test("with users.disable_signup, a browser flow for a new user ends in signup_disabled: the implicit callback's access_denied, PKCE's 422")
+    func signupDisabled() async throws {
+        let rig = try await rig(disableSignup: true)
+        try await rig.app.test(.router) { client in
+            let browser = Browser()
+            let sent = try await Self.authorize(client, extra: "redirect_to=http%3A%2F%2Flocalhost%3A3000%2Fcb", browser: browser)
+            rig.google.register(code: "c-new", grant: .init(idToken: Self.googleToken(subject: "g-new", nonce: sent["nonce"])))
+            let back = try await Self.send(client, "/auth/v1/callback?state=\(sent["state"]!)&code=c-new", browser: browser)
+            let refused = try Self.query(try #require(back.location))
+            #expect(refused["error"] == "access_denied")
+            #expect(refused["error_code"] == "signup_disabled")
+            #expect(refused["error_description"] == "Signups not allowed for this instance")
+
+            let started = try await Self.send(client, "/auth/v1/authorize?provider=google&" + Self.pkceQuery)
+            let location = try await Self.finishAtGoogle(client, rig, started: started, subject: "g-new-pkce", code: "c-pkce")
+            let code = try #require(try Self.query(location)["code"])
+            let exchanged = try await Self.exchange(client, code: code)
+            #expect(exchanged.status == .unprocessableContent)
+            #expect(exchanged.body["error_code"]?.stringValue == "signup_disabled")
+            #expect(try await rig.dependencies.store.listUsers(offset: 0, limit: 10).total == 0)
         }
         await rig.stop()
     }

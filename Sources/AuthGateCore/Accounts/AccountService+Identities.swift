@@ -146,6 +146,7 @@ extension AccountService {
         change: AccountChange, identities: [IdentityRecord]
     ) {
         guard lookup.identityOwner != nil || lookup.account.map({ $0.user.deletedAt == nil }) == true else {
+            guard !signupsDisabled else { throw AuthGateError(.signupDisabled, "users.disable_signup: no user is created for \(identity.provider)") }
             return newUser(identity, claimingEmail: newUserMayClaimEmail, now: now)
         }
         guard let account = lookup.account else {

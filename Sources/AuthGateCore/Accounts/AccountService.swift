@@ -27,6 +27,8 @@ public struct AccountService: Sendable {
     /// Exchanges Apple authorization codes for Apple's refresh token; nil unless Apple's REST API
     /// credentials and the token encryption key are configured.
     public var appleRefreshTokens: AppleRefreshTokens?
+    /// `users.disable_signup`: no sign-in or sign-up creates a user (422 `signup_disabled`).
+    public var signupsDisabled = false
 
     public init(
         store: any AuthStore,
@@ -113,10 +115,11 @@ public struct AccountService: Sendable {
     }
 
     /// `POST /signup` without email or phone: a new anonymous user and its first session, written
-    /// at once.
+    /// at once (refused with ``signupsDisabled``).
     public func signUpAnonymously(data: [String: JSONValue], device: SessionDevice = .unknown, now: Date) async throws -> IssuedSession {
         let now = now.atStoredMillisecond
         guard anonymous.isEnabled else { throw AuthGateError(.anonymousProviderDisabled, "Anonymous sign-ins are disabled") }
+        guard !signupsDisabled else { throw AuthGateError(.signupDisabled, "users.disable_signup: no anonymous user is created") }
         let user = UserRecord(
             id: UUIDBytes.random(), aud: tokens.audience, role: "authenticated", email: nil, phone: nil, emailConfirmedAt: nil,
             appMetadata: [:], userMetadata: data.filter { $0.value != .null }, isAnonymous: true, createdAt: now, updatedAt: now,

@@ -402,6 +402,8 @@ public struct BrowserFlowService: Sendable {
         switch error.code {
         case .userBanned:
             return ("access_denied", "user_banned", "User is banned")
+        case .signupDisabled:
+            return ("access_denied", "signup_disabled", "Signups not allowed for this instance")
         case .storeUnavailable, .providerUnavailable:
             return ("temporarily_unavailable", "unexpected_failure", "The provider or the session store is unavailable; try again")
         case .identityAlreadyExists:

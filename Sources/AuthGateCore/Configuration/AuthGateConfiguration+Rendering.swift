@@ -47,6 +47,7 @@ extension AuthGateConfiguration {
             "users": [
                 "max_user_metadata": Node(ConfigurationValueParsers.format(bytes: users.maxUserMetadata)),
                 "max_app_metadata": Node(ConfigurationValueParsers.format(bytes: users.maxAppMetadata)),
+                "disable_signup": Node(String(users.disableSignup)),
                 "allow_self_delete": Node(String(users.allowSelfDelete)),
                 "self_delete": Node(users.selfDelete.rawValue),
                 "self_delete_max_auth_age": Node(format(users.selfDeleteMaxAuthAge))

@@ -97,6 +97,7 @@ public enum GatewayApplication {
                     verifiedTokenCacheSize: configuration.proxy.tokenCacheSize,
                     userCacheSize: configuration.store.redis?.recordCacheSize ?? StoreConfiguration.Redis.defaultRecordCacheSize
                 )
+                accounts.signupsDisabled = configuration.users.disableSignup
                 if let appleClient, let sealer {
                     accounts.appleRefreshTokens = AppleRefreshTokens(
                         client: appleClient, sealer: sealer, defaultClientID: configuration.providers.apple.audiences.first ?? "")

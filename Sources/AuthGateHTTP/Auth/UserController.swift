@@ -141,7 +141,7 @@ public struct UserController: Sendable {
         external["anonymous_users"] = .bool(providers.anonymous.enabled)
         for provider in providers.oidc where provider.enabled { external[provider.name] = true }
         return try RequestSupport.json([
-            "external": .object(external), "disable_signup": false, "mailer_autoconfirm": false, "phone_autoconfirm": false,
+            "external": .object(external), "disable_signup": .bool(users.disableSignup), "mailer_autoconfirm": false, "phone_autoconfirm": false,
             "sms_provider": "", "saml_enabled": false, "saml_private_key_next_configured": false, "passkeys_enabled": false
         ])
     }

@@ -35,7 +35,7 @@ public enum ErrorMapping {
                 flow == .authenticated || flow == .idTokenGrant ? .forbidden : .badRequest, code: error.code.description, message: text)
         case .noAuthorization:
             return GoTrueError(.unauthorized, code: "no_authorization", message: text)
-        case .identityAlreadyExists, .emailNotConfirmed, .anonymousProviderDisabled:
+        case .identityAlreadyExists, .emailNotConfirmed, .anonymousProviderDisabled, .signupDisabled:
             return GoTrueError(.unprocessableContent, code: error.code.description, message: text)
         case .notAdmin:
             return GoTrueError(.forbidden, code: "not_admin", message: text)
@@ -83,6 +83,7 @@ public enum ErrorMapping {
         case .identityAlreadyExists: "Identity is already linked to another user"
         case .emailNotConfirmed: "Unverified email with the provider. A confirmation email has been sent to your provider email"
         case .anonymousProviderDisabled: "Anonymous sign-ins are disabled"
+        case .signupDisabled: "Signups not allowed for this instance"
         case .notAdmin: "User not allowed"
         case .identityNotFound: "Identity doesn't exist"
         case .flowStateNotFound: "invalid flow state, no valid flow state found"
