@@ -7,8 +7,9 @@
 /// the request's own `client_id`) has no counterpart here.
 ///
 /// A value type over the configuration, decided without the token: the token's claims are read
-/// only after its signature verifies, so the checks GoTrue makes on Apple's unverified `iss` are
-/// made on the verified one (``IDTokenCheck``).
+/// only after its signature verifies, so what GoTrue checks on an Apple token's unverified `iss`
+/// is checked on the verified one (its issuers in ``IDTokenCheck``, the request's `issuer` in
+/// ``IDTokenSignInVerifier``).
 public struct IDTokenProviderResolution: Sendable {
     private struct Entry: Sendable {
         let name: String
