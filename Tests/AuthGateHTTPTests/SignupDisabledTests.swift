@@ -98,4 +98,80 @@ struct SignupDisabledTests {
         }
         await provider.stop()
     }
+
+    /// A token with `role` for the operator, signed by the gateway's key.
+    private static func adminToken(_ dependencies: GatewayApplication.Dependencies, role: String = "service_role") throws -> String {
+        let now = Int64(Date().timeIntervalSince1970)
+        let tokens = dependencies.configuration.tokens
+        return try AccessTokenIssuer(keys: try #require(dependencies.signingKeys)).mint(
+            AccessTokenClaims(
+                iss: tokens.issuer, sub: "operator", aud: tokens.audience, exp: now + 600, iat: now, email: "", phone: "", appMetadata: [:],
+                userMetadata: [:], role: role, aal: "aal1", amr: [], sessionID: nil, isAnonymous: false))
+    }
+
+    @Test(
+        "an invitation: an operator creates a user by email (POST /admin/users), and with sign-ups closed the first sign-in whose provider vouches for that email joins it",
+        arguments: TestStoreKind.allCases)
+    func invitation(kind: TestStoreKind) async throws {
+        let provider = try await FakeProvider.start(keys: [FakeProvider.sharedKeys[0]])
+        try await withTestStore(kind) { store in
+            let (app, dependencies) = try Self.app(store, provider: provider, disableSignup: true)
+            let admin = try Self.adminToken(dependencies)
+            try await app.test(.router) { client in
+                func create(_ fields: [String: JSONValue], token: String? = nil) async throws -> (HTTPResponse.Status, [String: JSONValue]) {
+                    try await client.execute(
+                        uri: "/auth/v1/admin/users", method: .post,
+                        headers: [.contentType: "application/json", .authorization: "Bearer \(token ?? admin)"],
+                        body: ByteBuffer(bytes: JSONValue.object(fields).serialized())
+                    ) { response in
+                        (response.status, (try? JSONValue.parse(Array(response.body.readableBytesView)).objectValue) ?? [:])
+                    }
+                }
+                let created = try await create(
+                    ["email": "Invitee@Example.com", "email_confirm": true, "user_metadata": .object(["team": "a"]), "role": "authenticated"])
+                #expect(created.0 == .ok, "\(created.1)")
+                let userID = try #require(created.1["id"]?.stringValue)
+                #expect(created.1["email"] == "invitee@example.com")
+                #expect(created.1["email_confirmed_at"]?.stringValue != nil)
+                #expect(created.1["identities"] == .array([]))
+                #expect(created.1["is_anonymous"] == false)
+                #expect(created.1["user_metadata"]?.objectValue?["team"] == "a")
+
+                // Refused before anything is written.
+                let refusals: [([String: JSONValue], HTTPResponse.Status, String)] = [
+                    (["email": "invitee@example.com"], .unprocessableContent, "email_exists"),
+                    ([:], .badRequest, "validation_failed"),
+                    (["email": "not an email"], .badRequest, "validation_failed"),
+                    (["email": "a@b.c", "password": "hunter2"], .badRequest, "validation_failed"),
+                    (["email": "a@b.c", "phone": "+15550100"], .badRequest, "validation_failed"),
+                    (["email": "a@b.c", "role": "a b"], .badRequest, "validation_failed"),
+                    (["email": "a@b.c", "ban_duration": "9999999999999999h"], .badRequest, "validation_failed"),
+                    (
+                        ["email": "a@b.c", "user_metadata": .object(["x": .string(String(repeating: "x", count: 20_000))])], .badRequest,
+                        "validation_failed"
+                    )
+                ]
+                for (fields, status, code) in refusals {
+                    let answer = try await create(fields)
+                    #expect(answer.0 == status, "\(fields)")
+                    #expect(answer.1["error_code"]?.stringValue == code, "\(fields): \(answer.1)")
+                }
+                #expect(try await create(["email": "b@b.c"], token: try Self.adminToken(dependencies, role: "authenticated")).0 == .forbidden)
+
+                let joined = try await Self.post(
+                    client, "/auth/v1/token?grant_type=id_token",
+                    ["provider": "corp", "id_token": .string(Self.token(provider, subject: "inv-1", email: "invitee@example.com"))])
+                #expect(joined.0 == .ok, "\(joined.1)")
+                #expect(joined.1["user"]?.objectValue?["id"]?.stringValue == userID)
+                #expect(joined.1["user"]?.objectValue?["identities"]?.arrayValue?.count == 1)
+                #expect(joined.1["user"]?.objectValue?["app_metadata"]?.objectValue?["provider"] == "corp")
+                let uninvited = try await Self.post(
+                    client, "/auth/v1/token?grant_type=id_token",
+                    ["provider": "corp", "id_token": .string(Self.token(provider, subject: "inv-2", email: "stranger@example.com"))])
+                #expect(uninvited.0 == .unprocessableContent)
+                #expect(try await dependencies.store.listUsers(offset: 0, limit: 10).total == 1)
+            }
+        }
+        await provider.stop()
+    }
 }

@@ -218,6 +218,13 @@ class Gateway:
         else:
             raise RuntimeError("authgate serve did not become ready:\n" + (self.directory / "authgate.log").read_text())
 
+    def service_role_token(self) -> str:
+        """A token for the admin API, as an operator mints one (`authgate tokens service-role`)."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AUTHGATE_")}
+        minted = subprocess.run([str(BINARY), "tokens", "service-role", "--config", str(self.directory / "authgate.yaml"), "--ttl", "15m"],
+                                check=True, capture_output=True, text=True, env=env)
+        return minted.stdout.strip()
+
     def ssl_context(self, minimum=None, maximum=None):
         """A client context trusting this gateway's CA (None for a plain gateway)."""
         if self.ca_file is None:

@@ -232,6 +232,22 @@ def test_refresh_token_reuse(gateway):
     assert dead.value.code == "refresh_token_not_found"
 
 
+def test_admin_invites_a_user_by_email(gateway, providers):
+    # The official admin client creates a user by email; the first Google sign-in that vouches for
+    # that email joins it (the same id), as automatic linking joins any user holding the email.
+    admin = SyncGoTrueClient(url=gateway.url, headers={"Authorization": f"Bearer {gateway.service_role_token()}"}).admin
+    email = f"invitee-{secrets.token_hex(4)}@example.com"
+    invited = admin.create_user({"email": email, "email_confirm": True, "user_metadata": {"team": "blue"}}).user
+    assert invited.email == email and invited.identities == [] and invited.user_metadata == {"team": "blue"}
+    with pytest.raises(AuthApiError) as again:
+        admin.create_user({"email": email})
+    assert again.value.status == 422 and again.value.code == "email_exists"
+    session = client_for(gateway).sign_in_with_id_token(
+        {"provider": "google", "token": providers.google.id_token(f"google-{secrets.token_hex(6)}", email=email)}).session
+    assert session.user.id == invited.id
+    assert [identity.provider for identity in session.user.identities] == ["google"]
+
+
 def test_id_token_errors_match_gotrue(gateway, providers):
     client = client_for(gateway)
     subject = f"google-{secrets.token_hex(6)}"

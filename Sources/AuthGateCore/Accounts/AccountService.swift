@@ -29,6 +29,8 @@ public struct AccountService: Sendable {
     public var appleRefreshTokens: AppleRefreshTokens?
     /// `users.disable_signup`: no sign-in or sign-up creates a user (422 `signup_disabled`).
     public var signupsDisabled = false
+    /// The `aud` of the users this gateway creates and of their tokens (`tokens.audience`).
+    public var audience: String { tokens.audience }
 
     public init(
         store: any AuthStore,

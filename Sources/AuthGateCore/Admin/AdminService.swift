@@ -38,6 +38,55 @@ public struct AdminService: Sendable {
         return nil
     }
 
+    /// What an operator creates a user with (GoTrue's `POST /admin/users`).
+    public struct NewUser: Sendable {
+        /// The user's email, canonical (``EmailAddress/canonical(_:)``).
+        public var email: String
+        /// The operator vouches for the email: `email_confirmed_at` is set.
+        public var emailConfirmed: Bool
+        public var userMetadata: [String: JSONValue]
+        public var appMetadata: [String: JSONValue]
+        public var role: String
+        public var bannedUntil: Date?
+
+        public init(
+            email: String, emailConfirmed: Bool, userMetadata: [String: JSONValue] = [:], appMetadata: [String: JSONValue] = [:],
+            role: String = "authenticated", bannedUntil: Date? = nil
+        ) {
+            self.email = email
+            self.emailConfirmed = emailConfirmed
+            self.userMetadata = userMetadata
+            self.appMetadata = appMetadata
+            self.role = role
+            self.bannedUntil = bannedUntil
+        }
+    }
+
+    /// Creates a user with no identity and no session, its email claimed in one write: a later
+    /// sign-in whose provider vouches for that (ASCII) email links to it, as automatic linking
+    /// links to any user holding the email, also while `users.disable_signup` keeps new users out
+    /// (an invitation). The audit event names the operator of the request (``AuditContext``).
+    /// - Throws: ``AuthGateError`` ``AuthGateError/Code/emailExists`` when another user holds the email.
+    public func createUser(_ new: NewUser, audience: String, now: Date) async throws -> UserRecord {
+        let now = now.atStoredMillisecond
+        let user = UserRecord(
+            id: UUIDBytes.random(), aud: audience, role: new.role, email: new.email, phone: nil,
+            emailConfirmedAt: new.emailConfirmed ? now : nil, appMetadata: new.appMetadata.filter { $0.value != .null },
+            userMetadata: new.userMetadata.filter { $0.value != .null }, isAnonymous: false, createdAt: now, updatedAt: now, lastSignInAt: nil,
+            bannedUntil: new.bannedUntil)
+        var change = AccountChange(base: nil, user: user)
+        change.claimedEmail = new.email
+        switch try await store.commit(change) {
+        case .committed:
+            store.recordAudit(.now("user_signedup", userID: user.id, detail: ["provider": "admin"]))
+            return user
+        case .emailTaken:
+            throw AuthGateError(.emailExists, "another user holds the email")
+        case .stale, .identityTaken, .fenced:
+            throw AuthGateError(.storeCorrupt, "a new random user id was already taken")
+        }
+    }
+
     /// The user's identities, oldest first.
     public func identities(of userID: String) async throws -> [IdentityRecord] {
         try await store.identities(ofUser: userID)

@@ -9,6 +9,7 @@ public import Hummingbird
 #endif
 
 /// GoTrue's admin API where GoTrue has one (`GET /admin/users` with `page`/`per_page`,
+/// `POST /admin/users` with an email (no password or phone: AuthGate keeps neither),
 /// `GET`/`PUT`/`DELETE /admin/users/{id}` with `ban_duration` and `should_soft_delete`), plus
 /// `GET /admin/users/{id}/sessions` and `DELETE /admin/sessions/{id}`.
 ///
@@ -33,6 +34,7 @@ public struct AdminController: Sendable {
     public func register(on router: Router<AuthGateRequestContext>) {
         let group = router.group().add(middleware: BearerAuthenticator(accounts: accounts, requirement: .admin(roles: adminRoles)))
         group.get("/auth/v1/admin/users") { request, _ in try await listUsers(request) }
+        group.post("/auth/v1/admin/users") { request, _ in try await createUser(request) }
         group.get("/auth/v1/admin/users/:id") { _, context in try await showUser(context) }
         group.put("/auth/v1/admin/users/:id") { request, context in try await updateUser(request, context) }
         group.delete("/auth/v1/admin/users/:id") { request, context in try await deleteUser(request, context) }
@@ -66,6 +68,77 @@ public struct AdminController: Sendable {
         return try RequestSupport.json(GoTrueJSON.user(user, identities: try await admin.identities(of: user.id)))
     }
 
+    struct CreateBody: Decodable {
+        let email: String?
+        let emailConfirm: Bool?
+        let phone: String?
+        let password: String?
+        let passwordHash: String?
+        let userMetadata: [String: JSONValue]?
+        let appMetadata: [String: JSONValue]?
+        let role: String?
+        let banDuration: String?
+
+        enum CodingKeys: String, CodingKey {
+            case email, phone, password, role
+            case emailConfirm = "email_confirm"
+            case passwordHash = "password_hash"
+            case userMetadata = "user_metadata"
+            case appMetadata = "app_metadata"
+            case banDuration = "ban_duration"
+        }
+    }
+
+    /// `POST /admin/users`: a user with an email and no identity, which the first sign-in whose
+    /// provider vouches for that email joins (an invitation, also with `users.disable_signup`).
+    private func createUser(_ request: Request) async throws -> Response {
+        let body = try await RequestSupport.decode(CreateBody.self, from: request, limit: users.maxUserMetadata + users.maxAppMetadata + 4096)
+        guard [body.phone, body.password, body.passwordHash].allSatisfy({ ($0 ?? "").isEmpty }) else {
+            throw GoTrueError(
+                .badRequest, code: "validation_failed",
+                message: "AuthGate keeps no passwords or phone numbers: users sign in with Apple, Google, OpenID Connect or anonymously")
+        }
+        guard let email = body.email, !email.isEmpty else {
+            throw GoTrueError(.badRequest, code: "validation_failed", message: "Cannot create a user without either an email or phone")
+        }
+        guard AdminUserFields.isEmail(email) else {
+            throw GoTrueError(.badRequest, code: "validation_failed", message: "Unable to validate email address: invalid format")
+        }
+        let role = body.role ?? "authenticated"
+        guard AdminUserFields.isRole(role) else {
+            throw GoTrueError(
+                .badRequest, code: "validation_failed", message: "role must be 1 to 63 ASCII letters, digits, '_' or '-'")
+        }
+        let now = Date()
+        var new = AdminService.NewUser(
+            email: EmailAddress.canonical(email), emailConfirmed: body.emailConfirm ?? false, userMetadata: body.userMetadata ?? [:],
+            appMetadata: body.appMetadata ?? [:], role: role)
+        if let banDuration = body.banDuration, banDuration != "none" {
+            new.bannedUntil = now.addingTimeInterval(try Self.banLength(banDuration).inSeconds)
+        }
+        do {
+            try MetadataLimit.check(new.userMetadata, limit: users.maxUserMetadata, name: "user_metadata")
+            try MetadataLimit.check(new.appMetadata, limit: users.maxAppMetadata, name: "app_metadata")
+            let user = try await admin.createUser(new, audience: accounts.audience, now: now)
+            return try RequestSupport.json(GoTrueJSON.user(user, identities: []))
+        } catch let error as AuthGateError where error.code == .emailExists {
+            throw GoTrueError(.unprocessableContent, code: "email_exists", message: "A user with this email address has already been registered")
+        } catch let error as AuthGateError where error.code == .validationFailed {
+            throw ErrorMapping.clientError(for: error, in: .authenticated)
+        }
+    }
+
+    /// A `ban_duration` other than `none`: at most about a century
+    /// (ConfigurationValueParsers.maximumDuration); longer, or any other spelling, is refused
+    /// rather than overflowing a date.
+    private static func banLength(_ banDuration: String) throws -> Duration {
+        guard let duration = ConfigurationValueParsers.duration(banDuration), duration > .zero else {
+            throw GoTrueError(
+                .badRequest, code: "validation_failed", message: "invalid format for ban duration: \(ProviderKeySet.printable(banDuration))")
+        }
+        return duration
+    }
+
     struct UpdateBody: Decodable {
         let banDuration: String?
         let userMetadata: [String: JSONValue]?
@@ -84,15 +157,7 @@ public struct AdminController: Sendable {
         let now = Date()
         // The ban's length is parsed before anything is written: a bad one changes nothing.
         var banLength: Duration?
-        if let banDuration = body.banDuration, banDuration != "none" {
-            // At most about a century (ConfigurationValueParsers.maximumDuration); longer, or any
-            // other spelling, is refused rather than overflowing a date.
-            guard let duration = ConfigurationValueParsers.duration(banDuration), duration > .zero else {
-                throw GoTrueError(
-                    .badRequest, code: "validation_failed", message: "invalid format for ban duration: \(ProviderKeySet.printable(banDuration))")
-            }
-            banLength = duration
-        }
+        if let banDuration = body.banDuration, banDuration != "none" { banLength = try Self.banLength(banDuration) }
         if body.userMetadata != nil || body.appMetadata != nil {
             do {
                 // Applied to the stored user inside a compare-and-set, so nothing that lands
