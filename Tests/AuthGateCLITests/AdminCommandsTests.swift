@@ -59,9 +59,9 @@ struct AdminCommandsTests {
             try await AuthGateBinary.run(arguments + ["--config", config.path])
         }
 
-        /// Signs `subject` in with a fresh ID token: a new session each time.
-        func signIn(_ subject: String) async throws -> (access: String, userID: String, sessionID: String) {
-            let (data, response) = try await postIDToken(subject)
+        /// Signs `subject` in with a fresh ID token (with `email`, verified, when given): a new session each time.
+        func signIn(_ subject: String, email: String? = nil) async throws -> (access: String, userID: String, sessionID: String) {
+            let (data, response) = try await postIDToken(subject, email: email)
             try #require(response.statusCode == 200, "sign-in answered \(response.statusCode): \(String(decoding: data, as: UTF8.self))")
             let body = try #require(try JSONValue.parse(Array(data)).objectValue)
             let access = try #require(body["access_token"]?.stringValue)
@@ -74,15 +74,14 @@ struct AdminCommandsTests {
             try await postIDToken(subject).1.statusCode
         }
 
-        private func postIDToken(_ subject: String) async throws -> (Data, HTTPURLResponse) {
+        private func postIDToken(_ subject: String, email: String? = nil) async throws -> (Data, HTTPURLResponse) {
             let now = Int64(Date().timeIntervalSince1970)
-            let idToken = FakeProvider.token(
-                claims: [
-                    "iss": .string(provider.issuer), "aud": "app", "sub": .string(subject), "iat": .integer(now), "exp": .integer(now + 600),
-                    "jti": .string(UUID().uuidString)
-                ],
-                key: FakeProvider.sharedKeys[0]
-            )
+            var claims: [String: JSONValue] = [
+                "iss": .string(provider.issuer), "aud": "app", "sub": .string(subject), "iat": .integer(now), "exp": .integer(now + 600),
+                "jti": .string(UUID().uuidString)
+            ]
+            if let email { claims.merge(["email": .string(email), "email_verified": true]) { _, new in new } }
+            let idToken = FakeProvider.token(claims: claims, key: FakeProvider.sharedKeys[0])
             return try await HTTP.send(
                 server.baseURL.appendingPathComponent("auth/v1/token").appending(queryItems: [URLQueryItem(name: "grant_type", value: "id_token")]),
                 method: "POST", json: "{\"provider\":\"fake\",\"id_token\":\"\(idToken)\"}"
@@ -167,6 +166,25 @@ struct AdminCommandsTests {
             #expect(try await setup.proxyStatus(bob.access) == 200)
             let listed = try await setup.admin(["sessions", "list", "--user", alice[0].userID, "--json"])
             #expect(try JSONValue.parse(Array(listed.standardOutput.utf8)).objectValue?["sessions"]?.arrayValue?.isEmpty == true)
+        }
+    }
+
+    @Test("users invite creates a user by email that the first sign-in vouching for the email joins; a held email is exit 1, a malformed one 2")
+    func invite() async throws {
+        try await withSetup { setup in
+            let invited = try await setup.admin(["users", "invite", "Dave@Example.com", "--confirmed", "--json"])
+            #expect(invited.status == 0, "\(invited.standardError)")
+            let user = try #require(try JSONValue.parse(Array(invited.standardOutput.utf8)).objectValue)
+            #expect(user["email"] == "dave@example.com")
+            #expect(user["email_confirmed_at"]?.stringValue != nil)
+            let again = try await setup.admin(["users", "invite", "dave@example.com"])
+            #expect(again.status == 1)
+            #expect(again.standardError.contains("another user holds dave@example.com"))
+            #expect(try await setup.admin(["users", "invite", "not an email"]).status == 2)
+            let dave = try await setup.signIn("dave", email: "dave@example.com")
+            #expect(dave.userID == user["id"]?.stringValue)
+            let audit = try await setup.admin(["audit", "--user", dave.userID, "--json"])
+            #expect(audit.standardOutput.contains("user_signedup") && audit.standardOutput.contains("cli:"), "\(audit.standardOutput)")
         }
     }
 

@@ -4,13 +4,51 @@ import AuthGateHTTP
 import Foundation
 import RedisBridge
 
-/// `authgate users …`: find, ban and delete users in the gateways' store.
+/// `authgate users …`: find, invite, ban and delete users in the gateways' store.
 struct UsersCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "users",
-        abstract: "List, show, ban and delete users.",
-        subcommands: [ListUsersCommand.self, ShowUserCommand.self, BanUserCommand.self, DeleteUserCommand.self]
+        abstract: "List, show, invite, ban and delete users.",
+        subcommands: [ListUsersCommand.self, ShowUserCommand.self, InviteUserCommand.self, BanUserCommand.self, DeleteUserCommand.self]
     )
+}
+
+/// `authgate users invite <email> [--confirmed]`: the admin API's `POST /admin/users`.
+struct InviteUserCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "invite",
+        abstract: "Create a user by email: the first sign-in whose provider vouches for that email joins it.",
+        discussion: "With users.disable_signup on, this is how a new user gets in. Exit 1 when another user holds the email."
+    )
+
+    @OptionGroup var options: ConfigurationOptions
+    @OptionGroup var output: OutputOptions
+    @Argument(help: "The email address.")
+    var email: String
+    @Flag(help: "You vouch for the address: the user's email_confirmed_at is set.")
+    var confirmed = false
+
+    func validate() throws {
+        guard AdminUserFields.isEmail(email) else { throw ValidationError("\(ProviderKeySet.printable(email)) is not an email address") }
+    }
+
+    func run() async throws {
+        try await AdminStore.run(options) { opened in
+            let user: UserRecord
+            do {
+                user = try await opened.admin.createUser(
+                    .init(email: EmailAddress.canonical(email), emailConfirmed: confirmed), audience: opened.configuration.tokens.audience,
+                    now: Date())
+            } catch let error as AuthGateError where error.code == .emailExists {
+                throw refusal("another user holds \(EmailAddress.canonical(email))")
+            }
+            if output.json {
+                Output.json(.object(GoTrueJSON.user(user, identities: [])))
+            } else {
+                print("invited \(user.email ?? "") as user \(user.id)")
+            }
+        }
+    }
 }
 
 /// `authgate users list [--provider P] [--anonymous] [--limit N] [--cursor C]`.
