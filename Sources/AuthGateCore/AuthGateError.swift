@@ -169,18 +169,23 @@ public struct ClientText: Sendable, Hashable {
     /// that names no configured provider: the client's own text, quoted as Go's `%q` quotes it (ASCII
     /// outside printable ranges escaped), its first 64 characters.
     public static func customProviderNotAllowed(_ provider: String) -> ClientText {
-        ClientText("Custom OIDC provider \(goQuoted(String(provider.unicodeScalars.prefix(64)))) not allowed")
+        ClientText("Custom OIDC provider \(quotedClientValue(provider)) not allowed")
     }
 
     /// GoTrue's `Unsupported logout scope "<scope>"`, the client's scope quoted as Go's `%q` quotes
     /// it, its first 64 characters.
     public static func unsupportedLogoutScope(_ scope: String) -> ClientText {
-        ClientText("Unsupported logout scope \(goQuoted(String(scope.unicodeScalars.prefix(64))))")
+        ClientText("Unsupported logout scope \(quotedClientValue(scope))")
     }
 
     /// GoTrue's `Provider (issuer "<issuer>") is not enabled`; `issuer` is a configured issuer.
     public static func providerNotEnabled(issuer: String) -> ClientText {
         ClientText("Provider (issuer \(goQuoted(issuer))) is not enabled")
+    }
+
+    /// A client's own value as GoTrue's texts show it: its first 64 characters, ``goQuoted(_:)``.
+    private static func quotedClientValue(_ value: String) -> String {
+        goQuoted(String(value.unicodeScalars.prefix(64)))
     }
 
     /// `text` in double quotes, as Go's `strconv.Quote` writes printable ASCII: `"` and `\` escaped,

@@ -34,13 +34,12 @@ struct InviteUserCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await AdminStore.run(options) { opened in
+            let new = AdminService.NewUser(email: email, emailConfirmed: confirmed)
             let user: UserRecord
             do {
-                user = try await opened.admin.createUser(
-                    .init(email: EmailAddress.canonical(email), emailConfirmed: confirmed), audience: opened.configuration.tokens.audience,
-                    now: Date())
+                user = try await opened.admin.createUser(new, audience: opened.configuration.tokens.audience, now: Date())
             } catch let error as AuthGateError where error.code == .emailExists {
-                throw refusal("another user holds \(EmailAddress.canonical(email))")
+                throw refusal("another user holds \(new.email)")
             }
             if output.json {
                 Output.json(.object(GoTrueJSON.user(user, identities: [])))

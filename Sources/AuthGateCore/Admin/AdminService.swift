@@ -40,7 +40,7 @@ public struct AdminService: Sendable {
 
     /// What an operator creates a user with (GoTrue's `POST /admin/users`).
     public struct NewUser: Sendable {
-        /// The user's email, canonical (``EmailAddress/canonical(_:)``).
+        /// The user's email, canonical (``EmailAddress/canonical(_:)``: the initializer makes it so).
         public var email: String
         /// The operator vouches for the email: `email_confirmed_at` is set.
         public var emailConfirmed: Bool
@@ -53,7 +53,7 @@ public struct AdminService: Sendable {
             email: String, emailConfirmed: Bool, userMetadata: [String: JSONValue] = [:], appMetadata: [String: JSONValue] = [:],
             role: String = "authenticated", bannedUntil: Date? = nil
         ) {
-            self.email = email
+            self.email = EmailAddress.canonical(email)
             self.emailConfirmed = emailConfirmed
             self.userMetadata = userMetadata
             self.appMetadata = appMetadata

@@ -25,7 +25,7 @@ public enum AccessTokenHashRule {
         case _?: throw AuthGateError(.malformed, "at_hash is not a string")
         }
         guard let accessToken, !accessToken.isEmpty, !expected.isEmpty else { return }
-        guard ConstantTime.equal(Array(hash(accessToken, algorithm: algorithm).utf8), Array(expected.utf8)) else {
+        guard ConstantTime.equal(hash(accessToken, algorithm: algorithm).utf8, expected.utf8) else {
             throw AuthGateError(.accessTokenMismatch, "the access token's hash is not the ID token's at_hash")
         }
     }

@@ -29,6 +29,11 @@ public struct IDTokenProviderResolution: Sendable {
         entries = providers.map { Entry(name: $0.name, issuers: $0.issuers, enabled: $0.enabled) }
     }
 
+    /// Whether `name` is a configured provider's name, enabled or not.
+    public func isConfigured(_ name: String) -> Bool {
+        entries.contains { ByteExactString($0.name) == ByteExactString(name) }
+    }
+
     /// The name of the provider `provider` or `issuer` selects (either may be empty).
     /// - Throws: ``AuthGateError`` ``AuthGateError/Code/unknownProvider`` (GoTrue's
     ///   `Custom OIDC provider "<provider>" not allowed`) or

@@ -3,8 +3,8 @@ public import Logging
 /// Every configured provider's verifier, looked up by the `provider` name of a request.
 public struct IdentityVerifierRegistry: Sendable {
     private let verifiers: [String: any IdentityVerifier]
-    private let disabled: Set<String>
-    /// Which provider an id_token grant's `provider` or `issuer` selects.
+    /// Which provider an id_token grant's `provider` or `issuer` selects; also what a name that
+    /// has no verifier is (unknown, or configured and off).
     public let resolution: IDTokenProviderResolution
     /// Anonymous sign-in.
     public let anonymous: AnonymousProvider
@@ -16,12 +16,7 @@ public struct IdentityVerifierRegistry: Sendable {
     /// Builds a verifier for every enabled provider in `providers`.
     public init(providers: ProvidersConfiguration, fetcher: any JWKSFetching, logger: Logger) {
         var verifiers: [String: any IdentityVerifier] = [:]
-        var disabled: Set<String> = []
-        for configuration in [providers.apple, providers.google] + providers.oidc {
-            guard configuration.enabled else {
-                disabled.insert(configuration.name)
-                continue
-            }
+        for configuration in [providers.apple, providers.google] + providers.oidc where configuration.enabled {
             let keySet = ProviderKeySet(
                 provider: configuration.name,
                 source: Self.source(of: configuration),
@@ -32,7 +27,6 @@ public struct IdentityVerifierRegistry: Sendable {
             verifiers[configuration.name] = Self.makeVerifier(configuration, keySet: keySet)
         }
         self.verifiers = verifiers
-        self.disabled = disabled
         self.resolution = IDTokenProviderResolution(providers)
         self.anonymous = AnonymousProvider(configuration: providers.anonymous)
     }
@@ -40,7 +34,6 @@ public struct IdentityVerifierRegistry: Sendable {
     /// Creates a registry from verifiers built elsewhere (tests, `authgate verify-id-token`).
     public init(verifiers: [any IdentityVerifier], anonymous: AnonymousProvider) {
         self.verifiers = Dictionary(verifiers.map { ($0.provider, $0) }, uniquingKeysWith: { first, _ in first })
-        self.disabled = []
         self.resolution = IDTokenProviderResolution(verifiers.map(\.configuration))
         self.anonymous = anonymous
     }
@@ -48,15 +41,17 @@ public struct IdentityVerifierRegistry: Sendable {
     /// `provider` as it may appear in logs, spans and metric labels: a configured provider's name,
     /// else `unknown` (the field comes from the client and may hold anything, a token included).
     public func label(for provider: String) -> String {
-        verifiers[provider] != nil || disabled.contains(provider) ? provider : "unknown"
+        resolution.isConfigured(provider) ? provider : "unknown"
     }
 
     /// The verifier for `provider`.
-    /// - Throws: ``AuthGateError`` ``AuthGateError/Code/providerDisabled`` or ``AuthGateError/Code/unknownProvider``.
+    /// - Throws: ``AuthGateError`` ``AuthGateError/Code/providerDisabled`` or
+    ///   ``AuthGateError/Code/unknownProvider``, as ``IDTokenProviderResolution`` refuses the name.
     public func verifier(for provider: String) throws -> any IdentityVerifier {
         if let verifier = verifiers[provider] { return verifier }
-        if disabled.contains(provider) { throw AuthGateError(.providerDisabled, "provider \(provider) is not enabled") }
-        throw AuthGateError(.unknownProvider, "no provider by the name the request gave")
+        _ = try resolution.provider(named: provider, issuer: "")
+        // Not reached: every enabled provider has a verifier.
+        throw AuthGateError(.unknownProvider, "no verifier for provider \(ProviderKeySet.printable(provider))")
     }
 
     /// The verifier type for a provider: Apple and Google by name, OIDC for every other.

@@ -111,7 +111,7 @@ public struct AdminController: Sendable {
         }
         let now = Date()
         var new = AdminService.NewUser(
-            email: EmailAddress.canonical(email), emailConfirmed: body.emailConfirm ?? false, userMetadata: body.userMetadata ?? [:],
+            email: email, emailConfirmed: body.emailConfirm ?? false, userMetadata: body.userMetadata ?? [:],
             appMetadata: body.appMetadata ?? [:], role: role)
         if let banDuration = body.banDuration, banDuration != "none" {
             new.bannedUntil = now.addingTimeInterval(try Self.banLength(banDuration).inSeconds)
