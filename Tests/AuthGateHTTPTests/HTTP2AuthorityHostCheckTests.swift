@@ -26,6 +26,13 @@ struct HTTP2AuthorityHostCheckTests {
         #expect((HTTP2AuthorityHostCheck.disagreeingAuthority(request(fields)) == "api.example") == expected)
     }
 
+    @Test("a host differing from :authority by more than ASCII case disagrees: a Kelvin sign is not a k")
+    func kelvinSign() {
+        let fields = [(":authority", "k.example"), ("host", "\u{212A}.example")]
+        #expect(HTTP2AuthorityHostCheck.disagreeingAuthority(request(fields)) == "k.example")
+        #expect(HTTP2AuthorityHostCheck.disagreeingAuthority(request([(":authority", "k.example"), ("host", "K.EXAMPLE")])) == nil)
+    }
+
     @Test("a request whose host disagrees is passed on with :authority as a second host field; later frames and agreeing requests as they are")
     func passedOn() throws {
         let channel = EmbeddedChannel(handler: HTTP2AuthorityHostCheck())

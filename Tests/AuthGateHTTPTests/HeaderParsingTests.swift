@@ -40,6 +40,25 @@ import Testing
                 == "several_content_lengths")
     }
 
+    /// Tokens were matched after Unicode's lower-casing, which maps the Kelvin sign (U+212A) to
+    /// `k`: `websoc\u{212A}et` was a WebSocket upgrade to the gateway (which then sent the
+    /// upstream its own `websocket`), and `chun\u{212A}ed` the chunked coding to the framing check.
+    @Test("protocol tokens and hosts match ignoring ASCII case only: a Kelvin sign is not a k")
+    func asciiCaseOnly() {
+        let kelvin = "\u{212A}"
+        #expect("WebSocket".equalsLowercaseASCII("websocket") && "UPGRADE".equalsLowercaseASCII("upgrade"))
+        #expect(!"websoc\(kelvin)et".equalsLowercaseASCII("websocket") && !"websockets".equalsLowercaseASCII("websocket"))
+        #expect("A.\(kelvin)".lowercasedASCII == "a.\(kelvin)")
+        let lookalike = RequestHeadFacts(HTTPHeaders([("Host", "a"), ("Upgrade", "websoc\(kelvin)et"), ("Connection", "Upgrade")]))
+        #expect(lookalike.isUpgrade && !lookalike.isWebSocketHandshake)
+        let genuine = RequestHeadFacts(HTTPHeaders([("Host", "a"), ("Upgrade", "WebSocket"), ("Connection", "keep-alive, UPGRADE")]))
+        #expect(genuine.isWebSocketHandshake)
+        let coding = RequestHeadFacts(HTTPHeaders([("Host", "a"), ("Transfer-Encoding", "chun\(kelvin)ed")]))
+        #expect(coding.framingProblem(version: .http1_1) == "transfer_coding_not_chunked")
+        #expect(RequestHeadFacts(HTTPHeaders([("Host", "a"), ("Transfer-Encoding", "Chunked")])).framingProblem(version: .http1_1) == nil)
+        #expect(ProxyHeaders.scheme("HTTPS") == "https" && ProxyHeaders.scheme("http\u{17F}") == nil)
+    }
+
     @Test func trimmingOWSRemovesSpacesAndTabsOnly() {
         #expect(" \t a b \t ".trimmingOWS == "a b")
         #expect("\t\t".trimmingOWS == "")

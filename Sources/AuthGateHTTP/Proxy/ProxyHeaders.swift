@@ -269,8 +269,8 @@ public enum ProxyHeaders {
 
     /// `http` or `https` (any case) in lower case; nil for anything else.
     static func scheme(_ value: String) -> String? {
-        if value.utf8.count == 4, value.lowercased() == "http" { return "http" }
-        if value.utf8.count == 5, value.lowercased() == "https" { return "https" }
+        if value.equalsLowercaseASCII("http") { return "http" }
+        if value.equalsLowercaseASCII("https") { return "https" }
         return nil
     }
 

@@ -49,7 +49,7 @@ struct RequestHeadFacts {
             case 29 where Self.is(name, "access-control-request-method"):
                 if corsRequestMethod == nil { corsRequestMethod = value }
             case 6 where Self.is(name, "expect"):
-                if value.trimmingOWS.lowercased() == "100-continue" { expectsContinue = true }
+                if value.trimmingOWS.equalsLowercaseASCII("100-continue") { expectsContinue = true }
             case 7 where Self.is(name, "upgrade"):
                 hasUpgrade = true
                 if Self.listContains(value, "websocket") { upgradesToWebSocket = true }
@@ -65,7 +65,7 @@ struct RequestHeadFacts {
                 if contentLengthCount == 1, value.utf8.count <= 18 { contentLength = DecimalInteger.parse(value, in: 0...Int.max) }
             case 17 where Self.is(name, "transfer-encoding"):
                 hasTransferEncoding = true
-                for coding in value.split(separator: ",") { transferCodings.append(coding.trimmingOWS.lowercased()) }
+                for coding in value.split(separator: ",") { transferCodings.append(coding.trimmingOWS.lowercasedASCII) }
             case 22 where Self.is(name, "x-supabase-api-version"):
                 if apiVersion == nil { apiVersion = value }
             case 22 where Self.is(name, "sec-websocket-protocol"):
@@ -140,6 +140,6 @@ struct RequestHeadFacts {
 
     /// A comma-separated header value holds `token` (ASCII case-insensitive, spaces trimmed).
     private static func listContains(_ value: String, _ token: String) -> Bool {
-        value.split(separator: ",").contains { $0.trimmingOWS.lowercased() == token }
+        value.split(separator: ",").contains { $0.trimmingOWS.equalsLowercaseASCII(token) }
     }
 }

@@ -13,7 +13,7 @@ extension GatewayConnectionHandler {
     /// The upstream agreed to switch: relay its `101`, then turn both pipelines into relays.
     func switchToTunnel(_ head: HTTPResponseHead, _ exchange: ProxyExchange) {
         guard let context, let connection = exchange.connection, let plan = exchange.plan,
-            head.headers["Upgrade"].contains(where: { $0.trimmingOWS.lowercased() == "websocket" })
+            head.headers["Upgrade"].contains(where: { $0.trimmingOWS.equalsLowercaseASCII("websocket") })
         else {
             perform(exchange.machine.upstreamFailed(.protocolViolation, reusedConnection: false), exchange)
             return

@@ -39,12 +39,12 @@ final class HTTP2AuthorityHostCheck: ChannelInboundHandler, RemovableChannelHand
     }
 
     /// `:authority`, when the request names exactly one `host` and it differs from it (compared
-    /// without regard to case); nil otherwise. Several `host` fields are refused as they are;
+    /// without regard to ASCII case); nil otherwise. Several `host` fields are refused as they are;
     /// none is the usual form.
     static func disagreeingAuthority(_ headers: HPACKHeaders) -> String? {
         guard let authority = headers.first(name: ":authority") else { return nil }
         let hosts = headers["host"]
-        guard hosts.count == 1, hosts[0].lowercased() != authority.lowercased() else { return nil }
+        guard hosts.count == 1, !hosts[0].equalsLowercaseASCII(authority.lowercasedASCII) else { return nil }
         return authority
     }
 }
