@@ -101,6 +101,7 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -195,7 +196,10 @@ let package = Package(
         ),
         .testTarget(
             name: "AuthGateCLITests",
-            dependencies: ["AuthGateCLI", "AuthGateCore", "AuthGateTestSupport"],
+            dependencies: [
+                "AuthGateCLI", "AuthGateCore", "AuthGateTestSupport", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2")
+            ],
             swiftSettings: swiftSettings
         ),
         .executableTarget(

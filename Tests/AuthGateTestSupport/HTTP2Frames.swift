@@ -34,6 +34,39 @@ public enum HTTP2Frames {
         [method, 0x86] + literal(nameIndex: 4, value: path) + (authority.map { literal(nameIndex: 1, value: $0) } ?? [])
     }
 
+    /// The header block of RFC 8441's extended CONNECT for `path` over http (`:protocol`, which
+    /// HPACK's static table lacks, as a literal), then `fields` (lower-case names).
+    public static func extendedConnectHeaderBlock(
+        path: String, protocol: String = "websocket", authority: String = "localhost", fields: [(String, String)] = [("sec-websocket-version", "13")]
+    ) -> [UInt8] {
+        var block: [UInt8] = literal(nameIndex: 2, value: "CONNECT")
+        block += [0x86]
+        block += literal(nameIndex: 4, value: path)
+        block += literal(nameIndex: 1, value: authority)
+        block += literal(name: ":protocol", value: `protocol`)
+        for (name, value) in fields { block += literal(name: name, value: value) }
+        return block
+    }
+
+    /// The settings in a SETTINGS frame's payload: identifier and value.
+    public static func settings(in payload: [UInt8]) -> [(UInt16, UInt32)] {
+        stride(from: 0, to: payload.count - payload.count % 6, by: 6).map { offset -> (UInt16, UInt32) in
+            let identifier = UInt16(payload[offset]) << 8 | UInt16(payload[offset + 1])
+            let value = payload[offset + 2..<offset + 6].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+            return (identifier, value)
+        }
+    }
+
+    /// A WebSocket frame as a client sends it (RFC 6455 §5.2: FIN set, masked), with a payload
+    /// under 126 bytes.
+    public static func maskedWebSocketFrame(opcode: UInt8, payload: [UInt8]) -> [UInt8] {
+        let mask: [UInt8] = [0x37, 0xFA, 0x21, 0x3D]
+        var frame: [UInt8] = [0x80 | opcode, 0x80 | UInt8(payload.count)]
+        frame += mask
+        for (offset, byte) in payload.enumerated() { frame.append(byte ^ mask[offset % 4]) }
+        return frame
+    }
+
     /// A complete bodiless request on `stream`.
     public static func get(stream: UInt32, path: String) -> [UInt8] {
         frame(.headers, flags: 0x1 | 0x4, stream: stream, payload: getHeaderBlock(path: path))

@@ -236,6 +236,11 @@ class Gateway:
             context.maximum_version = maximum
         return context
 
+    def log_text(self) -> str:
+        """What the gateway has logged so far (JSON lines)."""
+        self.log.flush()
+        return (self.directory / "authgate.log").read_text()
+
     def close(self):
         self.process.terminate()
         self.process.wait(timeout=30)

@@ -21,6 +21,7 @@ import struct
 import subprocess
 import tempfile
 import threading
+import time
 import urllib.parse
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -47,7 +48,7 @@ function report(fields) {
   reported = true;
   location.href = "/page/result?" + new URLSearchParams(fields);
 }
-const socket = new WebSocket("ws://" + location.host + "/ws/echo", protocols);
+const socket = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/ws/echo", protocols);
 socket.onopen = () => socket.send("hello from the page");
 socket.onmessage = (event) => report({outcome: "message", protocol: socket.protocol, data: event.data});
 socket.onclose = (event) => report({outcome: "closed", code: String(event.code)});
@@ -163,6 +164,19 @@ def tls_edge(providers, app):
     instance.close()
 
 
+@pytest.fixture(scope="module")
+def tls_ws_edge(providers, app):
+    """The WebSocket routes behind a gateway serving TLS: the browser loads the page over HTTP/2
+    (ALPN `h2`) and opens its WebSocket on that connection (RFC 8441)."""
+    upstream = f"http://127.0.0.1:{app.port}"
+    instance = Gateway(providers, reuse_interval="2s", tls=True, routes=[
+        {"name": "page", "path_prefix": "/page/", "upstreams": [upstream], "auth": "public"},
+        {"name": "ws", "path_prefix": "/ws/", "upstreams": [upstream], "auth": "required", "allow_anonymous": True},
+    ])
+    yield instance
+    instance.close()
+
+
 def browse(url: str, app: App) -> dict:
     """Opens `url` in a fresh headless Chromium and returns what the page reported. The browser
     accepts the test CA's certificates (it is not in Chromium's trust store)."""
@@ -199,6 +213,29 @@ def test_a_browser_opens_a_websocket_with_its_access_token_as_a_subprotocol(edge
     report = browse(f"{edge.base}/page/ws.html#token={session.access_token}", app)
     assert report == {"outcome": "closed", "code": "1006"}, report
     assert len(app.handshakes) == handshakes
+
+
+def test_a_browser_opens_a_websocket_over_http2(tls_ws_edge, app):
+    """Chromium loads the page over HTTP/2 and, seeing SETTINGS_ENABLE_CONNECT_PROTOCOL, opens the
+    WebSocket as an extended CONNECT on a stream of that connection; the app behind the gateway
+    gets an HTTP/1.1 handshake with the caller's identity, as from any other client."""
+    request = urllib.request.Request(f"{tls_ws_edge.url}/signup", data=b"{}", headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10, context=tls_ws_edge.ssl_context()) as response:
+        session = json.load(response)
+    report = browse(f"{tls_ws_edge.base}/page/ws.html#token={session['access_token']}", app)
+    assert report["outcome"] == "message", report
+    assert report["protocol"] == "authgate", report
+    seen = json.loads(report["data"])
+    assert seen == {"user": session["user"]["id"], "protocol": None, "authorization": False, "echo": "hello from the page"}, seen
+    # The gateway writes its log lines off the request path: wait for the tunnel's.
+    deadline = time.monotonic() + 10
+    while True:
+        log = tls_ws_edge.log_text()
+        opened = [json.loads(line) for line in log.splitlines() if '"websocket opened"' in line]
+        if opened or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert [entry.get("gw.http_version") for entry in opened] == ["2"], log[-3000:]
 
 
 def test_a_browser_without_a_token_is_refused(edge, app):

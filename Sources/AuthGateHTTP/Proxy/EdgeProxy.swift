@@ -129,6 +129,12 @@ public final class EdgeProxy: Sendable {
             )
         }
         guard let proxy, let route = proxy.route(host: host, path: target.path, method: head.method.rawValue) ?? preflightRoute() else {
+            // Over HTTP/1.1 AuthGate's own endpoints answer an upgrade as any request and the
+            // connection closes after it; over HTTP/2 a 2xx to an extended CONNECT would tell
+            // the client a tunnel is open (HTTP2WebSocketStream).
+            if facts.isUpgrade, head.version.major >= 2 {
+                return badRequest("unsupported_upgrade", "Only a WebSocket on a proxied route can be opened over HTTP/2")
+            }
             var application = head
             if application.uri != target.uri { application.uri = target.uri }
             if let authority = target.authority { application.headers.replaceOrAdd(name: "Host", value: authority) }

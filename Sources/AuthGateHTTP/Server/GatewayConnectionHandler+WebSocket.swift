@@ -8,12 +8,19 @@ import NIOWebSocket
 /// subprotocols, extensions and origin, plus the identity headers) on an upstream connection of
 /// its own, and the upstream answers it: a `101` is relayed to the client and both connections
 /// become frame relays (``WebSocketRelayHandler``); any other answer is relayed as it is, and
-/// both connections close after it.
+/// both connections close after it. A WebSocket on an HTTP/2 stream (RFC 8441) reaches here as
+/// the same handshake with a key the gateway made (``HTTP2WebSocketStream``), and its stream
+/// becomes the client side's relay.
 extension GatewayConnectionHandler {
     /// The upstream agreed to switch: relay its `101`, then turn both pipelines into relays.
     func switchToTunnel(_ head: HTTPResponseHead, _ exchange: ProxyExchange) {
         guard let context, let connection = exchange.connection, let plan = exchange.plan,
-            head.headers["Upgrade"].contains(where: { $0.trimmingOWS.equalsLowercaseASCII("websocket") })
+            head.headers["Upgrade"].contains(where: { $0.trimmingOWS.equalsLowercaseASCII("websocket") }),
+            // Over HTTP/2 the gateway made the handshake's key (the client sends none), so it
+            // checks the answer to it, as an HTTP/1.1 client checks its own.
+            !isHTTP2Stream
+                || HTTP2WebSocketHandshake.accepts(
+                    head.headers["Sec-WebSocket-Accept"], key: plan.headers.first(name: "Sec-WebSocket-Key") ?? "")
         else {
             perform(exchange.machine.upstreamFailed(.protocolViolation, reusedConnection: false), exchange)
             return
@@ -39,6 +46,7 @@ extension GatewayConnectionHandler {
         let log = logger(for: exchange)
         let (clientRelay, upstreamRelay) = WebSocketRelayHandler.pair(watch: watch, logger: log)
         let clientChannel = context.channel
+        let isHTTP2 = isHTTP2Stream
         let upstreamChannel = connection.channel
         // After this read cycle: the decoders are mid-call now.
         context.eventLoop.assumeIsolated().execute {
@@ -46,7 +54,7 @@ extension GatewayConnectionHandler {
                 try Self.installRelay(clientRelay, maxFrame: maxFrame, on: clientChannel.pipeline.syncOperations, side: .client)
                 try Self.installRelay(
                     upstreamRelay, maxFrame: maxFrame, on: upstreamChannel.pipeline.syncOperations, side: .upstream, endOfInput: endOfInput)
-                log.info("websocket opened", metadata: ["gw.user_id": "\(plan.claims?.sub ?? "")"])
+                log.info("websocket opened", metadata: ["gw.user_id": "\(plan.claims?.sub ?? "")", "gw.http_version": isHTTP2 ? "2" : "1.1"])
                 // A connection that closed after the 101 and before its relay was there (a
                 // reset; an upstream's FIN is only an end of input, held for the relay): its
                 // relay will never see that close, and the tunnel would stay open with nobody at
@@ -77,6 +85,14 @@ extension GatewayConnectionHandler {
         _ relay: WebSocketRelayHandler, maxFrame: Int, on pipeline: ChannelPipeline.SynchronousOperations, side: WebSocketRelayHandler.Side,
         endOfInput: UpstreamEndOfInputGate? = nil
     ) throws {
+        if side == .client, let stream = try? pipeline.handler(type: HTTP2WebSocketStream.self) {
+            // An HTTP/2 stream: the relay reads the stream's DATA, ahead of NIO's codec, which
+            // is left behind it with nothing more to read. No decoder has to leave first.
+            try pipeline.addHandlers([HTTP2TunnelFraming()] + relay.framing(maxFrame: maxFrame), position: .after(stream))
+            relay.becameReady()
+            stream.startRelaying()
+            return
+        }
         let decoder: any RemovableChannelHandler
         let others: [any RemovableChannelHandler]
         switch side {

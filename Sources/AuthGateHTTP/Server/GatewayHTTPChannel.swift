@@ -22,7 +22,8 @@ import NIOTLS
 /// HTTP/1.1:                              HTTP/2:
 /// HTTP/1.1 codec (NIO)                   HTTP2FlushBatcher (one socket write per pass of the loop),
 ///                                        NIOHTTP2Handler (flood guards) + connection management
-///                                        per stream: HTTP2StreamDeadlines, HTTP2FramePayloadToHTTP1ServerCodec
+///                                        per stream: HTTP2StreamDeadlines, HTTP2AuthorityHostCheck,
+///                                        HTTP2WebSocketStream (RFC 8441), HTTP2FramePayloadToHTTP1ServerCodec
 /// GatewayConnectionHandler     the one decision per request; proxy exchanges and refusals; the
 ///                              router called directly for requests with a small body
 /// HTTP1ToHTTPServerCodec       Hummingbird's types, for the requests its channel serves
@@ -35,7 +36,9 @@ import NIOTLS
 /// HTTP/2's floor.
 ///
 /// An HTTP/2 stream is a request of its own, decided and served by the same handlers as an
-/// HTTP/1.1 request; proxied requests go to upstreams over HTTP/1.1.
+/// HTTP/1.1 request; proxied requests go to upstreams over HTTP/1.1. A WebSocket opened on a
+/// stream (RFC 8441's extended CONNECT) is decided and forwarded as the HTTP/1.1 handshake
+/// (``HTTP2WebSocketStream``), and its tunnel runs on the stream's DATA frames (``HTTP2TunnelFraming``).
 public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     /// One request stream as Hummingbird reads it: a whole HTTP/1.1 connection, or one HTTP/2 stream.
     public typealias RequestChannel = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
@@ -147,21 +150,25 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
             configuration: .init(maxIdleTime: timeouts.keepAlive, maxAge: nil, maxGraceTime: drainTimeout, keepalive: nil)
         )
         let streams = HTTP2StreamLimit(limit: http2.maxConcurrentStreams)
+        let webSockets = HTTP2WebSocketStreams()
         var configuration = NIOHTTP2Handler.Configuration()
         configuration.connection.initialSettings = [
             HTTP2Setting(parameter: .maxConcurrentStreams, value: http2.maxConcurrentStreams),
             HTTP2Setting(parameter: .maxHeaderListSize, value: http2.maxHeaderListSize)
         ]
+        // RFC 8441: WebSockets on this connection's streams, where there are routes to carry them.
+        if proxy != nil { configuration.connection.initialSettings.append(HTTP2Setting(parameter: .enableConnectProtocol, value: 1)) }
         try channel.pipeline.syncOperations.addHandler(HTTP2FlushBatcher())
         _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
             mode: .server, connectionConfiguration: configuration.connection, streamConfiguration: configuration.stream,
             streamDelegate: HTTP2OrderedStreamDelegate(passingTo: management.http2StreamDelegate, eventLoop: channel.eventLoop)
-        ) { [limit = NIOLoopBound(streams, eventLoop: channel.eventLoop)] stream in
+        ) { [limit = NIOLoopBound(streams, eventLoop: channel.eventLoop), sockets = NIOLoopBound(webSockets, eventLoop: channel.eventLoop)] stream in
             stream.eventLoop.makeCompletedFuture {
                 guard try limit.value.admit(stream) else { return }
                 let pipeline = stream.pipeline.syncOperations
                 try pipeline.addHandler(HTTP2StreamDeadlines(clientIdle: timeouts.clientIdle))
                 try pipeline.addHandler(HTTP2AuthorityHostCheck())
+                if proxy != nil { try pipeline.addHandler(HTTP2WebSocketStream(webSockets: sockets.value)) }
                 try pipeline.addHandler(HTTP2FramePayloadToHTTP1ServerCodec())
                 let handler = makeConnectionHandler(stream, connectionGuard: nil, headerListLimit: http2.maxHeaderListSize)
                 handler.attachRouterChannel = { stream in
@@ -175,7 +182,7 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
         }
         try channel.pipeline.syncOperations.addHandler(HTTP2GracefulCloseDeadline(limit: drainTimeout))
         try channel.pipeline.syncOperations.addHandler(management)
-        try channel.pipeline.syncOperations.addHandler(HTTP2ConnectionCloser(streams: streams, logger: self.logger))
+        try channel.pipeline.syncOperations.addHandler(HTTP2ConnectionCloser(streams: streams, webSockets: webSockets, logger: self.logger))
         // NIO's connection manager starts its idle timer (`keep_alive_timeout`) on channelActive,
         // which it never sees here: this pipeline is built on a connection already active (after
         // the preface, or ALPN). Without the timer a connection that opens no stream stayed open

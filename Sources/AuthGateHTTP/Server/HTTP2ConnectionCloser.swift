@@ -9,14 +9,17 @@ import NIOCore
 /// - on graceful shutdown, once no stream is open: NIO's connection manager has sent its GOAWAY
 ///   and would wait for the client to answer a PING before closing, which an idle client that
 ///   is not reading never does; the server's drain would then last `shutdown_timeout`.
+///   The connection's WebSocket streams are told first (``HTTP2WebSocketStreams``), so they end.
 final class HTTP2ConnectionCloser: ChannelInboundHandler {
     typealias InboundIn = Any
 
     private let streams: HTTP2StreamLimit
+    private let webSockets: HTTP2WebSocketStreams
     private let logger: Logger
 
-    init(streams: HTTP2StreamLimit, logger: Logger) {
+    init(streams: HTTP2StreamLimit, webSockets: HTTP2WebSocketStreams, logger: Logger) {
         self.streams = streams
+        self.webSockets = webSockets
         self.logger = logger
     }
 
@@ -28,6 +31,7 @@ final class HTTP2ConnectionCloser: ChannelInboundHandler {
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if event is ChannelShouldQuiesceEvent {
+            webSockets.quiesce()
             let loopBoundContext = NIOLoopBound(context, eventLoop: context.eventLoop)
             streams.whenIdle { loopBoundContext.value.close(promise: nil) }
         }

@@ -8,6 +8,7 @@ import NIOHTTP2
 /// not count), and a stream whose answer the client leaves unread (its window closed) no longer
 /// than that either; then the stream is reset, so a client cannot hold upstream connections with
 /// streams that never finish. Once the request has ended, the route's upstream timeouts apply.
+/// A WebSocket stream has neither deadline (``becameTunnel()``), as a tunnel over HTTP/1.1 has none.
 final class HTTP2StreamDeadlines: ChannelDuplexHandler {
     typealias InboundIn = HTTP2Frame.FramePayload
     typealias InboundOut = HTTP2Frame.FramePayload
@@ -16,6 +17,7 @@ final class HTTP2StreamDeadlines: ChannelDuplexHandler {
 
     private let clientIdle: TimeAmount
     private var requestEnded = false
+    private var tunnel = false
     /// When the request must next show progress (nil once it has ended).
     private var readDeadline: NIODeadline?
     /// When the client must have taken the answer (nil while the stream is writable).
@@ -27,6 +29,15 @@ final class HTTP2StreamDeadlines: ChannelDuplexHandler {
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
+        timer.cancel()
+    }
+
+    /// The stream carries a WebSocket (RFC 8441): quiet for long is normal, and the relay holds
+    /// back what a client leaves unread, as over HTTP/1.1. No deadline applies from now on.
+    func becameTunnel() {
+        tunnel = true
+        readDeadline = nil
+        sendDeadline = nil
         timer.cancel()
     }
 
@@ -46,7 +57,7 @@ final class HTTP2StreamDeadlines: ChannelDuplexHandler {
     }
 
     func read(context: ChannelHandlerContext) {
-        if !requestEnded, readDeadline == nil {
+        if !requestEnded, !tunnel, readDeadline == nil {
             readDeadline = .now() + clientIdle
             arm(context)
         }
@@ -54,7 +65,7 @@ final class HTTP2StreamDeadlines: ChannelDuplexHandler {
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        sendDeadline = context.channel.isWritable ? nil : .now() + clientIdle
+        sendDeadline = context.channel.isWritable || tunnel ? nil : .now() + clientIdle
         arm(context)
         context.fireChannelWritabilityChanged()
     }
