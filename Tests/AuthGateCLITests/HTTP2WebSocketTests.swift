@@ -113,6 +113,17 @@ struct HTTP2WebSocketTests {
         return frames
     }
 
+    /// The sum of `name`'s samples whose labels include every one of `labels` in the gateway's
+    /// `/metrics` (nil when it has none).
+    private static func metric(_ server: AuthGateServer, _ name: String, _ labels: [String] = []) async throws -> Double? {
+        let (data, _) = try await HTTP.get(HTTP.loopbackURL(port: server.port, path: "/metrics"))
+        let samples = String(decoding: data, as: UTF8.self).split(separator: "\n").filter { line in
+            (line.hasPrefix(name + "{") || line.hasPrefix(name + " ")) && labels.allSatisfy { line.contains($0) }
+        }
+        guard !samples.isEmpty else { return nil }
+        return samples.compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }.reduce(0, +)
+    }
+
     /// An unmasked text frame as the upstream sends it through the gateway.
     private static func text(_ text: String) -> [UInt8] { [0x81, UInt8(text.utf8.count)] + Array(text.utf8) }
 
@@ -175,6 +186,20 @@ struct HTTP2WebSocketTests {
             #expect(client.tunnelBytes(stream: 1).suffix(4).elementsEqual([0x88, 2, 0x03, 0xE8]), "\(client.tunnelBytes(stream: 1).suffix(8))")
             try await waitUntil("the upstream's WebSocket ended", deadline: .seconds(10)) { upstream.webSocketsEnded == 1 }
             #expect(!client.frames.contains { $0.type == HTTP2Frames.FrameType.goAway.rawValue }, "the connection goes on")
+            // The metrics tell the two protocols apart, and count the tunnel as closed by its handshake.
+            let http1 = try RawConnection(port: server.port)
+            await http1.send(
+                "GET /ws/chat HTTP/1.1\r\nHost: gw\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+                    + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+            let head = String(decoding: await http1.receiveHead(), as: UTF8.self)
+            #expect(head.hasPrefix("HTTP/1.1 101"), "\(head)")
+            try await waitUntil("both tunnels counted", deadline: .seconds(10)) {
+                let overHTTP2 = try await Self.metric(server, "authgate_websocket_tunnels_opened_total", ["http_version=\"2\""])
+                let overHTTP1 = try await Self.metric(server, "authgate_websocket_tunnels_opened_total", ["http_version=\"1.1\""])
+                let open = try await Self.metric(server, "authgate_websocket_tunnels")
+                let closed = try await Self.metric(server, "authgate_websocket_tunnels_closed_total", ["outcome=\"closed\""])
+                return overHTTP2 == 1 && overHTTP1 == 1 && open == 1 && closed == 1
+            }
         }
     }
 
@@ -240,6 +265,11 @@ struct HTTP2WebSocketTests {
             let close = try #require(Self.webSocketFrames(client.tunnelBytes(stream: 1)).last)
             #expect(close.opcode == 0x8 && close.payload.prefix(2).elementsEqual([0x03, 0xF0]), "1008 (policy violation): \(close)")
             try await client.read { _ in client.ended(stream: 1) }
+            try await waitUntil("the tunnel counted as ended with its session", deadline: .seconds(10)) {
+                let ended = try await Self.metric(server, "authgate_websocket_tunnels_closed_total", ["outcome=\"session_ended\""])
+                let open = try await Self.metric(server, "authgate_websocket_tunnels")
+                return ended == 1 && open == 0
+            }
         }
     }
 

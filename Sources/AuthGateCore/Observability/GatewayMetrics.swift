@@ -170,4 +170,28 @@ public enum GatewayMetrics {
     public static func http2StreamRefused() {
         Counter(label: "authgate_http2_streams_refused_total").increment()
     }
+
+    /// A WebSocket tunnel opened (`http_version` `1.1`, or `2` for RFC 8441); `authgate_websocket_tunnels` counts those open now.
+    public static func webSocketOpened(httpVersion: String) {
+        Counter(label: "authgate_websocket_tunnels_opened_total", dimensions: [("http_version", httpVersion)]).increment()
+        Gauge(label: "authgate_websocket_tunnels").record(
+            openTunnels.withLock { open in
+                open += 1
+                return open
+            })
+    }
+
+    /// A WebSocket tunnel ended: `outcome` is the first reason either side gave (`closed`: a close
+    /// frame from either side, or a connection's close; `session_ended`: revoked, signed out, banned or
+    /// expired, 1008; `shutdown`; `input_closed`; `frame_refused`; `closed_before_relay`).
+    public static func webSocketClosed(outcome: String) {
+        Counter(label: "authgate_websocket_tunnels_closed_total", dimensions: [("outcome", outcome)]).increment()
+        Gauge(label: "authgate_websocket_tunnels").record(
+            openTunnels.withLock { open in
+                open -= 1
+                return open
+            })
+    }
+
+    private static let openTunnels = Mutex(0)
 }

@@ -74,17 +74,22 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
     private var watcher: RepeatedTask?
     private var checkingStore = false
 
-    init(side: Side, watch: Watch?, logger: Logger) {
+    /// The tunnel as the metrics count it, shared by its two relays.
+    let record: WebSocketTunnelRecord
+
+    init(side: Side, watch: Watch?, logger: Logger, record: WebSocketTunnelRecord = WebSocketTunnelRecord()) {
         self.side = side
         self.watch = watch
         self.logger = logger
+        self.record = record
     }
 
-    /// A tunnel's two relays, each the other's ``peer``; `watch` (the caller's session) is on the
-    /// client side.
+    /// A tunnel's two relays, each the other's ``peer``, sharing one ``record``; `watch` (the
+    /// caller's session) is on the client side.
     static func pair(watch: Watch?, logger: Logger) -> (client: WebSocketRelayHandler, upstream: WebSocketRelayHandler) {
-        let client = WebSocketRelayHandler(side: .client, watch: watch, logger: logger)
-        let upstream = WebSocketRelayHandler(side: .upstream, watch: nil, logger: logger)
+        let record = WebSocketTunnelRecord()
+        let client = WebSocketRelayHandler(side: .client, watch: watch, logger: logger, record: record)
+        let upstream = WebSocketRelayHandler(side: .upstream, watch: nil, logger: logger, record: record)
         client.peer = upstream
         upstream.peer = client
         return (client, upstream)
@@ -109,6 +114,13 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
         watcher?.cancel()
         watcher = nil
         self.context = nil
+        if side == .client { record.closed() }
+    }
+
+    /// Logs why the tunnel ends (`outcome`, with `metadata`), and gives it to the ``record``.
+    private func logClosed(_ outcome: String, _ metadata: Logger.Metadata = [:]) {
+        record.ending(outcome)
+        logger.info("websocket closed", metadata: metadata.merging(["gw.outcome": "\(outcome)"]) { $1 })
     }
 
     // MARK: Relaying
@@ -117,7 +129,7 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
         guard let peer, !closing else { return }
         let frame = unwrapInboundIn(data)
         if let code = WebSocketFrameRules.violation(of: frame, from: side) {
-            logger.info("websocket closed", metadata: ["gw.outcome": "frame_refused", "gw.side": "\(side.rawValue)", "gw.code": "\(code)"])
+            logClosed("frame_refused", ["gw.side": "\(side.rawValue)", "gw.code": "\(code)"])
             return end(code, reason: nil, peerCode: .goingAway)
         }
         peer.relay(frame)
@@ -133,7 +145,10 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// are dropped.
     private func relay(_ frame: WebSocketFrame) {
         guard let context, !closing, !closeRelayed else { return }
-        if frame.opcode == .connectionClose { closeRelayed = true }
+        if frame.opcode == .connectionClose {
+            closeRelayed = true
+            record.ending("closed")
+        }
         guard ready else {
             held.append(Self.adapted(frame, for: side))
             return
@@ -211,7 +226,7 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// This side's connection closed before the relay was in its pipeline: the tunnel ends as
     /// ``channelInactive(context:)`` would have ended it.
     func closedBeforeRelaying() {
-        logger.info("websocket closed", metadata: ["gw.outcome": "closed_before_relay", "gw.side": "\(side.rawValue)"])
+        logClosed("closed_before_relay", ["gw.side": "\(side.rawValue)"])
         connectionClosed()
     }
 
@@ -254,10 +269,10 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     private func end(_ reason: TunnelEnd, beforeRelay: Bool = false) {
-        var metadata: Logger.Metadata = ["gw.outcome": reason == .shutdown ? "shutdown" : "input_closed"]
+        var metadata: Logger.Metadata = [:]
         if reason == .inputClosed { metadata["gw.side"] = "\(side.rawValue)" }
         if beforeRelay { metadata["gw.before_relay"] = "true" }
-        logger.info("websocket closed", metadata: metadata)
+        logClosed(reason == .shutdown ? "shutdown" : "input_closed", metadata)
         switch reason {
         case .inputClosed: finished()
         case .shutdown: end(.goingAway, reason: nil, peerCode: .goingAway)
@@ -283,7 +298,7 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
         // other side a second close frame (1001) after the one relayed to it.
         if NIOSSLError.isUncleanShutdown(error) { return }
         let code: WebSocketErrorCode = (error as? NIOWebSocketError) == .invalidFrameLength ? .messageTooLarge : .protocolError
-        logger.info("websocket closed", metadata: ["gw.outcome": "frame_refused", "gw.side": "\(side.rawValue)", "gw.code": "\(code)"])
+        logClosed("frame_refused", ["gw.side": "\(side.rawValue)", "gw.code": "\(code)"])
         end(code, reason: nil, peerCode: .goingAway)
     }
 
@@ -368,7 +383,7 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     private func sessionEnded(_ reason: String) {
-        logger.info("websocket closed", metadata: ["gw.outcome": "session_ended", "gw.reason": "\(reason)"])
+        logClosed("session_ended", ["gw.reason": "\(reason)"])
         end(.policyViolation, reason: reason, peerCode: .goingAway)
     }
 }

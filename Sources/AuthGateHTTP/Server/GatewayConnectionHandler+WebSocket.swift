@@ -54,6 +54,7 @@ extension GatewayConnectionHandler {
                 try Self.installRelay(clientRelay, maxFrame: maxFrame, on: clientChannel.pipeline.syncOperations, side: .client)
                 try Self.installRelay(
                     upstreamRelay, maxFrame: maxFrame, on: upstreamChannel.pipeline.syncOperations, side: .upstream, endOfInput: endOfInput)
+                clientRelay.record.opened(httpVersion: isHTTP2 ? "2" : "1.1")
                 log.info("websocket opened", metadata: ["gw.user_id": "\(plan.claims?.sub ?? "")", "gw.http_version": isHTTP2 ? "2" : "1.1"])
                 // A connection that closed after the 101 and before its relay was there (a
                 // reset; an upstream's FIN is only an end of input, held for the relay): its
