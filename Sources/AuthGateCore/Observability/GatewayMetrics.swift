@@ -174,11 +174,7 @@ public enum GatewayMetrics {
     /// A WebSocket tunnel opened (`http_version` `1.1`, or `2` for RFC 8441); `authgate_websocket_tunnels` counts those open now.
     public static func webSocketOpened(httpVersion: String) {
         Counter(label: "authgate_websocket_tunnels_opened_total", dimensions: [("http_version", httpVersion)]).increment()
-        Gauge(label: "authgate_websocket_tunnels").record(
-            openTunnels.withLock { open in
-                open += 1
-                return open
-            })
+        openTunnelsChanged(by: 1)
     }
 
     /// A WebSocket tunnel ended: `outcome` is the first reason either side gave (`closed`: a close
@@ -186,9 +182,14 @@ public enum GatewayMetrics {
     /// expired, 1008; `shutdown`; `input_closed`; `frame_refused`; `closed_before_relay`).
     public static func webSocketClosed(outcome: String) {
         Counter(label: "authgate_websocket_tunnels_closed_total", dimensions: [("outcome", outcome)]).increment()
+        openTunnelsChanged(by: -1)
+    }
+
+    /// `authgate_websocket_tunnels` after `delta` tunnels opened (or, negative, closed).
+    private static func openTunnelsChanged(by delta: Int) {
         Gauge(label: "authgate_websocket_tunnels").record(
             openTunnels.withLock { open in
-                open -= 1
+                open += delta
                 return open
             })
     }

@@ -77,7 +77,7 @@ final class WebSocketRelayHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// The tunnel as the metrics count it, shared by its two relays.
     let record: WebSocketTunnelRecord
 
-    init(side: Side, watch: Watch?, logger: Logger, record: WebSocketTunnelRecord = WebSocketTunnelRecord()) {
+    init(side: Side, watch: Watch?, logger: Logger, record: WebSocketTunnelRecord) {
         self.side = side
         self.watch = watch
         self.logger = logger

@@ -46,7 +46,7 @@ extension GatewayConnectionHandler {
         let log = logger(for: exchange)
         let (clientRelay, upstreamRelay) = WebSocketRelayHandler.pair(watch: watch, logger: log)
         let clientChannel = context.channel
-        let isHTTP2 = isHTTP2Stream
+        let httpVersion = isHTTP2Stream ? "2" : "1.1"
         let upstreamChannel = connection.channel
         // After this read cycle: the decoders are mid-call now.
         context.eventLoop.assumeIsolated().execute {
@@ -54,8 +54,8 @@ extension GatewayConnectionHandler {
                 try Self.installRelay(clientRelay, maxFrame: maxFrame, on: clientChannel.pipeline.syncOperations, side: .client)
                 try Self.installRelay(
                     upstreamRelay, maxFrame: maxFrame, on: upstreamChannel.pipeline.syncOperations, side: .upstream, endOfInput: endOfInput)
-                clientRelay.record.opened(httpVersion: isHTTP2 ? "2" : "1.1")
-                log.info("websocket opened", metadata: ["gw.user_id": "\(plan.claims?.sub ?? "")", "gw.http_version": isHTTP2 ? "2" : "1.1"])
+                clientRelay.record.opened(httpVersion: httpVersion)
+                log.info("websocket opened", metadata: ["gw.user_id": "\(plan.claims?.sub ?? "")", "gw.http_version": "\(httpVersion)"])
                 // A connection that closed after the 101 and before its relay was there (a
                 // reset; an upstream's FIN is only an end of input, held for the relay): its
                 // relay will never see that close, and the tunnel would stay open with nobody at
