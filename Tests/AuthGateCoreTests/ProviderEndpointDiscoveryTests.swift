@@ -61,14 +61,6 @@ struct ProviderEndpointDiscoveryTests {
         }
     }
 
-    /// A clock that moves only when told.
-    final class ManualClock: Sendable {
-        private let offset = Mutex(Duration.zero)
-        private let base = ContinuousClock.now
-        var now: ContinuousClock.Instant { base + offset.withLock { $0 } }
-        func advance(_ by: Duration) { offset.withLock { $0 += by } }
-    }
-
     static func document(
         issuer: String = issuer, authorization: String? = "https://id.example.com/authorize", token: String? = "https://id.example.com/token"
     )

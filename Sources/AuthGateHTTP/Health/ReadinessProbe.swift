@@ -36,11 +36,15 @@ public struct ReadinessProbe: Sendable {
     private let lastEviction = NIOLockedValueBox<(at: ContinuousClock.Instant, eviction: KeyEviction)?>(nil)
     /// How long an answer about key eviction is reused.
     static let evictionRecheckInterval = Duration.seconds(5)
+    /// The clock the reuse is measured on (a test's own, to step it without waiting).
+    private let now: @Sendable () -> ContinuousClock.Instant
 
     public init(
         store: any AuthStore, keys: SigningKeys?, keySets: [ProviderKeySet] = [], appleClientSecrets: AppleClientSecretMinter? = nil,
-        tls: ServerTLSContext? = nil, logger: Logger = Logger(label: "authgate")
+        tls: ServerTLSContext? = nil, logger: Logger = Logger(label: "authgate"),
+        now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }
     ) {
+        self.now = now
         self.tls = tls
         self.logger = logger
         self.store = store
@@ -107,8 +111,7 @@ public struct ReadinessProbe: Sendable {
     /// does not refuses writes (503: fail closed). Unknown (`INFO` refused) is ready, and logged.
     private func evictionCheck() async -> Check {
         let eviction: KeyEviction
-        let now = ContinuousClock.now
-        if let last = lastEviction.withLockedValue({ $0 }), now - last.at < Self.evictionRecheckInterval {
+        if let last = lastEviction.withLockedValue({ $0 }), now() - last.at < Self.evictionRecheckInterval {
             eviction = last.eviction
         } else {
             do {
@@ -116,7 +119,9 @@ public struct ReadinessProbe: Sendable {
             } catch {
                 return Check(name: "store_eviction", isReady: false, isCritical: true, detail: "\(store.kind) unavailable")
             }
-            lastEviction.withLockedValue { $0 = (now, eviction) }
+            // Stamped when the answer came: a slow INFO does not shorten its reuse.
+            let answeredAt = now()
+            lastEviction.withLockedValue { $0 = (answeredAt, eviction) }
         }
         switch eviction {
         case .never:
