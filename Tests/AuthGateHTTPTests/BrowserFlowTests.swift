@@ -313,7 +313,7 @@ struct BrowserFlowTests {
         await rig.stop()
     }
 
-    @Test("with users.disable_signup, a browser flow for a new user ends in signup_disabled: the implicit callback's access_denied, PKCE's 422")
+    @Test("with users.disable_signup, a browser flow for a new user ends in signup_disabled at the callback (access_denied), PKCE's too")
     func signupDisabled() async throws {
         let rig = try await rig(disableSignup: true)
         try await rig.app.test(.router) { client in
@@ -326,12 +326,14 @@ struct BrowserFlowTests {
             #expect(refused["error_code"] == "signup_disabled")
             #expect(refused["error_description"] == "Signups not allowed for this instance")
 
+            // PKCE: GoTrue resolves the account at its callback, so the refusal is in the redirect
+            // the app's page reads, not in a code that fails when exchanged.
             let started = try await Self.send(client, "/auth/v1/authorize?provider=google&" + Self.pkceQuery)
             let location = try await Self.finishAtGoogle(client, rig, started: started, subject: "g-new-pkce", code: "c-pkce")
-            let code = try #require(try Self.query(location)["code"])
-            let exchanged = try await Self.exchange(client, code: code)
-            #expect(exchanged.status == .unprocessableContent)
-            #expect(exchanged.body["error_code"]?.stringValue == "signup_disabled")
+            let pkceRefused = try Self.query(location)
+            #expect(pkceRefused["error"] == "access_denied", "\(location)")
+            #expect(pkceRefused["error_code"] == "signup_disabled")
+            #expect(pkceRefused["code"] == nil)
             #expect(try await rig.dependencies.store.listUsers(offset: 0, limit: 10).total == 0)
         }
         await rig.stop()
@@ -604,6 +606,14 @@ struct BrowserFlowTests {
             let refused = try await Self.exchange(client, code: banned, verifier: Self.verifier)
             #expect(refused.body["error_code"]?.stringValue == "user_banned")
             #expect(try await rig.dependencies.store.sessions(ofUser: user.id).isEmpty, "the ban ended the earlier session; none was started")
+            // Banned before the callback: refused in its redirect, as GoTrue does; no code.
+            let sent = try await Self.authorize(client, extra: Self.pkceQuery)
+            rig.google.register(code: "x-banned-again", grant: .init(idToken: Self.googleToken(subject: "banned", nonce: sent["nonce"])))
+            let back = try await Self.send(client, "/auth/v1/callback?state=\(sent["state"]!)&code=x-banned-again")
+            let bannedAtCallback = try Self.query(try #require(back.location))
+            #expect(bannedAtCallback["error"] == "access_denied")
+            #expect(bannedAtCallback["error_code"] == "user_banned")
+            #expect(bannedAtCallback["code"] == nil)
 
             let raced = try await signedIn("raced")
             let statuses = await withTaskGroup(of: HTTPResponse.Status.self) { group in
@@ -660,10 +670,12 @@ struct BrowserFlowTests {
             let againSent = try Self.query(againLocation)
             rig.google.register(code: "link-2", grant: .init(idToken: Self.googleToken(subject: "g-link", nonce: againSent["nonce"])))
             let back2 = try await Self.send(client, "/auth/v1/callback?state=\(againSent["state"]!)&code=link-2")
-            let back2Location = try #require(back2.location)
-            let code2 = try #require(try Self.query(back2Location)["code"])
-            let refused = try await Self.exchange(client, code: code2, verifier: Self.verifier)
-            #expect(refused.body["error_code"]?.stringValue == "identity_already_exists", "\(refused.body)")
+            // Refused at the callback, as GoTrue refuses it: no code to exchange.
+            let refused = try Self.query(try #require(back2.location))
+            #expect(refused["error_code"] == "identity_already_exists", "\(refused)")
+            #expect(refused["error"] == "server_error")
+            #expect(refused["code"] == nil)
+            #expect(try await rig.dependencies.store.owner(ofIdentity: "google", subject: "g-link") == anonymousID)
 
             // Without PKCE a link would be made at the callback, whoever finishes the flow: refused
             // (browser_flow.implicit_linking is off).

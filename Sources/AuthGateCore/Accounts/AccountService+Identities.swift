@@ -36,13 +36,11 @@ extension AccountService {
     func commitSignIn(_ identity: VerifiedIdentity, taking marks: SingleUseMarks?, startingSessionOn device: SessionDevice, now: Date)
         async throws -> SignedInAccount
     {
-        let key = IdentityKey(provider: identity.provider, subject: identity.subject)
-        var linkableEmail: String?
-        if identity.emailVerified, let email = identity.email, EmailAddress.allowsAutomaticLinking(email) { linkableEmail = email }
+        let linkableEmail = Self.linkableEmail(of: identity)
         var newUserMayClaimEmail = true
         for attempt in 0..<AccountRetry.attempts {
             let lookup = try await store.signInLookup(
-                provider: key.provider, subject: key.subject, email: linkableEmail, taking: attempt == 0 ? marks : nil)
+                provider: identity.provider, subject: identity.subject, email: linkableEmail, taking: attempt == 0 ? marks : nil)
             let decided = try decide(identity, lookup: lookup, newUserMayClaimEmail: newUserMayClaimEmail, now: now)
             var started = decided.change
             let (session, refreshToken) = try newSession(for: started.user.id, method: "oauth", device: device, now: now)
@@ -86,45 +84,15 @@ extension AccountService {
         startingSessionOn device: SessionDevice,
         now: Date
     ) async throws -> SignedInAccount {
-        let key = IdentityKey(provider: identity.provider, subject: identity.subject)
-        // GoTrue's order of refusals: an identity held by another user is named before any email
-        // rule (the commit re-checks the claim atomically).
-        if let owner = try await store.owner(ofIdentity: key.provider, subject: key.subject), owner != userID {
-            throw AuthGateError(.identityAlreadyExists, "identity linked to another user")
-        }
+        try await refuseIfHeldByAnother(identity, userID: userID)
         let (session, refreshToken) = try newSession(for: userID, method: "oauth", device: device, now: now)
         var identities: [IdentityRecord] = []
         let updated = try await store.updateAccount(userID: userID, sessionID: sessionID, startingFrom: first) { account in
             if sessionID != nil, account.session == nil {
                 throw AuthGateError(.sessionNotFound, "Session from session_id claim in JWT does not exist")
             }
-            guard !account.user.isBanned(at: now) else { throw AuthGateError(.userBanned, "User is banned") }
-            if account.identities.contains(where: { $0.key == key }) {
-                throw AuthGateError(.identityAlreadyExists, "identity already linked to this user", clientText: .fixed("Identity is already linked"))
-            }
-            var user = account.user
-            var change = AccountChange(base: account.stamp, user: user)
-            if user.email == nil, let email = identity.email {
-                guard identity.emailVerified else {
-                    throw AuthGateError(
-                        .emailNotConfirmed, "the \(identity.provider) email is not verified",
-                        clientText: .unverifiedEmail(provider: identity.provider)
-                    )
-                }
-                change.claimedEmail = email
-                user.email = email
-                user.emailConfirmedAt = now
-            }
-            let record = newIdentity(identity, userID: user.id, now: now)
-            identities = account.identities + [record]
-            user.userMetadata = Self.merged(user.userMetadata, with: identity.identityData)
-            if user.email != nil, user.emailConfirmedAt != nil { user.isAnonymous = false }
-            user.appMetadata = Self.appMetadata(user.appMetadata, identities: identities)
-            user.lastSignInAt = now
-            user.updatedAt = now
-            change.user = user
-            change.savedIdentities = [record]
-            change.claimedIdentities = [key]
+            var change: AccountChange
+            (change, identities) = try linked(identity, to: account, now: now)
             change.newSession = (session, refreshToken.hash)
             change.sessionLimit = tokens.refresh.maxSessionsPerUser
             return change
@@ -138,6 +106,73 @@ extension AccountService {
         try await endedOverLimit(updated.endedSessions, userID: userID, now: now)
         store.recordAudit(.now("identity_linked", userID: userID, actor: userID, detail: ["provider": identity.provider, "session_id": session.id]))
         return SignedInAccount(user: updated.change.user, identities: identities, session: session, refreshToken: refreshToken)
+    }
+
+    /// The refusals the browser flow's code exchange would give now, read only, with `marks`
+    /// taken: GoTrue resolves the account at its callback, so a sign-in it refuses there (signups
+    /// closed, a banned user, a link its rules forbid) is refused in the callback's redirect rather
+    /// than after the app has exchanged the code. The exchange decides again from what it reads.
+    func checkSignIn(_ identity: VerifiedIdentity, linkingTo target: String?, taking marks: SingleUseMarks, now: Date) async throws {
+        guard let target else {
+            let lookup = try await store.signInLookup(
+                provider: identity.provider, subject: identity.subject, email: Self.linkableEmail(of: identity), taking: marks)
+            _ = try decide(identity, lookup: lookup, newUserMayClaimEmail: true, now: now)
+            return
+        }
+        try await idTokens.take(marks)
+        try await refuseIfHeldByAnother(identity, userID: target)
+        guard let account = try await store.account(userID: target, sessionID: nil) else {
+            throw AuthGateError(.userNotFound, "the linking target user does not exist")
+        }
+        _ = try linked(identity, to: account, now: now)
+    }
+
+    /// A verified email that automatic linking may follow to its user (``EmailAddress``).
+    private static func linkableEmail(of identity: VerifiedIdentity) -> String? {
+        guard identity.emailVerified, let email = identity.email, EmailAddress.allowsAutomaticLinking(email) else { return nil }
+        return email
+    }
+
+    /// GoTrue's first refusal of a link: an identity held by another user is named before any
+    /// email rule (the commit checks the claim again, atomically).
+    private func refuseIfHeldByAnother(_ identity: VerifiedIdentity, userID: String) async throws {
+        if let owner = try await store.owner(ofIdentity: identity.provider, subject: identity.subject), owner != userID {
+            throw AuthGateError(.identityAlreadyExists, "identity linked to another user")
+        }
+    }
+
+    /// The change that links `identity` to `account`'s user, by GoTrue's rules: not banned, not
+    /// linked already, an email taken over only when the provider verified it.
+    private func linked(_ identity: VerifiedIdentity, to account: AccountSnapshot, now: Date) throws -> (AccountChange, [IdentityRecord]) {
+        let key = IdentityKey(provider: identity.provider, subject: identity.subject)
+        guard !account.user.isBanned(at: now) else { throw AuthGateError(.userBanned, "User is banned") }
+        if account.identities.contains(where: { $0.key == key }) {
+            throw AuthGateError(.identityAlreadyExists, "identity already linked to this user", clientText: .fixed("Identity is already linked"))
+        }
+        var user = account.user
+        var change = AccountChange(base: account.stamp, user: user)
+        if user.email == nil, let email = identity.email {
+            guard identity.emailVerified else {
+                throw AuthGateError(
+                    .emailNotConfirmed, "the \(identity.provider) email is not verified",
+                    clientText: .unverifiedEmail(provider: identity.provider)
+                )
+            }
+            change.claimedEmail = email
+            user.email = email
+            user.emailConfirmedAt = now
+        }
+        let record = newIdentity(identity, userID: user.id, now: now)
+        let identities = account.identities + [record]
+        user.userMetadata = Self.merged(user.userMetadata, with: identity.identityData)
+        if user.email != nil, user.emailConfirmedAt != nil { user.isAnonymous = false }
+        user.appMetadata = Self.appMetadata(user.appMetadata, identities: identities)
+        user.lastSignInAt = now
+        user.updatedAt = now
+        change.user = user
+        change.savedIdentities = [record]
+        change.claimedIdentities = [key]
+        return (change, identities)
     }
 
     /// The change a sign-in makes after `lookup`: a returning user's (the identity's owner, or the

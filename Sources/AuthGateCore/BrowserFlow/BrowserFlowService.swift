@@ -282,9 +282,10 @@ public struct BrowserFlowService: Sendable {
                 status: 302, location: Self.withoutFragment(target.text) + "#" + FormFields.encoded(fragment), outcome: "ok", userID: signedIn.user.id
             )
         }
-        // PKCE: nothing is written until the browser that started the flow presents its verifier;
-        // the ID token's single use is taken now.
-        try await accounts.idTokens.take(marks)
+        // PKCE: nothing is written until the browser that started the flow presents its verifier.
+        // The ID token's single use is taken now, and a sign-in the account's state refuses now is
+        // refused here, as GoTrue refuses it at its callback (the exchange decides again).
+        try await accounts.checkSignIn(identity, linkingTo: flow.linkingTarget, taking: marks, now: now)
         let authCode = UUIDBytes.random()
         let record = FlowCode(
             identity: identity, linkingTarget: flow.linkingTarget, challenge: challenge, createdAt: flow.createdAt,
