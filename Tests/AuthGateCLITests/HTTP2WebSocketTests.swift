@@ -273,6 +273,77 @@ struct HTTP2WebSocketTests {
         }
     }
 
+    /// An HTTP/1.1 WebSocket handshake to `path`: the connection and the answer's head.
+    private static func http1Handshake(_ server: AuthGateServer, path: String = "/ws/chat") async throws -> (RawConnection, String) {
+        let connection = try RawConnection(port: server.port)
+        await connection.send(
+            "GET \(path) HTTP/1.1\r\nHost: gw\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+                + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+        return (connection, String(decoding: await connection.receiveHead(), as: UTF8.self))
+    }
+
+    /// Over HTTP/2 one connection carries as many tunnels as it may open streams, each with an
+    /// upstream connection of its own: `server.max_connections` no longer bounded them.
+    @Test(
+        "proxy.max_websocket_tunnels bounds the tunnels of both protocols together: one more is 503 websocket_tunnel_limit; failed handshakes and ended tunnels give their places back"
+    )
+    func tunnelLimit() async throws {
+        let noSwitch = try await RawWebSocketUpstream.start(answer: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        let extra = """
+              - { name: no-switch, path_prefix: /plain/, upstreams: ["\(noSwitch.url)"], auth: public }
+            proxy: { max_websocket_tunnels: 2 }
+            """
+        do {
+            try await withGateway("h2-ws-limit", extra: extra) { server, upstream in
+                let client = try await Client(port: server.port)
+                // Three handshakes the upstream does not switch: each held a place while it lasted.
+                for stream: UInt32 in [1, 3, 5] {
+                    #expect(try await client.connect(stream: stream, path: "/plain/chat")[":status"] == ["502"])
+                    try await client.read { _ in client.ended(stream: stream) }
+                }
+                // Two tunnels open (a place comes back when the failed handshake's upstream
+                // connection has closed, a moment after its 502).
+                var stream: UInt32 = 7
+                var open: [UInt32] = []
+                try await waitUntil("two tunnels open after three failed handshakes", deadline: .seconds(10)) {
+                    let status = try await client.connect(stream: stream, path: "/ws/chat")[":status"]
+                    if status == ["200"] { open.append(stream) } else { #expect(status == ["503"]) }
+                    stream += 2
+                    return open.count == 2
+                }
+                // The limit: a third is refused on either protocol, before any upstream is asked.
+                let refused = stream
+                #expect(try await client.connect(stream: refused, path: "/ws/chat")[":status"] == ["503"])
+                try await client.read { _ in client.ended(stream: refused) }
+                #expect(String(decoding: client.tunnelBytes(stream: refused), as: UTF8.self).contains("websocket_tunnel_limit"))
+                let (_, head) = try await Self.http1Handshake(server)
+                #expect(head.hasPrefix("HTTP/1.1 503"), "\(head)")
+                #expect(head.lowercased().contains("x-sb-error-code: websocket_tunnel_limit"), "\(head)")
+                #expect(try await Self.metric(server, "authgate_websocket_tunnels") == 2)
+                // The upstream is not blamed: ordinary requests still reach it.
+                let (_, plain) = try await HTTP.get(HTTP.loopbackURL(port: server.port, path: "/ws/plain"))
+                #expect(plain.statusCode == 200)
+                // A tunnel ends: its place comes back, and an HTTP/1.1 tunnel takes it.
+                await client.send(stream: open[0], opcode: 0x8, [0x03, 0xE8])
+                try await client.read { _ in client.ended(stream: open[0]) }
+                var http1: RawConnection?
+                try await waitUntil("an HTTP/1.1 tunnel opens in the place given back", deadline: .seconds(10)) {
+                    let (connection, head) = try await Self.http1Handshake(server)
+                    if head.hasPrefix("HTTP/1.1 101") { http1 = connection } else { #expect(head.hasPrefix("HTTP/1.1 503"), "\(head)") }
+                    return http1 != nil
+                }
+                #expect(http1 != nil)
+                let (_, again) = try await Self.http1Handshake(server)
+                #expect(again.hasPrefix("HTTP/1.1 503"), "both protocols share the places: \(again)")
+                _ = upstream
+            }
+        } catch {
+            await noSwitch.stop()
+            throw error
+        }
+        await noSwitch.stop()
+    }
+
     @Test("SIGTERM ends a WebSocket over HTTP/2 at once with 1001, and serve exits long before shutdown_timeout")
     func shutdown() async throws {
         try await withGateway("h2-ws-shutdown", server: ", shutdown_timeout: 30s") { server, upstream in

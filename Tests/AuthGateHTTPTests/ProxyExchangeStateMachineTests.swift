@@ -145,6 +145,9 @@ struct ProxyExchangeStateMachineTests {
         #expect(get.connectFailed(.connectFailed) == .respond(.badGateway(.connectFailed), then: .nextRequest))
         var post = Machine(hasBody: true, idempotent: false, maxBody: 100, clientKeepAlive: true)
         #expect(post.connectFailed(.connectTimeout) == .respond(.badGateway(.connectTimeout), then: .drainRequestBody))
+        // The gateway's own tunnel limit: 503 at once, no other upstream tried.
+        var handshake = Machine(hasBody: false, idempotent: true, maxBody: 100, clientKeepAlive: true)
+        #expect(handshake.connectFailed(.tunnelLimitReached) == .respond(.tunnelLimitReached, then: .nextRequest))
     }
 
     @Test("a kept-alive connection the upstream had closed: once more on a fresh connection, never twice")

@@ -36,7 +36,9 @@ struct ServeCommand: AsyncParsableCommand {
             logger.critical("cannot start", metadata: ["gw.error": "\(error)"])
             throw ExitStatus.configurationError
         }
-        FileDescriptorLimit.raise(toAtLeast: FileDescriptorLimit.needed(forConnections: configuration.server.maxConnections), logger: logger)
+        let descriptors = FileDescriptorLimit.needed(
+            forConnections: configuration.server.maxConnections, tunnels: configuration.proxy.maxWebSocketTunnels)
+        FileDescriptorLimit.raise(toAtLeast: descriptors, logger: logger)
         var services = assembly.services
         if configuration.tracing.enabled {
             // First in the list: started before, stopped after everything that makes spans.

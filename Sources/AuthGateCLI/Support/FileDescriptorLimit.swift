@@ -4,14 +4,17 @@ import Logging
     import Glibc
 #endif
 
-/// The process's open-file limit, raised at start so that `server.max_connections` can be
-/// reached before the kernel refuses descriptors (each proxied client connection may hold an
-/// upstream connection too), as nginx's `worker_rlimit_nofile` does.
+/// The process's open-file limit, raised at start so that `server.max_connections` and
+/// `proxy.max_websocket_tunnels` can be reached before the kernel refuses descriptors (each
+/// proxied client connection may hold an upstream connection too, and each tunnel one of its
+/// own), as nginx's `worker_rlimit_nofile` does.
 enum FileDescriptorLimit {
-    /// Descriptors needed for `maxConnections` clients, their upstream connections, and the
-    /// gateway's own (Redis, key sets, listeners).
-    static func needed(forConnections maxConnections: Int) -> UInt64 {
-        UInt64(maxConnections).multipliedReportingOverflow(by: 2).partialValue + 1024
+    /// Descriptors needed for `maxConnections` clients, their upstream connections, `maxTunnels`
+    /// WebSocket tunnels' upstream connections, and the gateway's own (Redis, key sets, listeners).
+    static func needed(forConnections maxConnections: Int, tunnels maxTunnels: Int) -> UInt64 {
+        let (clients, _) = UInt64(maxConnections).multipliedReportingOverflow(by: 2)
+        let (total, overflow) = clients.addingReportingOverflow(UInt64(max(0, maxTunnels)) + 1024)
+        return overflow ? .max : total
     }
 
     /// Raises the soft limit toward `needed` (up to the hard limit); warns when even the hard
@@ -28,7 +31,7 @@ enum FileDescriptorLimit {
             if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) != 0 { raised.rlim_cur = limit.rlim_cur }
             if raised.rlim_cur < wanted {
                 logger.warning(
-                    "the open-file limit is below what server.max_connections needs; lower max_connections or raise the limit (LimitNOFILE, ulimit -n)",
+                    "the open-file limit is below what server.max_connections and proxy.max_websocket_tunnels need; lower them or raise the limit (LimitNOFILE, ulimit -n)",
                     metadata: ["gw.nofile": "\(raised.rlim_cur)", "gw.needed": "\(needed)"]
                 )
             }

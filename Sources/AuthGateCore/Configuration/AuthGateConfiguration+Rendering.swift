@@ -60,7 +60,8 @@ extension AuthGateConfiguration {
                 "revocation_max_staleness": Node(format(proxy.revocationMaxStaleness)),
                 "token_cache_size": Node(String(proxy.tokenCacheSize)),
                 "max_connections_per_upstream": Node(String(proxy.maxConnectionsPerUpstream)),
-                "max_websocket_frame": Node(ConfigurationValueParsers.format(bytes: proxy.maxWebSocketFrame))
+                "max_websocket_frame": Node(ConfigurationValueParsers.format(bytes: proxy.maxWebSocketFrame)),
+                "max_websocket_tunnels": Node(String(proxy.maxWebSocketTunnels))
             ],
             "logging": [
                 "level": Node(logging.level.rawValue), "format": Node(logging.format.rawValue),

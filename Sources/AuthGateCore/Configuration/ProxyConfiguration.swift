@@ -11,6 +11,11 @@ public struct ProxyConfiguration: Sendable {
     public var maxConnectionsPerUpstream: Int
     /// Largest WebSocket frame relayed, either way; a larger one closes the connection with 1009.
     public var maxWebSocketFrame: Int
+    /// Most WebSocket tunnels open at once in the process (each holds an upstream connection of
+    /// its own); a handshake beyond them is answered 503. Over HTTP/2 one client connection
+    /// carries up to `server.http2.max_concurrent_streams` of them, so `server.max_connections`
+    /// alone does not bound them.
+    public var maxWebSocketTunnels: Int
 
     init(reading section: ConfigurationSection) {
         identityHeaderPrefix = section.string("identity_header_prefix", default: "X-AuthGate-")
@@ -22,6 +27,7 @@ public struct ProxyConfiguration: Sendable {
         tokenCacheSize = section.int("token_cache_size", default: 100_000, in: 1...10_000_000)
         maxConnectionsPerUpstream = section.int("max_connections_per_upstream", default: 256, in: 1...65_536)
         maxWebSocketFrame = section.byteSize("max_websocket_frame", default: 1 << 20)
+        maxWebSocketTunnels = section.int("max_websocket_tunnels", default: 10_000, in: 1...1_000_000)
         section.finish()
     }
 }

@@ -154,7 +154,8 @@ public enum GatewayApplication {
             logger: logger
         )
         let upstreamConnections = UpstreamConnectionPool(
-            maxConnectionsPerUpstream: configuration.proxy.maxConnectionsPerUpstream, routes: configuration.routes)
+            maxConnectionsPerUpstream: configuration.proxy.maxConnectionsPerUpstream, maxWebSocketTunnels: configuration.proxy.maxWebSocketTunnels,
+            routes: configuration.routes)
         let dependencies = Dependencies(
             configuration: configuration, store: store.store, keyRing: keyRing, verifiers: verifiers, upstreamConnections: upstreamConnections,
             metrics: metrics, providerHTTPClient: httpClient.client, serverTLS: serverTLS, logger: logger

@@ -64,6 +64,8 @@ struct ProxyExchangeStateMachine {
         case badGateway(UpstreamError)
         /// 504: the upstream took the request but did not answer in time.
         case gatewayTimeout(UpstreamError)
+        /// 503: a WebSocket handshake found `proxy.max_websocket_tunnels` open.
+        case tunnelLimitReached
     }
 
     /// The action for an event.
@@ -159,7 +161,7 @@ struct ProxyExchangeStateMachine {
     /// No connection could be made.
     mutating func connectFailed(_ error: UpstreamError) -> Action {
         guard case .connecting(let buffered, let attempts) = upstream else { return .none }
-        if retriesConnects, attempts < 2 {
+        if retriesConnects, attempts < 2, error != .tunnelLimitReached {
             upstream = .connecting(buffered: buffered, attempts: attempts + 1)
             return .retry(otherUpstream: true)
         }
@@ -290,7 +292,9 @@ struct ProxyExchangeStateMachine {
     private mutating func answerFailure(_ error: UpstreamError) -> Action {
         upstream = .finished
         response = .complete
-        return .respond(error.isTimeout ? .gatewayTimeout(error) : .badGateway(error), then: afterResponse)
+        let failure: Failure =
+            if error == .tunnelLimitReached { .tunnelLimitReached } else if error.isTimeout { .gatewayTimeout(error) } else { .badGateway(error) }
+        return .respond(failure, then: afterResponse)
     }
 
     /// After the response: the next request, or draining the rest of the body first.

@@ -31,6 +31,7 @@ enum ProxyResponses {
         case .bodyTooLarge: "body_too_large"
         case .unparsableBody: "body_parse_error"
         case .badGateway(let error), .gatewayTimeout(let error): "upstream_\(error.metricKind)"
+        case .tunnelLimitReached: "websocket_tunnel_limit"
         }
     }
 
@@ -40,6 +41,8 @@ enum ProxyResponses {
         case .unparsableBody: RequestSupport.unparsableBody
         case .badGateway: GoTrueError(.badGateway, code: "bad_gateway", message: "The upstream could not be reached")
         case .gatewayTimeout: GoTrueError(.gatewayTimeout, code: "request_timeout", message: "The upstream did not answer in time")
+        case .tunnelLimitReached:
+            GoTrueError(.serviceUnavailable, code: "websocket_tunnel_limit", message: "Too many WebSocket connections are open; try again later")
         }
     }
 

@@ -69,7 +69,14 @@ extension GatewayConnectionHandler: UpstreamExchangeDelegate {
             perform(exchange.machine.connected(), exchange)
         case .failure(let error):
             let upstreamError = error as? UpstreamError ?? .connectFailed
-            if let plan = exchange.plan {
+            if upstreamError == .tunnelLimitReached {
+                // The gateway's own limit, not the upstream's failure: it stays in rotation.
+                if let repeated = OutageLog.admit("websocket tunnel limit") {
+                    logger(for: exchange).warning(
+                        "websocket refused: proxy.max_websocket_tunnels are open",
+                        metadata: ["gw.limit": "\(connections?.tunnelLimit ?? 0)", "gw.repeated": "\(repeated)"])
+                }
+            } else if let plan = exchange.plan {
                 proxy?.markFailed(plan)
                 let (message, detail): (Logger.Message, String) =
                     if case .tlsHandshakeFailed(let reason) = upstreamError {

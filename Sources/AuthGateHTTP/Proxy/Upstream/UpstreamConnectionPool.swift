@@ -31,23 +31,31 @@ public final class UpstreamConnectionPool: Service, Sendable {
 
     private let loops: PerEventLoop<LoopConnections>
     let connector: any UpstreamConnector
+    /// The WebSocket tunnels' places, shared by every loop.
+    let tunnels: WebSocketTunnelBudget
 
     /// - Parameters:
     ///   - maxConnectionsPerUpstream: the limit for the whole process, shared out among the loops.
     ///   - group: the loops client connections run on.
     ///   - routes: the routes whose `https://` upstreams' TLS contexts are made now, at start, rather
     ///     than on an event loop at their first connection.
+    ///   - maxWebSocketTunnels: the most WebSocket tunnels open at once in the process (``WebSocketTunnelBudget``).
     public convenience init(
-        maxConnectionsPerUpstream: Int, routes: [RouteConfiguration] = [], group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+        maxConnectionsPerUpstream: Int, maxWebSocketTunnels: Int = 10_000, routes: [RouteConfiguration] = [],
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) {
-        self.init(maxConnectionsPerUpstream: maxConnectionsPerUpstream, group: group, connector: SocketUpstreamConnector(routes: routes))
+        self.init(
+            maxConnectionsPerUpstream: maxConnectionsPerUpstream, maxWebSocketTunnels: maxWebSocketTunnels, group: group,
+            connector: SocketUpstreamConnector(routes: routes))
     }
 
-    init(maxConnectionsPerUpstream: Int, group: any EventLoopGroup, connector: any UpstreamConnector) {
+    init(maxConnectionsPerUpstream: Int, maxWebSocketTunnels: Int = 10_000, group: any EventLoopGroup, connector: any UpstreamConnector) {
         let loopCount = max(1, Array(group.makeIterator()).count)
         let perLoop = max(1, maxConnectionsPerUpstream / loopCount)
+        let tunnels = WebSocketTunnelBudget(limit: maxWebSocketTunnels)
         self.connector = connector
-        self.loops = PerEventLoop(group: group) { loop in LoopConnections(eventLoop: loop, limit: perLoop, connector: connector) }
+        self.tunnels = tunnels
+        self.loops = PerEventLoop(group: group) { loop in LoopConnections(eventLoop: loop, limit: perLoop, tunnels: tunnels, connector: connector) }
     }
 
     /// The connections of `loop`; call its methods on that loop only.
@@ -72,6 +80,7 @@ public final class UpstreamConnectionPool: Service, Sendable {
 final class LoopConnections: Sendable {
     let eventLoop: any EventLoop
     private let limit: Int
+    private let tunnels: WebSocketTunnelBudget
     private let connector: any UpstreamConnector
     private let upstreams: NIOLoopBoundBox<[UpstreamConnectionPool.Key: PerUpstream]>
 
@@ -88,12 +97,16 @@ final class LoopConnections: Sendable {
         let connectTimeout: TimeAmount
     }
 
-    init(eventLoop: any EventLoop, limit: Int, connector: any UpstreamConnector) {
+    init(eventLoop: any EventLoop, limit: Int, tunnels: WebSocketTunnelBudget, connector: any UpstreamConnector) {
         self.eventLoop = eventLoop
         self.limit = limit
+        self.tunnels = tunnels
         self.connector = connector
         self.upstreams = NIOLoopBoundBox.makeBoxSendingValue([:], eventLoop: eventLoop)
     }
+
+    /// `proxy.max_websocket_tunnels`, for the log line of a refused handshake.
+    var tunnelLimit: Int { tunnels.limit }
 
     private func upstream(_ key: UpstreamConnectionPool.Key) -> PerUpstream {
         if let upstream = upstreams.value[key] { return upstream }
@@ -119,10 +132,27 @@ final class LoopConnections: Sendable {
         return promise.futureResult
     }
 
-    /// A connection of its own for a WebSocket tunnel: never pooled, not counted against the limit.
+    /// A connection of its own for a WebSocket tunnel: never pooled, not counted against the
+    /// per-upstream limit but against the process's tunnels (``WebSocketTunnelBudget``), whose
+    /// place it holds until it closes; ``UpstreamError/tunnelLimitReached`` when none is free.
     func connectTunnel(_ key: UpstreamConnectionPool.Key, connectTimeout: TimeAmount) -> EventLoopFuture<UpstreamConnection> {
-        connector.connect(key, on: eventLoop, timeout: connectTimeout, tunnel: true).flatMapThrowing { channel in
-            try UpstreamConnection(channel: channel, key: key, handler: channel.pipeline.syncOperations.handler(type: UpstreamChannelHandler.self))
+        let tunnels = self.tunnels
+        guard tunnels.take() else { return eventLoop.makeFailedFuture(UpstreamError.tunnelLimitReached) }
+        let connected = connector.connect(key, on: eventLoop, timeout: connectTimeout, tunnel: true)
+        connected.whenComplete { result in
+            switch result {
+            case .success(let channel): channel.closeFuture.whenComplete { _ in tunnels.giveBack() }
+            case .failure: tunnels.giveBack()
+            }
+        }
+        return connected.flatMapThrowing { channel in
+            do {
+                return try UpstreamConnection(
+                    channel: channel, key: key, handler: channel.pipeline.syncOperations.handler(type: UpstreamChannelHandler.self))
+            } catch {
+                channel.close(promise: nil)
+                throw error
+            }
         }
     }
 

@@ -16,9 +16,12 @@ enum UpstreamError: Error, Equatable, Sendable {
     /// The upstream answered something that is not HTTP/1.1 we can relay (a second head, an
     /// unasked-for upgrade, bytes between exchanges).
     case protocolViolation
+    /// A WebSocket handshake found every place of `proxy.max_websocket_tunnels` taken: no
+    /// connection was tried, and the upstream is not to blame (503).
+    case tunnelLimitReached
 
     /// An upstream that accepted the request but did not answer in time: 504. Everything else
-    /// (no connection at all included) is 502.
+    /// (no connection at all included) is 502, but ``tunnelLimitReached`` (503).
     var isTimeout: Bool {
         self == .headTimeout || self == .idleTimeout
     }
@@ -39,6 +42,7 @@ enum UpstreamError: Error, Equatable, Sendable {
         case .headTimeout, .idleTimeout: "timeout"
         case .connectionLost: "connection_lost"
         case .protocolViolation: "protocol"
+        case .tunnelLimitReached: "tunnel_limit"
         }
     }
 }
