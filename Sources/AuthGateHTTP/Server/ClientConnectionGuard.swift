@@ -15,7 +15,7 @@ final class ClientConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
-    private let limiter: ClientConnectionLimiter
+    private let limiter: BoundedCounter
     private let ticker: ClientConnectionTicker
     private let timeouts: ClientConnectionDeadlines.Timeouts
     private let logger: Logger
@@ -43,7 +43,7 @@ final class ClientConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler
     /// - Parameter http2: whether the listener serves HTTP/2 (`server.http2.enabled`): a refused
     ///   HTTP/2 client is then answered in HTTP/2.
     init(
-        limiter: ClientConnectionLimiter, ticker: ClientConnectionTicker, timeouts: ClientConnectionDeadlines.Timeouts, http2: Bool,
+        limiter: BoundedCounter, ticker: ClientConnectionTicker, timeouts: ClientConnectionDeadlines.Timeouts, http2: Bool,
         logger: Logger
     ) {
         self.http2 = http2
@@ -66,7 +66,7 @@ final class ClientConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler
     private func opened(_ context: ChannelHandlerContext) {
         guard deadlines == nil, !counted else { return }
         guard refusal == nil else { return }
-        guard limiter.tryOpen() else {
+        guard limiter.tryTake() else {
             var refusal = ConnectionRefusal(http2: http2)
             GatewayMetrics.clientConnectionRefused()
             // A flood of connections is what the limit is for: one line per 10 s, with a count.
@@ -100,7 +100,7 @@ final class ClientConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler
     private func finish() {
         guard counted else { return }
         counted = false
-        limiter.close()
+        limiter.giveBack()
         GatewayMetrics.clientConnections(open: limiter.count)
         ticker.remove(self)
         deadlines = nil

@@ -57,7 +57,7 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     private let application: ApplicationPipeline?
     private let tls: ServerTLSContext?
     private let http2: HTTP2Configuration
-    private let limiter: ClientConnectionLimiter
+    private let limiter: BoundedCounter
     private let tickers: PerEventLoop<ClientConnectionTicker>
     private let taskExecutors: PerEventLoop<EventLoopTaskExecutor>
     private let timeouts: ClientConnectionDeadlines.Timeouts
@@ -74,7 +74,7 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
         self.tls = tls
         self.proxy = proxy
         self.http2 = server.http2
-        self.limiter = ClientConnectionLimiter(limit: server.maxConnections)
+        self.limiter = BoundedCounter(limit: server.maxConnections)
         self.tickers = PerEventLoop(group: group) { ClientConnectionTicker(eventLoop: $0) }
         self.taskExecutors = PerEventLoop(group: group) { EventLoopTaskExecutor(eventLoop: $0) }
         self.timeouts = ClientConnectionDeadlines.Timeouts(

@@ -31,15 +31,21 @@ public final class UpstreamConnectionPool: Service, Sendable {
 
     private let loops: PerEventLoop<LoopConnections>
     let connector: any UpstreamConnector
-    /// The WebSocket tunnels' places, shared by every loop.
-    let tunnels: WebSocketTunnelBudget
+    /// The process's WebSocket tunnels against `proxy.max_websocket_tunnels`, shared by every
+    /// loop. Each tunnel has an upstream connection of its own, outside the per-upstream limit,
+    /// and over HTTP/2 one client connection carries as many tunnels as it may open streams, so
+    /// neither `server.max_connections` nor that limit bounds them. A place is taken before the
+    /// connection is made and given back when it closes, or at once when none was made: a
+    /// refused handshake, a failed one and an ended tunnel each give theirs back, whatever path
+    /// they took (``LoopConnections/connectTunnel(_:connectTimeout:)``).
+    let tunnels: BoundedCounter
 
     /// - Parameters:
     ///   - maxConnectionsPerUpstream: the limit for the whole process, shared out among the loops.
     ///   - group: the loops client connections run on.
     ///   - routes: the routes whose `https://` upstreams' TLS contexts are made now, at start, rather
     ///     than on an event loop at their first connection.
-    ///   - maxWebSocketTunnels: the most WebSocket tunnels open at once in the process (``WebSocketTunnelBudget``).
+    ///   - maxWebSocketTunnels: the most WebSocket tunnels open at once in the process (``tunnels``).
     public convenience init(
         maxConnectionsPerUpstream: Int, maxWebSocketTunnels: Int = 10_000, routes: [RouteConfiguration] = [],
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
@@ -52,7 +58,7 @@ public final class UpstreamConnectionPool: Service, Sendable {
     init(maxConnectionsPerUpstream: Int, maxWebSocketTunnels: Int = 10_000, group: any EventLoopGroup, connector: any UpstreamConnector) {
         let loopCount = max(1, Array(group.makeIterator()).count)
         let perLoop = max(1, maxConnectionsPerUpstream / loopCount)
-        let tunnels = WebSocketTunnelBudget(limit: maxWebSocketTunnels)
+        let tunnels = BoundedCounter(limit: maxWebSocketTunnels)
         self.connector = connector
         self.tunnels = tunnels
         self.loops = PerEventLoop(group: group) { loop in LoopConnections(eventLoop: loop, limit: perLoop, tunnels: tunnels, connector: connector) }
@@ -80,7 +86,7 @@ public final class UpstreamConnectionPool: Service, Sendable {
 final class LoopConnections: Sendable {
     let eventLoop: any EventLoop
     private let limit: Int
-    private let tunnels: WebSocketTunnelBudget
+    private let tunnels: BoundedCounter
     private let connector: any UpstreamConnector
     private let upstreams: NIOLoopBoundBox<[UpstreamConnectionPool.Key: PerUpstream]>
 
@@ -97,7 +103,7 @@ final class LoopConnections: Sendable {
         let connectTimeout: TimeAmount
     }
 
-    init(eventLoop: any EventLoop, limit: Int, tunnels: WebSocketTunnelBudget, connector: any UpstreamConnector) {
+    init(eventLoop: any EventLoop, limit: Int, tunnels: BoundedCounter, connector: any UpstreamConnector) {
         self.eventLoop = eventLoop
         self.limit = limit
         self.tunnels = tunnels
@@ -133,11 +139,11 @@ final class LoopConnections: Sendable {
     }
 
     /// A connection of its own for a WebSocket tunnel: never pooled, not counted against the
-    /// per-upstream limit but against the process's tunnels (``WebSocketTunnelBudget``), whose
+    /// per-upstream limit but against the process's tunnels (``UpstreamConnectionPool/tunnels``), whose
     /// place it holds until it closes; ``UpstreamError/tunnelLimitReached`` when none is free.
     func connectTunnel(_ key: UpstreamConnectionPool.Key, connectTimeout: TimeAmount) -> EventLoopFuture<UpstreamConnection> {
         let tunnels = self.tunnels
-        guard tunnels.take() else { return eventLoop.makeFailedFuture(UpstreamError.tunnelLimitReached) }
+        guard tunnels.tryTake() else { return eventLoop.makeFailedFuture(UpstreamError.tunnelLimitReached) }
         let connected = connector.connect(key, on: eventLoop, timeout: connectTimeout, tunnel: true)
         connected.whenComplete { result in
             switch result {

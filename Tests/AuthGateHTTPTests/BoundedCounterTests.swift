@@ -2,29 +2,29 @@ import Testing
 
 @testable import AuthGateHTTP
 
-@Suite("WebSocket tunnel budget")
-struct WebSocketTunnelBudgetTests {
+@Suite("Bounded counter (connections, WebSocket tunnels)")
+struct BoundedCounterTests {
     @Test("places up to the limit, none beyond; a place given back is taken again")
     func limit() {
-        let budget = WebSocketTunnelBudget(limit: 3)
-        #expect((0..<3).allSatisfy { _ in budget.take() })
-        #expect(!budget.take())
-        #expect(budget.inUse == 3)
+        let budget = BoundedCounter(limit: 3)
+        #expect((0..<3).allSatisfy { _ in budget.tryTake() })
+        #expect(!budget.tryTake())
+        #expect(budget.count == 3)
         budget.giveBack()
-        #expect(budget.take())
-        #expect(!budget.take())
+        #expect(budget.tryTake())
+        #expect(!budget.tryTake())
     }
 
     @Test("taken from many threads at once, never more than the limit")
     func concurrent() async {
-        let budget = WebSocketTunnelBudget(limit: 5)
+        let budget = BoundedCounter(limit: 5)
         let taken = await withTaskGroup(of: Int.self) { group in
             for _ in 0..<8 {
                 group.addTask {
                     var held = 0
-                    for _ in 0..<2_000 where budget.take() {
+                    for _ in 0..<2_000 where budget.tryTake() {
                         held += 1
-                        #expect(budget.inUse <= 5)
+                        #expect(budget.count <= 5)
                     }
                     return held
                 }
@@ -32,6 +32,6 @@ struct WebSocketTunnelBudgetTests {
             return await group.reduce(0, +)
         }
         #expect(taken == 5)
-        #expect(budget.inUse == 5)
+        #expect(budget.count == 5)
     }
 }

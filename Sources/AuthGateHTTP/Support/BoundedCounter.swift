@@ -1,17 +1,19 @@
 import Synchronization
 
-/// The cap on open client connections (`server.max_connections`), shared by every event loop.
-/// Touched once when a connection opens and once when it closes, never per request.
-final class ClientConnectionLimiter: Sendable {
+/// Things open at once against a limit, shared by every event loop: client connections against
+/// `server.max_connections`, WebSocket tunnels against `proxy.max_websocket_tunnels`. Touched
+/// when one opens and when it closes, never per request.
+final class BoundedCounter: Sendable {
+    /// Most open at once.
     let limit: Int
     private let open = Atomic<Int>(0)
 
     init(limit: Int) {
-        self.limit = limit
+        self.limit = max(1, limit)
     }
 
-    /// Counts a new connection; false when the cap is reached (the connection is refused).
-    func tryOpen() -> Bool {
+    /// Counts one more; false when the limit is reached (nothing is counted).
+    func tryTake() -> Bool {
         var current = open.load(ordering: .relaxed)
         while current < limit {
             let (exchanged, original) = open.compareExchange(expected: current, desired: current + 1, ordering: .relaxed)
@@ -21,10 +23,11 @@ final class ClientConnectionLimiter: Sendable {
         return false
     }
 
-    func close() {
+    /// Counts one fewer.
+    func giveBack() {
         open.subtract(1, ordering: .relaxed)
     }
 
-    /// Connections open now.
+    /// Open now.
     var count: Int { open.load(ordering: .relaxed) }
 }
