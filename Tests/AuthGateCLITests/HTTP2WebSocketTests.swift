@@ -198,7 +198,10 @@ struct HTTP2WebSocketTests {
                 let overHTTP1 = try await Self.metric(server, "authgate_websocket_tunnels_opened_total", ["http_version=\"1.1\""])
                 let open = try await Self.metric(server, "authgate_websocket_tunnels")
                 let closed = try await Self.metric(server, "authgate_websocket_tunnels_closed_total", ["outcome=\"closed\""])
-                return overHTTP2 == 1 && overHTTP1 == 1 && open == 1 && closed == 1
+                // Each handshake counted with the status its client saw: 200 over HTTP/2, 101 over HTTP/1.1.
+                let answered200 = try await Self.metric(server, "authgate_http_requests_total", ["route=\"open\"", "status_class=\"2xx\""])
+                let answered101 = try await Self.metric(server, "authgate_http_requests_total", ["route=\"open\"", "status_class=\"1xx\""])
+                return overHTTP2 == 1 && overHTTP1 == 1 && open == 1 && closed == 1 && answered200 == 1 && answered101 == 1
             }
         }
     }

@@ -30,7 +30,8 @@ extension GatewayConnectionHandler {
         let endOfInput = try? connection.channel.pipeline.syncOperations.handler(type: UpstreamEndOfInputGate.self)
         endOfInput?.hold()
         exchange.connection = nil
-        exchange.status = 101
+        // What the client is told: 101 over HTTP/1.1, 200 on an HTTP/2 stream (RFC 8441).
+        exchange.status = isHTTP2Stream ? 200 : 101
         mode = .tunnel
         connectionGuard?.becameTunnel()
         connection.handler.endExchange()
@@ -74,7 +75,8 @@ extension GatewayConnectionHandler {
                 upstreamChannel.close(promise: nil)
             }
         }
-        GatewayMetrics.request(route: exchange.context.routeName ?? "other", status: 101, duration: ContinuousClock.now - exchange.started)
+        GatewayMetrics.request(
+            route: exchange.context.routeName ?? "other", status: exchange.status, duration: ContinuousClock.now - exchange.started)
     }
 
     /// Replaces a connection's HTTP handlers by WebSocket framing and `relay`. Bytes the HTTP
