@@ -30,6 +30,16 @@ public struct AuthGateRequestContext: RequestContext, RemoteAddressRequestContex
     /// The caller and the admin's claims behind one reference: the context is copied at every
     /// middleware hop, and the account and claims inline made each copy retain some thirty fields.
     private var authentication: Authentication?
+    /// The `Authorization` value of a request answered from the connection's pipeline, which keeps
+    /// it out of the request's fields (``ApplicationRequest/authorization``); nil for a request
+    /// that came through Hummingbird's channel, whose field holds it. Read ``authorization(of:)``.
+    var authorizationBesideFields: String?
+
+    /// The request's `Authorization` value, wherever it travels: beside the fields (the pipeline)
+    /// or in them (Hummingbird's channel), never both. The decision refused two such lines.
+    func authorization(of request: Request) -> String? {
+        authorizationBesideFields ?? request.headers[.authorization]
+    }
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)

@@ -34,7 +34,7 @@ public struct BearerAuthenticator: RouterMiddleware {
     }
 
     public func handle(_ request: Request, context: Context, next: @concurrent (Request, Context) async throws -> Response) async throws -> Response {
-        guard let bearer = RequestSupport.bearerToken(request) else { throw RequestSupport.missingBearer }
+        guard let bearer = RequestSupport.bearerToken(request, context) else { throw RequestSupport.missingBearer }
         var context = context
         var audit = AuditContext.current
         do {

@@ -70,8 +70,8 @@ enum RequestSupport {
     }
 
     /// The bearer token of `Authorization: Bearer <token>` (scheme matched case-insensitively).
-    static func bearerToken(_ request: Request) -> String? {
-        request.headers[.authorization].flatMap(bearerToken(authorization:))
+    static func bearerToken(_ request: Request, _ context: AuthGateRequestContext) -> String? {
+        context.authorization(of: request).flatMap(bearerToken(authorization:))
     }
 
     /// The token of an `Authorization` value `Bearer <token>`, surrounding whitespace trimmed.

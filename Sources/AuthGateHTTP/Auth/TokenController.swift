@@ -92,7 +92,7 @@ public struct TokenController: Sendable {
         let now = Date()
         var linkTarget: AuthenticatedUser?
         if body.linkIdentity == true {
-            guard let bearer = RequestSupport.bearerToken(request) else {
+            guard let bearer = RequestSupport.bearerToken(request, context) else {
                 throw OAuthError(error: "invalid request", description: "Linking requires a valid user access token in Authorization")
             }
             do {

@@ -38,13 +38,16 @@ struct ApplicationPipeline: Sendable {
 
     /// The request to serve here, in Hummingbird's types, or nil when Hummingbird's channel should
     /// take it. `head` is the decided (normalized) head.
-    func request(for head: HTTPRequestHead, facts: RequestHeadFacts) -> HTTPRequest? {
-        guard head.method != .HEAD, !facts.hasUpgrade, !facts.expectsContinue, !facts.hasTransferEncoding else { return nil }
+    func request(for head: HTTPRequestHead, facts: RequestHeadFacts) -> ApplicationRequest? {
+        // The decision refused two `Authorization` lines already; with one it travels beside the head.
+        guard head.method != .HEAD, !facts.hasUpgrade, !facts.expectsContinue, !facts.hasTransferEncoding, facts.authorizationCount <= 1 else {
+            return nil
+        }
         // The decision already refused a length that is not a plain number of at most 18 digits.
         if facts.contentLengthCount > 0 {
             guard let length = facts.contentLength, length <= Self.maxBody else { return nil }
         }
-        return Self.convert(head, secure: secure)
+        return Self.convert(head, secure: secure, takingAuthorization: true)
     }
 
     /// `head` in HTTPTypes' form: what `HTTPRequest(head, secure:splitCookie: false)` makes of it
@@ -53,12 +56,19 @@ struct ApplicationPipeline: Sendable {
     /// (`/…`, every target the decision hands over but `*`) is the path as it is, where the
     /// library parses every target with `URLComponents` to find a scheme that such a target
     /// cannot have; and the `Host` line is found by its bytes, not by lower-casing every name.
-    static func convert(_ head: HTTPRequestHead, secure: Bool) -> HTTPRequest? {
-        guard head.uri.utf8.first == UInt8(ascii: "/") else { return try? HTTPRequest(head, secure: secure, splitCookie: false) }
+    ///
+    /// With `takingAuthorization`, an origin-form request's `Authorization` line (the caller
+    /// allows one at most) goes beside the head instead of into its fields
+    /// (``ApplicationRequest/authorization``).
+    static func convert(_ head: HTTPRequestHead, secure: Bool, takingAuthorization: Bool = false) -> ApplicationRequest? {
+        guard head.uri.utf8.first == UInt8(ascii: "/") else {
+            return (try? HTTPRequest(head, secure: secure, splitCookie: false)).map { ApplicationRequest(head: $0, authorization: nil) }
+        }
         guard let method = try? HTTPRequest.Method(head.method) else { return nil }
         var fields = HTTPFields()
         fields.reserveCapacity(head.headers.count)
         var authority: String?
+        var authorization: String?
         var hostSeen = false
         for (name, value) in head.headers {
             if !hostSeen, name.utf8.count == 4, RequestHeadFacts.is(name, "host") {
@@ -66,19 +76,25 @@ struct ApplicationPipeline: Sendable {
                 authority = value
                 continue
             }
+            if takingAuthorization, name.utf8.count == 13, RequestHeadFacts.is(name, "authorization") {
+                if authorization == nil { authorization = value }
+                continue
+            }
             if let fieldName = HTTPField.Name(name) { fields.append(HTTPField(name: fieldName, value: value)) }
         }
-        return HTTPRequest(method: method, scheme: secure ? "https" : "http", authority: authority, path: head.uri, headerFields: fields)
+        let request = HTTPRequest(method: method, scheme: secure ? "https" : "http", authority: authority, path: head.uri, headerFields: fields)
+        return ApplicationRequest(head: request, authorization: authorization)
     }
 
     /// The router's answer to `request`: a head for the client's HTTP version and the whole body.
     /// Never throws: what the router throws past its own error handling is a 500, as Hummingbird
     /// answers it.
-    func respond(to request: HTTPRequest, body: ByteBuffer, channel: any Channel) async -> (HTTPResponse, ByteBuffer) {
-        let context = AuthGateRequestContext(source: ApplicationRequestContextSource(channel: channel, logger: logger))
+    func respond(to request: ApplicationRequest, body: ByteBuffer, channel: any Channel) async -> (HTTPResponse, ByteBuffer) {
+        var context = AuthGateRequestContext(source: ApplicationRequestContextSource(channel: channel, logger: logger))
+        context.authorizationBesideFields = request.authorization
         var response: Response
         do {
-            response = try await responder.respond(to: Request(head: request, body: RequestBody(buffer: body)), context: context)
+            response = try await responder.respond(to: Request(head: request.head, body: RequestBody(buffer: body)), context: context)
         } catch {
             logger.debug("unrecognised error", metadata: ["gw.error_type": "\(type(of: error))"])
             response = Response(status: .internalServerError, body: ResponseBody())
@@ -87,13 +103,25 @@ struct ApplicationPipeline: Sendable {
         do {
             try await response.body.write(collector)
         } catch {
-            logger.error("answer too large to gather", metadata: ["gw.path": "\(request.path ?? "")"])
+            logger.error("answer too large to gather", metadata: ["gw.path": "\(request.head.path ?? "")"])
             return (HTTPResponse(status: .internalServerError, headerFields: [.contentLength: "0"]), ByteBuffer())
         }
         // The framing headers are the router's, as Hummingbird would send them (NIO's encoder
         // chunks a body of unknown length).
         return (response.head, collector.buffer)
     }
+}
+
+/// A request the router answers from the connection (``ApplicationPipeline``).
+struct ApplicationRequest {
+    /// The head in HTTPTypes' form, without its `Authorization` line when ``authorization`` holds it.
+    let head: HTTPRequest
+    /// The `Authorization` line's value, kept beside the fields rather than in them: HTTPTypes checks
+    /// every byte of a field's value again, a kilobyte for an access token (the costliest step of a
+    /// `GET /user`), where NIO's parser has already refused any byte a field value may not hold. The
+    /// handlers read it through ``AuthGateRequestContext/authorization(of:)``, as they read the
+    /// field of a request that came through Hummingbird's channel.
+    let authorization: String?
 }
 
 /// Gathers an answer's body (every AuthGate answer is one buffer; a streamed one is gathered up to

@@ -6,7 +6,7 @@ import NIOHTTPTypesHTTP1
 
 /// A request for AuthGate's own endpoints, gathered whole before the router answers it.
 struct GatheredRequest {
-    let request: HTTPRequest
+    let request: ApplicationRequest
     let version: HTTPVersion
     /// The client may send another request on the connection after this one.
     let keepAlive: Bool
@@ -17,7 +17,7 @@ struct GatheredRequest {
 /// gathered, the router answers it in one task, and the answer is written with one flush.
 extension GatewayConnectionHandler {
     /// Starts gathering a request the router answers; its parts follow (an `end` at least).
-    func gather(_ request: HTTPRequest, version: HTTPVersion, keepAlive: Bool) {
+    func gather(_ request: ApplicationRequest, version: HTTPVersion, keepAlive: Bool) {
         gathered = GatheredRequest(request: request, version: version, keepAlive: keepAlive)
         mode = .gathering
     }
