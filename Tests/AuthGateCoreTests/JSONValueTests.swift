@@ -67,6 +67,57 @@ struct JSONValueTests {
         #expect(try JSONDecoder().decode(JSONValue.self, from: Data(bytes)) == value)
     }
 
+    @Test("strings are escaped exactly as byte by byte, whatever their length and wherever the escapes fall among eight-byte words")
+    func escapesLikeTheReference() throws {
+        /// JSON's escapes, one scalar at a time: the rule the word-at-a-time writer must match.
+        func reference(_ text: String) -> String {
+            var out = "\""
+            for scalar in text.unicodeScalars {
+                switch scalar {
+                case "\"": out += "\\\""
+                case "\\": out += "\\\\"
+                case "\n": out += "\\n"
+                case "\r": out += "\\r"
+                case "\t": out += "\\t"
+                case _ where scalar.value < 0x20: out += "\\u00" + String(scalar.value >> 4, radix: 16) + String(scalar.value & 15, radix: 16)
+                default: out.unicodeScalars.append(scalar)
+                }
+            }
+            return out + "\""
+        }
+        var generator = SystemRandomNumberGenerator()
+        let pieces: [String] = [
+            "a", "Z", "0", ".", "-", "_", "~", "\"", "\\", "\n", "\r", "\t", "\u{0}", "\u{1}", "\u{8}", "\u{c}", "\u{1f}", " ", "!", "#", "[", "]",
+            "\u{7f}", "é", "😀", "\u{2028}", "\u{ff}", "\u{21}", "\u{5b}", "\u{5d}", "A"
+        ]
+        for _ in 0..<5000 {
+            var text = ""
+            for _ in 0..<Int.random(in: 0...40, using: &generator) {
+                // Long runs of one piece put an escape at every offset of a word, or none in many words.
+                let piece = pieces.randomElement(using: &generator)!
+                text += Bool.random(using: &generator) ? piece : String(repeating: piece, count: Int.random(in: 1...17, using: &generator))
+            }
+            var written: [UInt8] = []
+            JSONValue.writeString(text, into: &written)
+            #expect(String(decoding: written, as: UTF8.self) == reference(text), "\(Array(text.utf8))")
+            #expect((try? JSONValue.parse(written)) == .string(text), "\(Array(text.utf8))")
+        }
+        // Every byte value at every position of a word, among bytes that need no escape.
+        for position in 0..<8 {
+            for byte in UInt8(0)...UInt8(0x7f) {
+                var bytes = Array(repeating: UInt8(ascii: "x"), count: 8)
+                bytes[position] = byte
+                let word = bytes.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+                #expect(JSONValue.needsEscape(word) == (byte < 0x20 || byte == 0x22 || byte == 0x5C), "byte \(byte) at \(position)")
+            }
+            for byte in UInt8(0x80)...UInt8(0xff) {
+                var bytes = Array(repeating: UInt8(0xc3), count: 8)
+                bytes[position] = byte
+                #expect(!JSONValue.needsEscape(bytes.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }), "byte \(byte) at \(position)")
+            }
+        }
+    }
+
     @Test("objects of any size are written with their members in key order, at every depth")
     func objectsInKeyOrder() throws {
         var generator = SystemRandomNumberGenerator()
