@@ -118,6 +118,21 @@ struct JSONValueTests {
         }
     }
 
+    @Test("a string's end, an escape or a raw control character is found wherever it falls among eight-byte words")
+    func stringEndsAtAnyOffset() throws {
+        for length in 0..<40 {
+            let run = String(repeating: "a", count: length)
+            #expect(try JSONValue.parse(Array("\"\(run)\"".utf8)) == .string(run))
+            #expect(try JSONValue.parse(Array("[\"\(run)\",\"\(run)é\"]".utf8)) == .array([.string(run), .string(run + "é")]))
+            #expect(try JSONValue.parse(Array("\"\(run)\\n\(run)\"".utf8)) == .string(run + "\n" + run))
+            for control in [UInt8(0), 0x01, 0x0a, 0x1f] {
+                let text = Array("\"\(run)".utf8) + [control] + Array("bbbbbbbbb\"".utf8)
+                #expect(throws: JSONValue.ParseError.self, "\(control) after \(length)") { try JSONValue.parse(text) }
+            }
+            #expect(throws: JSONValue.ParseError.self, "unterminated after \(length)") { try JSONValue.parse(Array("\"\(run)".utf8)) }
+        }
+    }
+
     @Test("objects of any size are written with their members in key order, at every depth")
     func objectsInKeyOrder() throws {
         var generator = SystemRandomNumberGenerator()
