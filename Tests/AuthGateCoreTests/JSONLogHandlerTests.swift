@@ -10,23 +10,7 @@ import Testing
 struct JSONLogHandlerTests {
     /// The handler's earlier writer, kept here as the reference for everything after `ts`.
     private static func reference(label: String, level: Logger.Level, message: String, fields: Logger.Metadata) -> String {
-        func quoted(_ text: String) -> String {
-            var out = "\""
-            for scalar in text.unicodeScalars {
-                switch scalar {
-                case "\"": out += "\\\""
-                case "\\": out += "\\\\"
-                case "\n": out += "\\n"
-                case "\r": out += "\\r"
-                case "\t": out += "\\t"
-                case _ where scalar.value < 0x20:
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                default: out.unicodeScalars.append(scalar)
-                }
-            }
-            return out + "\""
-        }
+        let quoted = JSONStringReference.quoted
         var line = "\"level\":\"\(level.rawValue)\",\"logger\":" + quoted(label) + ",\"msg\":" + quoted(message)
         for key in fields.keys.sorted() { line += "," + quoted(key) + ":" + quoted(fields[key]?.description ?? "") }
         return line + "}\n"
