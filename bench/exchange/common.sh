@@ -24,13 +24,21 @@ start_gateway() {
     fi
     gateway_pid=$!
     pids+=($gateway_pid)
+    wait_for_gateway "$1" "$GATEWAY"
+}
+# wait_for_gateway DIR BUILD [SECONDS]: waits until the gateway started from DIR ($gateway_pid, on
+# $gateway_port) answers /readyz; exits with the end of DIR/authgate.log (valgrind's stack lines
+# left out) when the gateway exits first, or when SECONDS pass (no limit without).
+wait_for_gateway() {
+    local polls=0 limit=$((${3:-0} * 20))
     until curl -fs "http://127.0.0.1:$gateway_port/readyz" >/dev/null 2>&1; do
-        if ! kill -0 "$gateway_pid" 2>/dev/null; then
-            echo "error: the gateway ($GATEWAY) exited before it was ready; its log:" >&2
-            tail -5 "$1/authgate.log" >&2
+        if ! kill -0 "$gateway_pid" 2>/dev/null || { [ "$limit" -gt 0 ] && [ "$polls" -ge "$limit" ]; }; then
+            echo "error: the gateway ($2) exited or was not ready in time; its log:" >&2
+            grep -v '^==[0-9]*==    \(at\|by\) 0x' "$1/authgate.log" | tail -20 >&2
             exit 1
         fi
         sleep 0.05
+        polls=$((polls + 1))
     done
 }
 ticks_per_second="$(getconf CLK_TCK)"

@@ -66,15 +66,7 @@ measure() {
     gateway_pid=$!
     pids+=("$gateway_pid")
     base="http://127.0.0.1:$gateway_port"
-    local waited=0
-    until curl -fs "$base/readyz" >/dev/null 2>&1; do
-        if ! kill -0 "$gateway_pid" 2>/dev/null || [ "$waited" -ge 1200 ]; then
-            echo "error: the gateway ($build) under valgrind was not ready; its log:" >&2
-            grep -v '^==[0-9]*==    \(at\|by\) 0x' "$dir/authgate.log" | tail -20 >&2
-            exit 1
-        fi
-        sleep 0.1; waited=$((waited + 1))
-    done
+    wait_for_gateway "$dir" "$build under valgrind" 120
     # The warm-up: every row once, not counted (first calls fill the runtime's metadata caches).
     drive signin "$dir/warm-tokens.txt" "$dir/warm-sessions.txt" >/dev/null
     drive signin "$dir/warm-returning.txt" >/dev/null
