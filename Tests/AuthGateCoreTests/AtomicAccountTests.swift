@@ -257,6 +257,30 @@ struct AtomicAccountTests: AccountsTesting {
         }
     }
 
+    @Test("a record as the cache is seeded with (asRead) is the record its stored bytes read back as, every date included")
+    func asReadIsTheReadBack() throws {
+        // Dates between milliseconds, each one different, so a date left unrounded or taken
+        // from another member shows.
+        func date(_ offset: Double) -> Date { Date(timeIntervalSince1970: 1_790_000_000.123_456 + offset) }
+        for present in [true, false] {
+            let user = UserRecord(
+                id: "u", aud: "authenticated", role: "authenticated", email: present ? "a@example.com" : nil, phone: nil,
+                emailConfirmedAt: present ? date(1.000_7) : nil, appMetadata: ["provider": "apple"], userMetadata: ["é": "ü"],
+                isAnonymous: !present, createdAt: date(2.000_3), updatedAt: date(3.000_9), lastSignInAt: present ? date(4.000_2) : nil,
+                bannedUntil: present ? date(5.000_6) : nil, deletedAt: present ? date(6.000_4) : nil)
+            #expect(try StoredRecordCoding.decodeUser(StoredRecordCoding.encode(user)) == StoredRecordCoding.asRead(user))
+            let identity = IdentityRecord(
+                identityID: "i", userID: "u", provider: "apple", subject: "s", identityData: ["sub": "s"], email: nil,
+                createdAt: date(7.000_1), updatedAt: date(8.000_8), lastSignInAt: present ? date(9.000_5) : nil)
+            #expect(try StoredRecordCoding.decodeIdentity(StoredRecordCoding.encode(identity)) == StoredRecordCoding.asRead(identity))
+            let session = SessionRecord(
+                id: "s", userID: "u", createdAt: date(10.000_3), refreshedAt: date(11.000_7), aal: "aal1",
+                amr: [.init(method: "id_token", timestamp: 1_790_000_010)])
+            #expect(try StoredRecordCoding.decodeSession(StoredRecordCoding.encode(session)) == StoredRecordCoding.asRead(session))
+            #expect(StoredRecordCoding.asRead(user) != user)
+        }
+    }
+
     /// A count shared by concurrent tasks.
     private final class Counter: Sendable {
         private let count = Atomic<Int>(0)

@@ -119,6 +119,44 @@ struct JSONValueTests {
         }
     }
 
+    @Test("a string is read only when it is well-formed UTF-8, as the standard library judges, wherever a non-ASCII byte falls")
+    func stringsAreValidatedUTF8() throws {
+        // Well-formed and ill-formed sequences (a lone continuation byte, a truncated sequence,
+        // an overlong form, a surrogate, past U+10FFFF, bytes that never occur).
+        let sequences: [[UInt8]] = [
+            [0xc3, 0xa9], [0xe2, 0x82, 0xac], [0xf0, 0x9f, 0x98, 0x80], [0xef, 0xbf, 0xbd], [0x80], [0xbf], [0xc3], [0xe2, 0x82],
+            [0xf0, 0x9f, 0x98], [0xc0, 0xaf], [0xe0, 0x80, 0xaf], [0xed, 0xa0, 0x80], [0xf4, 0x90, 0x80, 0x80], [0xfe], [0xff]
+        ]
+        var generator = SystemRandomNumberGenerator()
+        for sequence in sequences {
+            let valid = String(validating: sequence, as: UTF8.self)
+            for before in 0..<18 {
+                let after = Int.random(in: 0..<18, using: &generator)
+                let bytes = Array(repeating: UInt8(ascii: "a"), count: before) + sequence + Array(repeating: UInt8(ascii: "b"), count: after)
+                let expected = String(validating: bytes, as: UTF8.self)
+                #expect((expected != nil) == (valid != nil), "\(bytes)")
+                #expect(bytes.withUnsafeBufferPointer { JSONValue.string(validatingUTF8: $0) } == expected, "\(bytes)")
+                // Both of the parser's paths: the plain string and the one with an escape.
+                for escaped in [false, true] {
+                    let text = [UInt8(ascii: "\"")] + bytes + (escaped ? Array(#"\n"#.utf8) : []) + [UInt8(ascii: "\"")]
+                    if let expected {
+                        #expect(try JSONValue.parse(text) == .string(expected + (escaped ? "\n" : "")), "\(text)")
+                    } else {
+                        #expect(throws: JSONValue.ParseError.self, "\(text)") { try JSONValue.parse(text) }
+                    }
+                }
+            }
+        }
+        // Random bytes, mostly ASCII with a high byte now and then, against the standard library.
+        for _ in 0..<20_000 {
+            let bytes = (0..<Int.random(in: 0..<40, using: &generator)).map { _ in
+                Bool.random(using: &generator) ? UInt8.random(in: 0x20..<0x7f, using: &generator) : UInt8.random(in: 0x80...0xff, using: &generator)
+            }
+            #expect(bytes.withUnsafeBufferPointer { JSONValue.string(validatingUTF8: $0) } == String(validating: bytes, as: UTF8.self), "\(bytes)")
+        }
+        #expect(JSONValue.string(validatingUTF8: UnsafeBufferPointer(start: nil, count: 0)) == "")
+    }
+
     @Test("objects of any size are written with their members in key order, at every depth")
     func objectsInKeyOrder() throws {
         var generator = SystemRandomNumberGenerator()

@@ -65,30 +65,34 @@ enum StoredRecordCoding {
     // MARK: records as a read gives them
 
     /// `user` as decoding its encoding gives it back: dates at the milliseconds stored (every
-    /// other member is written and read back exactly). For seeding ``StoredRecordCache``.
+    /// other member is written and read back exactly). For seeding ``StoredRecordCache``. Each
+    /// date is named (no key paths: a key path is read through the runtime, ~500 instructions).
     static func asRead(_ user: UserRecord) -> UserRecord {
-        withStoredDates(user, [\.createdAt, \.updatedAt], [\.emailConfirmedAt, \.lastSignInAt, \.bannedUntil, \.deletedAt])
+        var user = user
+        user.createdAt = user.createdAt.atStoredMillisecond
+        user.updatedAt = user.updatedAt.atStoredMillisecond
+        user.emailConfirmedAt = user.emailConfirmedAt?.atStoredMillisecond
+        user.lastSignInAt = user.lastSignInAt?.atStoredMillisecond
+        user.bannedUntil = user.bannedUntil?.atStoredMillisecond
+        user.deletedAt = user.deletedAt?.atStoredMillisecond
+        return user
     }
 
     /// `identity` as decoding its encoding gives it back (see `asRead` of a user).
     static func asRead(_ identity: IdentityRecord) -> IdentityRecord {
-        withStoredDates(identity, [\.createdAt, \.updatedAt], [\.lastSignInAt])
+        var identity = identity
+        identity.createdAt = identity.createdAt.atStoredMillisecond
+        identity.updatedAt = identity.updatedAt.atStoredMillisecond
+        identity.lastSignInAt = identity.lastSignInAt?.atStoredMillisecond
+        return identity
     }
 
     /// `session` as decoding its encoding gives it back (see `asRead` of a user).
     static func asRead(_ session: SessionRecord) -> SessionRecord {
-        withStoredDates(session, [\.createdAt, \.refreshedAt])
-    }
-
-    /// `record` with the dates at `dates` and `optionalDates` as written (``Date/unixMilliseconds``)
-    /// and read back (``Fields/optionalDate(_:)``): ``Date/atStoredMillisecond``.
-    private static func withStoredDates<Record>(
-        _ record: Record, _ dates: [WritableKeyPath<Record, Date>], _ optionalDates: [WritableKeyPath<Record, Date?>] = []
-    ) -> Record {
-        var record = record
-        for path in dates { record[keyPath: path] = record[keyPath: path].atStoredMillisecond }
-        for path in optionalDates { record[keyPath: path] = record[keyPath: path]?.atStoredMillisecond }
-        return record
+        var session = session
+        session.createdAt = session.createdAt.atStoredMillisecond
+        session.refreshedAt = session.refreshedAt.atStoredMillisecond
+        return session
     }
 
     // MARK: reading
