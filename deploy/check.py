@@ -138,8 +138,12 @@ binary = os.path.join(ROOT, ".build", "debug", "authgate")
 examples = ["deploy/compose/authgate.yaml", "deploy/compose/authgate-tls.yaml", "config/authgate.yaml", "config/production.example.yaml"]
 if "ConfigMap" in kinds:
     # The Kubernetes configuration, as the pods read it.
+    import atexit
+    import shutil
     import tempfile
-    configmap_copy = os.path.join(tempfile.mkdtemp(prefix="authgate-deploy-check-"), "authgate.yaml")
+    configmap_directory = tempfile.mkdtemp(prefix="authgate-deploy-check-")
+    atexit.register(shutil.rmtree, configmap_directory, True)
+    configmap_copy = os.path.join(configmap_directory, "authgate.yaml")
     with open(configmap_copy, "w", encoding="utf-8") as handle:
         handle.write(kinds["ConfigMap"][1]["data"]["authgate.yaml"])
     examples.append(configmap_copy)

@@ -20,6 +20,7 @@ extension AccountsTesting {
     ) async throws {
         let jwks = FileManager.default.temporaryDirectory.appendingPathComponent("jwks-\(UUID().uuidString).json")
         try FakeProvider.jwks(FakeProvider.sharedKeys).write(to: jwks, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: jwks) }
         let configuration = try AuthGateConfiguration.parse(
             yaml: """
                 tokens: { refresh: { reuse_interval: \(reuse) \(extra) } }

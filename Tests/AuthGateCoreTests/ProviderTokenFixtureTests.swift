@@ -72,6 +72,7 @@ struct ProviderTokenFixtureTests {
             let jwksFile = FileManager.default.temporaryDirectory.appendingPathComponent("firebase-\(UUID().uuidString).json")
             let jwk = try JSONEncoder().encode(testCase.jwk ?? .null)
             try Data("{\"keys\":[".utf8 + jwk + "]}".utf8).write(to: jwksFile)
+            RemovedAtExit.register(jwksFile.path)
             let providers = try AuthGateConfiguration.parse(
                 yaml:
                     "providers: { oidc: [ { name: firebase, issuer: \"\(issuer)\", audiences: [\"\(audience)\"], jwks_file: \"\(jwksFile.path)\", skip_nonce_check: true } ] }",

@@ -43,7 +43,7 @@ struct SingleUseTests {
     private func jwksFile(_ keys: [FakeProvider.Key]) throws -> String {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("jwks-\(UUID().uuidString).json")
         try FakeProvider.jwks(keys).write(to: url, atomically: true, encoding: .utf8)
-        return url.path
+        return RemovedAtExit.register(url.path)
     }
 
     /// A token of `provider` for `subject` whose nonce claim is the hash of `nonce`.

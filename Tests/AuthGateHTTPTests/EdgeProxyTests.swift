@@ -33,7 +33,7 @@ struct EdgeProxyTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("edge-keys-\(UUID().uuidString)")
         try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         try? TestKeys.es256PEM().write(to: directory.appendingPathComponent("k1.pem"), atomically: true, encoding: .utf8)
-        return directory.path
+        return RemovedAtExit.register(directory.path)
     }()
 
     private func gateway(

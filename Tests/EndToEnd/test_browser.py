@@ -17,6 +17,7 @@ import os
 import queue
 import secrets
 import shutil
+import signal
 import struct
 import subprocess
 import tempfile
@@ -185,17 +186,50 @@ def browse(url: str, app: App) -> dict:
     browser = subprocess.Popen(
         ["chromium-headless-shell", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--ignore-certificate-errors",
          f"--user-data-dir={profile}", url],
-        stdout=log, stderr=log)
+        stdout=log, stderr=log, start_new_session=True)
     try:
         return app.reports.get(timeout=60)
     except queue.Empty:
         log.flush()
         raise AssertionError("the page reported nothing:\n" + open(os.path.join(profile, "chromium.log")).read()[-4000:])
     finally:
-        browser.kill()
-        browser.wait()
+        stop_process_group(browser)
         log.close()
-        shutil.rmtree(profile, ignore_errors=True)
+        shutil.rmtree(profile)
+
+
+def stop_process_group(process: subprocess.Popen) -> None:
+    """Kills `process` and every process it started (its session's process group: Chromium's
+    zygote, GPU and renderer processes) and waits until none of them runs, so that none writes
+    into the profile after it is removed (a renderer outliving the browser left a `Default`
+    folder behind in every run)."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait()
+    deadline = time.monotonic() + 30
+    while live_members(process.pid):
+        assert time.monotonic() < deadline, f"processes of group {process.pid} still run after SIGKILL"
+        time.sleep(0.01)
+
+
+def live_members(group: int) -> list[int]:
+    """The processes of process group `group` that still run (a zombie, which writes nothing, does
+    not count: its new parent may reap it late)."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        # After the command's closing parenthesis: state, parent, process group.
+        if int(fields[2]) == group and fields[0] != "Z":
+            members.append(int(entry))
+    return members
 
 
 def test_a_browser_opens_a_websocket_with_its_access_token_as_a_subprotocol(edge, app):

@@ -53,8 +53,11 @@ enum ProxyFixture {
         """
 
     /// The configuration and the signing key it names (the fixed fuzz key, written to a file).
+    /// Where the key file is written; removed when the fuzzer exits.
+    static let directory = FileManager.default.temporaryDirectory.appendingPathComponent("authgate-fuzz-proxy-\(getpid())")
+
     static let setup: (configuration: AuthGateConfiguration, keyRing: SigningKeyRing) = {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("authgate-fuzz-proxy-\(getpid())")
+        atexit { try? FileManager.default.removeItem(at: ProxyFixture.directory) }
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             try FuzzProvider.privateKeyPEM.write(to: directory.appendingPathComponent("fuzz.pem"), atomically: true, encoding: .utf8)

@@ -38,10 +38,11 @@ public enum FuzzProvider {
         return #"{"keys":[{"kty":"EC","crv":"P-256","kid":"\#(keyID)","use":"sig","alg":"ES256","x":"\#(x)","y":"\#(y)"}]}"#
     }
 
-    /// ``keySetDocument`` written once to a temporary file.
+    /// ``keySetDocument`` written once to a temporary file, removed when the fuzzer exits.
     public static let keySetFile: String = {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("authgate-fuzz-jwks-\(getpid()).json").path
         FileManager.default.createFile(atPath: path, contents: Data(keySetDocument.utf8))
+        atexit { try? FileManager.default.removeItem(atPath: FuzzProvider.keySetFile) }
         return path
     }()
 
