@@ -238,6 +238,7 @@ public enum SharedRedis {
 
     /// The shared server's URL.
     public static func url() async throws -> RedisURL {
+        _ = EventLoopLagWatch.started
         if let text = ProcessInfo.processInfo.environment["AUTHGATE_TEST_REDIS_URL"], !text.isEmpty {
             return try RedisURL(parsing: text)
         }
