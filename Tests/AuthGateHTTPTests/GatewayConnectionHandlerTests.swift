@@ -70,6 +70,14 @@ struct GatewayConnectionHandlerTests {
             client.pipeline.fireChannelReadComplete()
         }
 
+        /// `parts` as what one read of the socket decodes into: each passed on, then one end of
+        /// the read (``send(_:)`` ends a read after each part, as `writeInbound` does).
+        func sendInOneRead(_ parts: [HTTPServerRequestPart]) throws {
+            for part in parts { client.pipeline.fireChannelRead(NIOAny(part)) }
+            client.pipeline.fireChannelReadComplete()
+            try client.throwIfErrorCaught()
+        }
+
         func head(_ method: HTTPMethod, _ uri: String, _ headers: HTTPHeaders = [:]) -> HTTPServerRequestPart {
             var headers = headers
             headers.add(name: "Host", value: "gateway")
@@ -110,6 +118,33 @@ struct GatewayConnectionHandlerTests {
             if case .body(.byteBuffer(let buffer)) = part { return total + buffer.readableBytes }
             return total
         }
+    }
+
+    @Test("small body parts reach the upstream gathered until they make 8 KiB (or the read ends), large ones as they come, every byte in order")
+    func smallPartsGathered() throws {
+        let rig = try Rig()
+        var sent: [UInt8] = []
+        func part(_ count: Int) -> HTTPServerRequestPart {
+            let bytes = (0..<count).map { _ in UInt8.random(in: 0...255) }
+            sent += bytes
+            return .body(ByteBuffer(bytes: bytes))
+        }
+        // One read's worth: 20,000 one-byte parts (a client's 1-byte chunks), then a large part,
+        // then a few small ones that the end of the read writes.
+        try rig.sendInOneRead(
+            [rig.head(.POST, "/up/upload", ["Transfer-Encoding": "chunked"])] + (0..<20_000).map { _ in part(1) } + [part(65_536)]
+                + (0..<3).map { _ in part(100) })
+        var received = try rig.upstreamReceived(0)
+        // The next read: a part that fills a gathered one, then the end.
+        try rig.sendInOneRead([part(5_000), part(5_000), .end(nil)])
+        received += try rig.upstreamReceived(0)
+        let bodies = received.compactMap { part -> ByteBuffer? in
+            if case .body(.byteBuffer(let buffer)) = part { return buffer } else { return nil }
+        }
+        #expect(Array(bodies.map { Array($0.readableBytesView) }.joined()) == sent, "the upstream got the body's bytes in order")
+        let sizes = bodies.map(\.readableBytes)
+        #expect(sizes == [8192, 8192, 3616, 65_536, 300, 10_000], "\(sizes.count) parts: \(sizes.prefix(8))...")
+        guard case .end = received.last else { Issue.record("the request did not end: \(received.suffix(2))"); return }
     }
 
     @Test("the upstream answers before the body ends: relayed, its connection closed, the rest drained, and the next request served")
