@@ -98,6 +98,14 @@ struct GatewayConnectionHandlerTests {
             return parts
         }
 
+        /// `parts` as what one read of upstream `index`'s socket decodes into.
+        func upstreamSendsInOneRead(_ index: Int, _ parts: [HTTPClientResponsePart]) throws {
+            let upstream = connector.channels[index]
+            for part in parts { upstream.pipeline.fireChannelRead(NIOAny(part)) }
+            upstream.pipeline.fireChannelReadComplete()
+            try upstream.throwIfErrorCaught()
+        }
+
         func upstreamAnswers(_ index: Int, status: HTTPResponseStatus = .ok, body: String = "ok", keepAlive: Bool = true) throws {
             let upstream = connector.channels[index]
             var headers: HTTPHeaders = ["Content-Length": String(body.utf8.count)]
@@ -145,6 +153,37 @@ struct GatewayConnectionHandlerTests {
         let sizes = bodies.map(\.readableBytes)
         #expect(sizes == [8192, 8192, 3616, 65_536, 300, 10_000], "\(sizes.count) parts: \(sizes.prefix(8))...")
         guard case .end = received.last else { Issue.record("the request did not end: \(received.suffix(2))"); return }
+    }
+
+    @Test("small response parts reach the client gathered up to 8 KiB (or to the upstream's read end), large ones as they come, bytes in order")
+    func smallResponsePartsGathered() throws {
+        let rig = try Rig()
+        try rig.send(rig.head(.GET, "/up/stream"), .end(nil))
+        _ = try rig.upstreamReceived(0)
+        var sent: [UInt8] = []
+        func part(_ count: Int) -> HTTPClientResponsePart {
+            let bytes = (0..<count).map { _ in UInt8.random(in: 0...255) }
+            sent += bytes
+            return .body(ByteBuffer(bytes: bytes))
+        }
+        let head = HTTPResponseHead(version: .http1_1, status: .ok, headers: ["Transfer-Encoding": "chunked"])
+        // One read of the upstream: the head, 20,000 one-byte chunks, a large one, a few small
+        // ones that the end of the read writes.
+        try rig.upstreamSendsInOneRead(0, [.head(head)] + (0..<20_000).map { _ in part(1) } + [part(65_536)] + (0..<3).map { _ in part(100) })
+        var received = try rig.responses()
+        #expect(received.count == 6, "the head and five parts, all written by the end of the read: \(received.count)")
+        // The next read: a small part, then a part that fills a gathered one, a small one and the end.
+        try rig.upstreamSendsInOneRead(0, [part(3_000), part(5_192), part(10), .end(nil)])
+        received += try rig.responses()
+        #expect(status(received) == [200])
+        let bodies = received.compactMap { part -> ByteBuffer? in
+            if case .body(.byteBuffer(let buffer)) = part { return buffer } else { return nil }
+        }
+        #expect(Array(bodies.map { Array($0.readableBytesView) }.joined()) == sent, "the client got the body's bytes in order")
+        let sizes = bodies.map(\.readableBytes)
+        #expect(sizes == [8192, 8192, 3616, 65_536, 300, 8192, 10], "\(sizes.count) parts: \(sizes.prefix(8))...")
+        guard case .end = received.last else { Issue.record("the response did not end: \(received.suffix(2))"); return }
+        #expect(rig.client.isActive)
     }
 
     @Test("the upstream answers before the body ends: relayed, its connection closed, the rest drained, and the next request served")

@@ -132,8 +132,15 @@ extension GatewayConnectionHandler: UpstreamExchangeDelegate {
         perform(exchange.machine.responseEnd(keepAlive: keepAlive && !exchange.isTunnelHandshake), exchange)
     }
 
+    /// The end of the upstream's read: what was gathered of its response goes to the client now.
     func upstreamReadComplete() {
-        context?.flush()
+        guard let context else { return }
+        if let exchange { exchange.responseBody.drain { writeResponseBodyPart($0, context) } }
+        context.flush()
+    }
+
+    private func writeResponseBodyPart(_ buffer: ByteBuffer, _ context: ChannelHandlerContext) {
+        context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
     }
 
     func upstreamFailed(_ error: UpstreamError) {
@@ -205,7 +212,9 @@ extension GatewayConnectionHandler: UpstreamExchangeDelegate {
             context.write(
                 wrapOutboundOut(.head(HTTPResponseHead(version: exchange.context.version, status: head.status, headers: headers))), promise: nil)
         case .writeResponseBody(let buffer):
-            context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
+            // Small parts are gathered (``BodyPartGatherer``); the end of the upstream's read
+            // (``upstreamReadComplete()``) or the response's end writes what is held.
+            exchange.responseBody.take(buffer, allocator: context.channel.allocator) { writeResponseBodyPart($0, context) }
         case .finishResponse(let reusable, let next):
             // The upstream connection goes back first: on an HTTP/2 stream the client's end closes
             // the stream at once (both sides have ended), and a close seen while the connection
@@ -215,6 +224,7 @@ extension GatewayConnectionHandler: UpstreamExchangeDelegate {
                 giveBack(connection, reusable: reusable)
             }
             if let plan = exchange.plan { proxy?.markHealthy(plan) }
+            exchange.responseBody.drain { writeResponseBodyPart($0, context) }
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
             finishResponse(then: next)
         case .respond(let failure, let next):

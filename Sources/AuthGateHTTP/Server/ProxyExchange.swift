@@ -11,6 +11,8 @@ final class ProxyExchange {
     var plan: ProxyPlan?
     var context: ProxyRequestContext
     var connection: UpstreamConnection?
+    /// Small parts of the upstream's response gathered into fewer before they go to the client.
+    var responseBody = BodyPartGatherer()
     /// The upstream connection will become a WebSocket tunnel if the upstream agrees.
     var isTunnelHandshake = false
     /// The status written to the client (for the access line).

@@ -10,15 +10,8 @@ final class UpstreamConnection {
     let handler: UpstreamChannelHandler
     /// It served an exchange before (so the upstream may have closed it meanwhile).
     var hasServed = false
-    /// Small parts of the request body gathered into one (``writeBody(_:)``), not written yet.
-    private var gatheredBody: ByteBuffer?
-
-    /// Body parts smaller than this are gathered into one until it holds this many bytes (less
-    /// than twice as many) before they are written; larger ones go as they come. A client's
-    /// 1-byte chunks (5 bytes on the wire each) would otherwise each cost a pass through the
-    /// upstream pipeline and three writes of the chunked encoder: 20,000 of them held an event
-    /// loop for a second and a half (debug build), and the upstream received 20,000 chunks.
-    static let gatheredBodyLimit = 8192
+    /// Small parts of the request body gathered into fewer (``writeBody(_:)``).
+    private var requestBody = BodyPartGatherer()
 
     init(channel: any Channel, key: UpstreamConnectionPool.Key, handler: UpstreamChannelHandler) {
         self.channel = channel
@@ -50,25 +43,11 @@ final class UpstreamConnection {
         channel.write(HTTPClientRequestPart.head(head), promise: nil)
     }
 
-    /// Writes a part of the request body (not flushed): a large one as it is, small ones gathered
-    /// (``gatheredBodyLimit``) and written once they make that many bytes, before a large one,
-    /// and at the next ``flush()`` (the end of the client's read) or ``writeEnd()``. The bytes
-    /// and their order are the client's; only the upstream's chunk boundaries differ, as HTTP
-    /// allows.
+    /// Writes a part of the request body (not flushed): small parts are gathered
+    /// (``BodyPartGatherer``) and written once they make 8 KiB, before a large one, and at the
+    /// next ``flush()`` (the end of the client's read) or ``writeEnd()``.
     func writeBody(_ buffer: ByteBuffer) {
-        guard buffer.readableBytes < Self.gatheredBodyLimit else {
-            writeGatheredBody()
-            channel.write(HTTPClientRequestPart.body(.byteBuffer(buffer)), promise: nil)
-            return
-        }
-        var gathered = gatheredBody ?? channel.allocator.buffer(capacity: Self.gatheredBodyLimit)
-        gatheredBody = nil
-        gathered.writeImmutableBuffer(buffer)
-        if gathered.readableBytes >= Self.gatheredBodyLimit {
-            channel.write(HTTPClientRequestPart.body(.byteBuffer(gathered)), promise: nil)
-        } else {
-            gatheredBody = gathered
-        }
+        requestBody.take(buffer, allocator: channel.allocator, write: writeBodyPart)
     }
 
     /// Writes the request's end and flushes; the response head is due from now.
@@ -85,9 +64,11 @@ final class UpstreamConnection {
 
     /// Writes the gathered small parts, if any (not flushed).
     private func writeGatheredBody() {
-        guard let gathered = gatheredBody else { return }
-        gatheredBody = nil
-        channel.write(HTTPClientRequestPart.body(.byteBuffer(gathered)), promise: nil)
+        requestBody.drain(writeBodyPart)
+    }
+
+    private func writeBodyPart(_ buffer: ByteBuffer) {
+        channel.write(HTTPClientRequestPart.body(.byteBuffer(buffer)), promise: nil)
     }
 
     /// Holds or resumes reading the response (the client's side is full, or has room again).
@@ -97,7 +78,7 @@ final class UpstreamConnection {
 
     /// Closes the connection; an exchange on it is failed without a callback to the caller.
     func close() {
-        gatheredBody = nil
+        requestBody.discard()
         handler.endExchange()
         channel.close(promise: nil)
     }
