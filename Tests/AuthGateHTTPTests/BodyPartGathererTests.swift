@@ -16,12 +16,14 @@ struct BodyPartGathererTests {
             var taken: [UInt8] = []
             var written: [UInt8] = []
             var writes: [(size: Int, drained: Bool)] = []
+            func write(_ buffer: ByteBuffer?, drained: Bool) {
+                guard let buffer else { return }
+                written += buffer.readableBytesView
+                writes.append((buffer.readableBytes, drained))
+            }
             for step in 0..<Int.random(in: 1...60, using: &generator) {
                 if Int.random(in: 0..<8, using: &generator) == 0 {
-                    gatherer.drain { buffer in
-                        written += buffer.readableBytesView
-                        writes.append((buffer.readableBytes, true))
-                    }
+                    write(gatherer.drain(), drained: true)
                     #expect(gatherer.heldBytes == 0)
                     continue
                 }
@@ -35,17 +37,13 @@ struct BodyPartGathererTests {
                 // Each step's bytes differ from its neighbours', so that an order mix-up shows.
                 let bytes = [UInt8](repeating: UInt8(truncatingIfNeeded: step), count: size)
                 taken += bytes
-                gatherer.take(ByteBuffer(bytes: bytes), allocator: ByteBufferAllocator()) { buffer in
-                    written += buffer.readableBytesView
-                    writes.append((buffer.readableBytes, false))
-                }
+                let (gathered, large) = gatherer.take(ByteBuffer(bytes: bytes), allocator: ByteBufferAllocator())
+                write(gathered, drained: false)
+                write(large, drained: false)
                 #expect(gatherer.heldBytes < limit, "a gathered part is written once it holds the limit")
                 #expect(written.count + gatherer.heldBytes == taken.count)
             }
-            gatherer.drain { buffer in
-                written += buffer.readableBytesView
-                writes.append((buffer.readableBytes, true))
-            }
+            write(gatherer.drain(), drained: true)
             #expect(written == taken, "every byte once, in order")
             #expect(!writes.contains { $0.size == 0 }, "an empty part is never written")
             for (index, write) in writes.enumerated() where !write.drained {
@@ -62,9 +60,15 @@ struct BodyPartGathererTests {
     func gathersSmallParts() {
         var gatherer = BodyPartGatherer()
         var writes: [[UInt8]] = []
-        func take(_ bytes: [UInt8]) {
-            gatherer.take(ByteBuffer(bytes: bytes), allocator: ByteBufferAllocator()) { writes.append(Array($0.readableBytesView)) }
+        func record(_ buffer: ByteBuffer?) {
+            if let buffer { writes.append(Array(buffer.readableBytesView)) }
         }
+        func take(_ part: ByteBuffer) {
+            let (gathered, large) = gatherer.take(part, allocator: ByteBufferAllocator())
+            record(gathered)
+            record(large)
+        }
+        func take(_ bytes: [UInt8]) { take(ByteBuffer(bytes: bytes)) }
         take([1])
         take([2, 3])
         #expect(writes.isEmpty)
@@ -79,14 +83,14 @@ struct BodyPartGathererTests {
         // gathered with it.
         var first = ByteBuffer(bytes: [8, 9])
         first.moveReaderIndex(forwardBy: 1)
-        gatherer.take(first, allocator: ByteBufferAllocator()) { writes.append(Array($0.readableBytesView)) }
+        take(first)
         take([10])
-        gatherer.drain { writes.append(Array($0.readableBytesView)) }
+        record(gatherer.drain())
         #expect(writes.last == [9, 10])
         take([7])
         gatherer.discard()
         #expect(gatherer.heldBytes == 0)
-        gatherer.drain { writes.append(Array($0.readableBytesView)) }
+        record(gatherer.drain())
         #expect(writes.count == 4, "a discarded part is never written")
     }
 }

@@ -17,6 +17,7 @@
 #
 # Reproduce: bench/proxy/run.sh [seconds per run] [connections] [rounds]
 # Profile:   PROFILE=1 bench/proxy/run.sh   (perf samples the gateway; top symbols are printed)
+# Another build: GATEWAY=/path/to/authgate bench/proxy/run.sh   (not built here; for A/B runs)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -24,7 +25,10 @@ SECONDS_PER_RUN="${1:-10}"
 CONNECTIONS="${2:-64}"
 ROUNDS="${3:-2}"
 scripts/install-deps.sh libhiredis-dev libjemalloc-dev redis-server redis-tools haproxy nginx-light wrk nghttp2-client util-linux openssl curl bc >/dev/null
-swift build -c release --product authgate >/dev/null
+if [ -z "${GATEWAY:-}" ]; then
+    swift build -c release --product authgate >/dev/null
+    GATEWAY=.build/release/authgate
+fi
 
 . scripts/lib.sh
 start_work proxybench
@@ -32,7 +36,7 @@ start_work proxybench
 start_nginx_ok 1
 start_redis 1
 
-.build/release/authgate keys generate --out "$work/key.pem" --kid bench >/dev/null
+"$GATEWAY" keys generate --out "$work/key.pem" --kid bench >/dev/null
 gateway_port="$(free_port)"
 cat >"$work/authgate.yaml" <<YAML
 server: { host: 127.0.0.1, port: $gateway_port, public_url: "https://auth.bench.test" }
@@ -54,14 +58,14 @@ sed -e "s/port: $gateway_port,/port: $tls_gateway_port, tls: { certificate_chain
     "$work/authgate.yaml" >"$work/authgate-tls.yaml"
 grep -q "tls:" "$work/authgate-tls.yaml" || { echo "error: could not make the TLS configuration"; exit 1; }
 if [ "${PROFILE:-0}" = "1" ]; then
-    taskset -c 0 perf record -F 999 -g -e cpu-clock -o "$work/perf.data" .build/release/authgate serve --config "$work/authgate.yaml" 2>"$work/authgate.log" &
+    taskset -c 0 perf record -F 999 -g -e cpu-clock -o "$work/perf.data" "$GATEWAY" serve --config "$work/authgate.yaml" 2>"$work/authgate.log" &
 else
-    taskset -c 0 .build/release/authgate serve --config "$work/authgate.yaml" 2>"$work/authgate.log" &
+    taskset -c 0 "$GATEWAY" serve --config "$work/authgate.yaml" 2>"$work/authgate.log" &
 fi
 gateway_pid=$!
 pids+=($gateway_pid)
 wait_port "$gateway_port" authgate
-taskset -c 0 .build/release/authgate serve --config "$work/authgate-tls.yaml" 2>"$work/authgate-tls.log" &
+taskset -c 0 "$GATEWAY" serve --config "$work/authgate-tls.yaml" 2>"$work/authgate-tls.log" &
 pids+=($!)
 wait_port "$tls_gateway_port" authgate-tls
 # HAProxy's jwt_verify reads a PEM public key (PEM_read_bio_PUBKEY); build it from our JWKS.

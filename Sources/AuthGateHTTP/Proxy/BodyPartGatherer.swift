@@ -9,7 +9,7 @@ import NIOCore
 /// of them held an event loop for a second and a half (debug build), and the other side received
 /// 20,000 chunks. Parts smaller than ``limit`` are gathered until they make that many bytes (less
 /// than twice as many); larger ones go as they come, after what was gathered. The owner writes
-/// what is left at the end of the peer's read (``drain(_:)``) and before the message's end, so
+/// what is left at the end of the peer's read (``drain()``) and before the message's end, so
 /// that nothing waits for more bytes: a streamed event reaches the other side as promptly as
 /// before. The bytes and their order are the peer's; only the chunk boundaries differ, as HTTP
 /// allows.
@@ -26,42 +26,40 @@ struct BodyPartGatherer {
     /// Bytes held, not written yet.
     var heldBytes: Int { gathered?.readableBytes ?? 0 }
 
-    /// Takes `part`; `write` is called with whatever is to be written now, in order. A part alone
-    /// is held as it came: a small response in one part is not copied.
-    /// An empty part is dropped: it carries nothing, and an empty chunk would end a chunked body.
-    mutating func take(_ part: ByteBuffer, allocator: ByteBufferAllocator, write: (ByteBuffer) -> Void) {
-        guard part.readableBytes > 0 else { return }
-        guard part.readableBytes < Self.limit else {
-            drain(write)
-            write(part)
-            return
-        }
+    /// Takes `part` and returns what is to be written now, in order: a gathered part (what was
+    /// held before a large part, or a gathered part that reached ``limit``), then `part` itself
+    /// when it is large. (Returned, not written through a callback: a write made inside this
+    /// mutation would make every exclusivity check of the pipeline beneath it dearer.)
+    ///
+    /// A part alone is held as it came: a small response in one part is not copied. An empty part
+    /// is dropped: it carries nothing, and an empty chunk would end a chunked body.
+    /// `allocator` is asked only when a buffer is made (a channel's allocator is not free to get).
+    mutating func take(_ part: ByteBuffer, allocator: @autoclosure () -> ByteBufferAllocator) -> (gathered: ByteBuffer?, large: ByteBuffer?) {
+        guard part.readableBytes > 0 else { return (nil, nil) }
+        guard part.readableBytes < Self.limit else { return (drain(), part) }
         guard var buffer = gathered else {
             gathered = part
             gatheredIsOwn = false
-            return
+            return (nil, nil)
         }
         // Taken out of the optional, so that appending does not copy it.
         gathered = nil
         if !gatheredIsOwn {
-            var own = allocator.buffer(capacity: Self.limit)
+            var own = allocator().buffer(capacity: Self.limit)
             own.writeImmutableBuffer(buffer)
             buffer = own
         }
         buffer.writeImmutableBuffer(part)
-        if buffer.readableBytes >= Self.limit {
-            write(buffer)
-        } else {
-            gathered = buffer
-            gatheredIsOwn = true
-        }
+        guard buffer.readableBytes < Self.limit else { return (buffer, nil) }
+        gathered = buffer
+        gatheredIsOwn = true
+        return (nil, nil)
     }
 
-    /// Writes what is gathered, if anything.
-    mutating func drain(_ write: (ByteBuffer) -> Void) {
-        guard let buffer = gathered else { return }
-        gathered = nil
-        write(buffer)
+    /// What is gathered, if anything, to be written now.
+    mutating func drain() -> ByteBuffer? {
+        defer { gathered = nil }
+        return gathered
     }
 
     /// Drops what is gathered: the message will not be completed.

@@ -135,7 +135,7 @@ extension GatewayConnectionHandler: UpstreamExchangeDelegate {
     /// The end of the upstream's read: what was gathered of its response goes to the client now.
     func upstreamReadComplete() {
         guard let context else { return }
-        if let exchange { exchange.responseBody.drain { writeResponseBodyPart($0, context) } }
+        if let gathered = exchange?.responseBody.drain() { writeResponseBodyPart(gathered, context) }
         context.flush()
     }
 
@@ -214,7 +214,9 @@ extension GatewayConnectionHandler: UpstreamExchangeDelegate {
         case .writeResponseBody(let buffer):
             // Small parts are gathered (``BodyPartGatherer``); the end of the upstream's read
             // (``upstreamReadComplete()``) or the response's end writes what is held.
-            exchange.responseBody.take(buffer, allocator: context.channel.allocator) { writeResponseBodyPart($0, context) }
+            let (gathered, large) = exchange.responseBody.take(buffer, allocator: context.channel.allocator)
+            if let gathered { writeResponseBodyPart(gathered, context) }
+            if let large { writeResponseBodyPart(large, context) }
         case .finishResponse(let reusable, let next):
             // The upstream connection goes back first: on an HTTP/2 stream the client's end closes
             // the stream at once (both sides have ended), and a close seen while the connection
@@ -224,7 +226,7 @@ extension GatewayConnectionHandler: UpstreamExchangeDelegate {
                 giveBack(connection, reusable: reusable)
             }
             if let plan = exchange.plan { proxy?.markHealthy(plan) }
-            exchange.responseBody.drain { writeResponseBodyPart($0, context) }
+            if let gathered = exchange.responseBody.drain() { writeResponseBodyPart(gathered, context) }
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
             finishResponse(then: next)
         case .respond(let failure, let next):

@@ -12,7 +12,9 @@ final class ProxyExchange {
     var context: ProxyRequestContext
     var connection: UpstreamConnection?
     /// Small parts of the upstream's response gathered into fewer before they go to the client.
-    var responseBody = BodyPartGatherer()
+    /// Not checked for exclusive access at run time (a check per body part): the gatherer's
+    /// methods call nothing that could reach this exchange, so no access to it can overlap another.
+    @exclusivity(unchecked) var responseBody = BodyPartGatherer()
     /// The upstream connection will become a WebSocket tunnel if the upstream agrees.
     var isTunnelHandshake = false
     /// The status written to the client (for the access line).

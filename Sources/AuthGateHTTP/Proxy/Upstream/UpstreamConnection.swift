@@ -10,8 +10,10 @@ final class UpstreamConnection {
     let handler: UpstreamChannelHandler
     /// It served an exchange before (so the upstream may have closed it meanwhile).
     var hasServed = false
-    /// Small parts of the request body gathered into fewer (``writeBody(_:)``).
-    private var requestBody = BodyPartGatherer()
+    /// Small parts of the request body gathered into fewer (``writeBody(_:)``). Not checked for
+    /// exclusive access at run time (a check per body part): the gatherer's methods call nothing
+    /// that could reach this connection, so no access to it can overlap another.
+    @exclusivity(unchecked) private var requestBody = BodyPartGatherer()
 
     init(channel: any Channel, key: UpstreamConnectionPool.Key, handler: UpstreamChannelHandler) {
         self.channel = channel
@@ -47,7 +49,9 @@ final class UpstreamConnection {
     /// (``BodyPartGatherer``) and written once they make 8 KiB, before a large one, and at the
     /// next ``flush()`` (the end of the client's read) or ``writeEnd()``.
     func writeBody(_ buffer: ByteBuffer) {
-        requestBody.take(buffer, allocator: channel.allocator, write: writeBodyPart)
+        let (gathered, large) = requestBody.take(buffer, allocator: channel.allocator)
+        if let gathered { writeBodyPart(gathered) }
+        if let large { writeBodyPart(large) }
     }
 
     /// Writes the request's end and flushes; the response head is due from now.
@@ -64,7 +68,7 @@ final class UpstreamConnection {
 
     /// Writes the gathered small parts, if any (not flushed).
     private func writeGatheredBody() {
-        requestBody.drain(writeBodyPart)
+        if let gathered = requestBody.drain() { writeBodyPart(gathered) }
     }
 
     private func writeBodyPart(_ buffer: ByteBuffer) {

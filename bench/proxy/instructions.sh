@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Instructions the gateway executes per proxied request, under valgrind's callgrind: units that do
+# not move with this VM's speed (bench/proxy/run.sh's requests per second drift by a third between
+# runs here), so one run judges a change to the proxy's path.
+#
+# The gateway (Redis store with its revocation feed, an `auth: required` route to an nginx that
+# answers a small 200) is driven by bench/proxy/drive.py over one kept-alive connection, after an
+# uncounted warm-up; counting is on only while a row runs. Rows:
+#   get     GET /api/x with a valid ES256 access token (the verified-token cache's path)
+#   upload  POST /api/x with the token and a 64 KiB chunked body sent as 64 chunks of 1 KiB
+# Every instruction of every thread, its libraries' and the Swift runtime's (not the kernel's).
+#
+# Reproduce: bench/proxy/instructions.sh [requests per row]
+# A/B:       COMPARE=OTHER_BUILD [GATEWAY=BUILD] bench/proxy/instructions.sh   (prints B / A per row)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+REQUESTS="${1:-2000}"
+WARM="${WARM:-200}"
+scripts/install-deps.sh libhiredis-dev libjemalloc-dev redis-server redis-tools nginx-light util-linux bc valgrind gcc binutils curl >/dev/null
+if [ -z "${GATEWAY:-}" ]; then swift build -c release --product authgate >/dev/null; fi
+builds=("${GATEWAY:-.build/release/authgate}")
+if [ -n "${COMPARE:-}" ]; then builds+=("$COMPARE"); fi
+for build in "${builds[@]}"; do
+    [ -x "$build" ] || { echo "error: $build is not an executable gateway build" >&2; exit 1; }
+done
+
+. scripts/lib.sh
+. bench/exchange/common.sh
+start_work proxy-instructions
+start_nginx_ok 1
+start_redis 1
+# Debian 12's valgrind cannot read Swift's debug information and dies at libdispatch's
+# sigsuspend: each build runs as a copy without debug information, with this preloaded.
+gcc -shared -fPIC -O2 -o "$work/sigsuspend-copy.so" bench/exchange/sigsuspend-copy.c
+"${builds[0]}" keys generate --out "$work/key.pem" --kid bench >/dev/null
+rows=(get upload)
+
+measure() {
+    local index="$1" build="$2" dir="$work/build-$1"
+    mkdir -p "$dir"
+    redis-cli -p "$redis_port" flushall >/dev/null
+    strip --strip-debug -o "$dir/authgate" "$build"
+    gateway_port="$(free_port)"
+    cat >"$dir/authgate.yaml" <<YAML
+server: { host: 127.0.0.1, port: $gateway_port, public_url: "https://auth.bench.test" }
+store: { kind: redis, redis: { url: "redis://127.0.0.1:$redis_port/0", pool_size: 2 } }
+tokens: { signing_keys: [ { kid: bench, file: $work/key.pem } ] }
+providers: { anonymous: { enabled: true } }
+rate_limits: { token: off, signup: off, nonce: off }
+routes:
+  - { name: api, path_prefix: /api/, upstreams: ["http://127.0.0.1:$nginx_port"], auth: required, allow_anonymous: true }
+logging: { level: warning }
+YAML
+    LD_PRELOAD="$work/sigsuspend-copy.so" taskset -c 0 valgrind --tool=callgrind --instr-atstart=no \
+        --callgrind-out-file="$dir/callgrind.out" "$dir/authgate" serve --config "$dir/authgate.yaml" 2>"$dir/authgate.log" &
+    gateway_pid=$!
+    pids+=("$gateway_pid")
+    wait_for_gateway "$dir" "$build under valgrind" 120
+    local token
+    token="$(curl -fs -X POST "http://127.0.0.1:$gateway_port/auth/v1/signup" -H 'Content-Type: application/json' -d '{}' |
+        python3 -c 'import json,sys;print(json.load(sys.stdin)["access_token"])')"
+    local row dumps=0 result file total
+    for row in "${rows[@]}"; do
+        taskset -c 1 python3 bench/proxy/drive.py "$gateway_port" "$token" "$row" "$WARM" >/dev/null
+    done
+    for row in "${rows[@]}"; do
+        callgrind_control -z "$gateway_pid" >/dev/null 2>&1
+        callgrind_control -i on "$gateway_pid" >/dev/null 2>&1
+        result="$(taskset -c 1 python3 bench/proxy/drive.py "$gateway_port" "$token" "$row" "$REQUESTS")"
+        callgrind_control -i off "$gateway_pid" >/dev/null 2>&1
+        callgrind_control -d "$row" "$gateway_pid" >/dev/null 2>&1
+        dumps=$((dumps + 1))
+        file="$dir/callgrind.out.$dumps"
+        total="$(callgrind_annotate "$file" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')"
+        printf -v "Ir_${row}_${index}" '%s' "$(echo "$total / $REQUESTS" | bc)"
+        printf -v "errors_${row}_${index}" '%s' "${result#*,}"
+        if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP"; cp "$file" "$KEEP/callgrind-$index-$row.out"; fi
+    done
+    kill "$gateway_pid" 2>/dev/null || true
+    wait "$gateway_pid" 2>/dev/null || true
+}
+
+for index in "${!builds[@]}"; do measure "$index" "${builds[$index]}"; done
+
+echo "machine: $(machine_description), $(date -u +%Y-%m-%d); $REQUESTS requests per row on one connection, $WARM of each first as a warm-up; gateway under callgrind"
+if [ "${#builds[@]}" -eq 2 ]; then
+    echo "A: ${builds[0]}"
+    echo "B: ${builds[1]}"
+    printf '%-34s %14s %14s %8s %8s\n' "instructions per proxied request" "A" "B" "B / A" "non-200"
+else
+    printf '%-34s %14s %8s\n' "instructions per proxied request" "build" "non-200"
+fi
+for row in "${rows[@]}"; do
+    case $row in get) label="GET, ES256 token";; upload) label="POST, 64 x 1 KiB chunks";; esac
+    a="Ir_${row}_0" errors="errors_${row}_0"
+    if [ "${#builds[@]}" -eq 2 ]; then
+        b="Ir_${row}_1" errors_b="errors_${row}_1"
+        printf '%-34s %14s %14s %8.3f %8s\n' "$label" "${!a}" "${!b}" "$(echo "${!b} / ${!a}" | bc -l)" "$((${!errors} + ${!errors_b}))"
+    else
+        printf '%-34s %14s %8s\n' "$label" "${!a}" "${!errors}"
+    fi
+done
+echo "reproduce: ${COMPARE:+COMPARE=$COMPARE }${GATEWAY:+GATEWAY=$GATEWAY }bench/proxy/instructions.sh $REQUESTS"
