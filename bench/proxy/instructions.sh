@@ -8,6 +8,8 @@
 # uncounted warm-up; counting is on only while a row runs. Rows:
 #   get     GET /api/x with a valid ES256 access token (the verified-token cache's path)
 #   upload  POST /api/x with the token and a 64 KiB chunked body sent as 64 chunks of 1 KiB
+#   h2      GET /api/x with the token over HTTP/2 (cleartext, prior knowledge), h2load with 8
+#           connections of 8 streams
 # Every instruction of every thread, its libraries' and the Swift runtime's (not the kernel's).
 #
 # Reproduce: bench/proxy/instructions.sh [requests per row]
@@ -17,7 +19,7 @@ cd "$(dirname "$0")/../.."
 
 REQUESTS="${1:-2000}"
 WARM="${WARM:-200}"
-scripts/install-deps.sh libhiredis-dev libjemalloc-dev redis-server redis-tools nginx-light util-linux bc valgrind gcc binutils curl >/dev/null
+scripts/install-deps.sh libhiredis-dev libjemalloc-dev redis-server redis-tools nginx-light nghttp2-client util-linux bc valgrind gcc binutils curl >/dev/null
 if [ -z "${GATEWAY:-}" ]; then swift build -c release --product authgate >/dev/null; fi
 builds=("${GATEWAY:-.build/release/authgate}")
 if [ -n "${COMPARE:-}" ]; then builds+=("$COMPARE"); fi
@@ -34,7 +36,17 @@ start_redis 1
 # sigsuspend: each build runs as a copy without debug information, with this preloaded.
 gcc -shared -fPIC -O2 -o "$work/sigsuspend-copy.so" bench/exchange/sigsuspend-copy.c
 "${builds[0]}" keys generate --out "$work/key.pem" --kid bench >/dev/null
-rows=(get upload)
+rows=(get upload h2)
+
+# drive_row ROW COUNT: COUNT requests of ROW against the gateway; prints "requests,non-2xx or failed".
+drive_row() {
+    if [ "$1" = h2 ]; then
+        taskset -c 1 h2load -c 8 -m 8 -t 1 -n "$2" -H "authorization: Bearer $token" "http://127.0.0.1:$gateway_port/api/x" 2>&1 |
+            awk -v n="$2" '/^status codes:/ {gsub(",", ""); print n "," n - $3}'
+    else
+        taskset -c 1 python3 bench/proxy/drive.py "$gateway_port" "$token" "$1" "$2"
+    fi
+}
 
 measure() {
     local index="$1" build="$2" dir="$work/build-$1"
@@ -57,17 +69,14 @@ YAML
     gateway_pid=$!
     pids+=("$gateway_pid")
     wait_for_gateway "$dir" "$build under valgrind" 120
-    local token
     token="$(curl -fs -X POST "http://127.0.0.1:$gateway_port/auth/v1/signup" -H 'Content-Type: application/json' -d '{}' |
         python3 -c 'import json,sys;print(json.load(sys.stdin)["access_token"])')"
     local row dumps=0 result file total
-    for row in "${rows[@]}"; do
-        taskset -c 1 python3 bench/proxy/drive.py "$gateway_port" "$token" "$row" "$WARM" >/dev/null
-    done
+    for row in "${rows[@]}"; do drive_row "$row" "$WARM" >/dev/null; done
     for row in "${rows[@]}"; do
         callgrind_control -z "$gateway_pid" >/dev/null 2>&1
         callgrind_control -i on "$gateway_pid" >/dev/null 2>&1
-        result="$(taskset -c 1 python3 bench/proxy/drive.py "$gateway_port" "$token" "$row" "$REQUESTS")"
+        result="$(drive_row "$row" "$REQUESTS")"
         callgrind_control -i off "$gateway_pid" >/dev/null 2>&1
         callgrind_control -d "$row" "$gateway_pid" >/dev/null 2>&1
         dumps=$((dumps + 1))
@@ -83,7 +92,7 @@ YAML
 
 for index in "${!builds[@]}"; do measure "$index" "${builds[$index]}"; done
 
-echo "machine: $(machine_description), $(date -u +%Y-%m-%d); $REQUESTS requests per row on one connection, $WARM of each first as a warm-up; gateway under callgrind"
+echo "machine: $(machine_description), $(date -u +%Y-%m-%d); $REQUESTS requests per row (HTTP/1.1 on one connection), $WARM of each first as a warm-up; gateway under callgrind"
 if [ "${#builds[@]}" -eq 2 ]; then
     echo "A: ${builds[0]}"
     echo "B: ${builds[1]}"
@@ -92,7 +101,7 @@ else
     printf '%-34s %14s %8s\n' "instructions per proxied request" "build" "non-200"
 fi
 for row in "${rows[@]}"; do
-    case $row in get) label="GET, ES256 token";; upload) label="POST, 64 x 1 KiB chunks";; esac
+    case $row in get) label="GET, ES256 token";; upload) label="POST, 64 x 1 KiB chunks";; h2) label="GET over HTTP/2, 8 x 8 streams";; esac
     a="Ir_${row}_0" errors="errors_${row}_0"
     if [ "${#builds[@]}" -eq 2 ]; then
         b="Ir_${row}_1" errors_b="errors_${row}_1"
