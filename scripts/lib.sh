@@ -128,3 +128,14 @@ machine_description() {
     syscall_ns=$(( (end - start) / 2000000 ))
     echo "$(nproc) cores, $(uname -m), ${model:-unknown CPU}, Linux $(uname -r), system call ~${syscall_ns} ns"
 }
+
+# gateway_builds: the builds an instruction count runs, in $builds: $GATEWAY (or this tree's
+# release build) and, with $COMPARE, that one after it; exits when one is not an executable.
+gateway_builds() {
+    builds=("${GATEWAY:-.build/release/authgate}")
+    if [ -n "${COMPARE:-}" ]; then builds+=("$COMPARE"); fi
+    local build
+    for build in "${builds[@]}"; do
+        [ -x "$build" ] || { echo "error: $build is not an executable gateway build" >&2; exit 1; }
+    done
+}

@@ -33,13 +33,8 @@ TOP="${TOP:-0}"
 scripts/install-deps.sh libhiredis-dev libjemalloc-dev redis-server redis-tools util-linux bc wrk valgrind gcc binutils >/dev/null
 swift build -c release --product authgate >/dev/null
 swift build -c release --product ExchangeBench >/dev/null
-builds=("${GATEWAY:-.build/release/authgate}")
-if [ -n "${COMPARE:-}" ]; then builds+=("$COMPARE"); fi
-for build in "${builds[@]}"; do
-    [ -x "$build" ] || { echo "error: $build is not an executable gateway build" >&2; exit 1; }
-done
-
 . scripts/lib.sh
+gateway_builds
 . bench/exchange/common.sh
 start_work exchange-instructions
 start_redis 1

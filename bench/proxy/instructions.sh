@@ -21,14 +21,10 @@ REQUESTS="${1:-2000}"
 WARM="${WARM:-200}"
 scripts/install-deps.sh libhiredis-dev libjemalloc-dev redis-server redis-tools nginx-light nghttp2-client util-linux bc valgrind gcc binutils curl >/dev/null
 if [ -z "${GATEWAY:-}" ]; then swift build -c release --product authgate >/dev/null; fi
-builds=("${GATEWAY:-.build/release/authgate}")
-if [ -n "${COMPARE:-}" ]; then builds+=("$COMPARE"); fi
-for build in "${builds[@]}"; do
-    [ -x "$build" ] || { echo "error: $build is not an executable gateway build" >&2; exit 1; }
-done
-
 . scripts/lib.sh
+gateway_builds
 . bench/exchange/common.sh
+. bench/proxy/common.sh
 start_work proxy-instructions
 start_nginx_ok 1
 start_redis 1
@@ -54,16 +50,7 @@ measure() {
     redis-cli -p "$redis_port" flushall >/dev/null
     strip --strip-debug -o "$dir/authgate" "$build"
     gateway_port="$(free_port)"
-    cat >"$dir/authgate.yaml" <<YAML
-server: { host: 127.0.0.1, port: $gateway_port, public_url: "https://auth.bench.test" }
-store: { kind: redis, redis: { url: "redis://127.0.0.1:$redis_port/0", pool_size: 2 } }
-tokens: { signing_keys: [ { kid: bench, file: $work/key.pem } ] }
-providers: { anonymous: { enabled: true } }
-rate_limits: { token: off, signup: off, nonce: off }
-routes:
-  - { name: api, path_prefix: /api/, upstreams: ["http://127.0.0.1:$nginx_port"], auth: required, allow_anonymous: true }
-logging: { level: warning }
-YAML
+    write_proxy_config "$dir/authgate.yaml" "$gateway_port" "$work/key.pem"
     LD_PRELOAD="$work/sigsuspend-copy.so" taskset -c 0 valgrind --tool=callgrind --instr-atstart=no \
         --callgrind-out-file="$dir/callgrind.out" "$dir/authgate" serve --config "$dir/authgate.yaml" 2>"$dir/authgate.log" &
     gateway_pid=$!

@@ -31,6 +31,7 @@ if [ -z "${GATEWAY:-}" ]; then
 fi
 
 . scripts/lib.sh
+. bench/proxy/common.sh
 start_work proxybench
 
 start_nginx_ok 1
@@ -38,16 +39,7 @@ start_redis 1
 
 "$GATEWAY" keys generate --out "$work/key.pem" --kid bench >/dev/null
 gateway_port="$(free_port)"
-cat >"$work/authgate.yaml" <<YAML
-server: { host: 127.0.0.1, port: $gateway_port, public_url: "https://auth.bench.test" }
-store: { kind: redis, redis: { url: "redis://127.0.0.1:$redis_port/0", pool_size: 2 } }
-tokens: { signing_keys: [ { kid: bench, file: key.pem } ] }
-providers: { anonymous: { enabled: true } }
-rate_limits: { token: off, signup: off, nonce: off }
-routes:
-  - { name: api, path_prefix: /api/, upstreams: ["http://127.0.0.1:$nginx_port"], auth: required, allow_anonymous: true }
-logging: { level: warning }
-YAML
+write_proxy_config "$work/authgate.yaml" "$gateway_port" key.pem
 # One certificate for both TLS proxies (HAProxy wants the chain and key in one file).
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=127.0.0.1 \
     -addext "subjectAltName=IP:127.0.0.1" -keyout "$work/tls.key" -out "$work/tls.pem" 2>/dev/null
