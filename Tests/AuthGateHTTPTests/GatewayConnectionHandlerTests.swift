@@ -121,11 +121,15 @@ struct GatewayConnectionHandlerTests {
         parts.compactMap { if case .head(let head) = $0 { return head.status.code } else { return nil } }
     }
 
-    private func bodyBytes(_ parts: [HTTPClientRequestPart]) -> Int {
-        parts.reduce(0) { total, part in
-            if case .body(.byteBuffer(let buffer)) = part { return total + buffer.readableBytes }
-            return total
+    /// The body parts among `parts` (sent to an upstream or to the client), in order.
+    private func bodies<Head>(_ parts: [HTTPPart<Head, IOData>]) -> [ByteBuffer] {
+        parts.compactMap { part in
+            if case .body(.byteBuffer(let buffer)) = part { return buffer } else { return nil }
         }
+    }
+
+    private func bodyBytes(_ parts: [HTTPClientRequestPart]) -> Int {
+        bodies(parts).reduce(0) { $0 + $1.readableBytes }
     }
 
     @Test("small body parts reach the upstream gathered until they make 8 KiB (or the read ends), large ones as they come, every byte in order")
@@ -146,9 +150,7 @@ struct GatewayConnectionHandlerTests {
         // The next read: a part that fills a gathered one, then the end.
         try rig.sendInOneRead([part(5_000), part(5_000), .end(nil)])
         received += try rig.upstreamReceived(0)
-        let bodies = received.compactMap { part -> ByteBuffer? in
-            if case .body(.byteBuffer(let buffer)) = part { return buffer } else { return nil }
-        }
+        let bodies = self.bodies(received)
         #expect(Array(bodies.map { Array($0.readableBytesView) }.joined()) == sent, "the upstream got the body's bytes in order")
         let sizes = bodies.map(\.readableBytes)
         #expect(sizes == [8192, 8192, 3616, 65_536, 300, 10_000], "\(sizes.count) parts: \(sizes.prefix(8))...")
@@ -176,9 +178,7 @@ struct GatewayConnectionHandlerTests {
         try rig.upstreamSendsInOneRead(0, [part(3_000), part(5_192), part(10), .end(nil)])
         received += try rig.responses()
         #expect(status(received) == [200])
-        let bodies = received.compactMap { part -> ByteBuffer? in
-            if case .body(.byteBuffer(let buffer)) = part { return buffer } else { return nil }
-        }
+        let bodies = self.bodies(received)
         #expect(Array(bodies.map { Array($0.readableBytesView) }.joined()) == sent, "the client got the body's bytes in order")
         let sizes = bodies.map(\.readableBytes)
         #expect(sizes == [8192, 8192, 3616, 65_536, 300, 8192, 10], "\(sizes.count) parts: \(sizes.prefix(8))...")
@@ -243,11 +243,7 @@ struct GatewayConnectionHandlerTests {
         guard case .head(let head) = second.first else { Issue.record("the second request did not follow"); return }
         #expect(head.uri == "/up/2")
         try rig.upstreamAnswers(0, body: "two")
-        let bodies = try rig.responses().compactMap { part -> String? in
-            if case .body(.byteBuffer(let buffer)) = part { return String(buffer: buffer) }
-            return nil
-        }
-        #expect(bodies == ["one", "two"])
+        #expect(bodies(try rig.responses()).map { String(buffer: $0) } == ["one", "two"])
         #expect(rig.connector.channels.count == 1, "one kept-alive upstream connection served both")
     }
 
