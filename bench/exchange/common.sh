@@ -1,5 +1,6 @@
 # What bench/exchange/run.sh and ab.sh share: a gateway's configuration and start, the load
-# generators, and one measured phase. Source it after scripts/lib.sh, with $work, $redis_port,
+# generators, and one measured phase; and what both instruction counts (bench/exchange and
+# bench/proxy instructions.sh) share: a gateway under callgrind and its counted rows. Source it after scripts/lib.sh, with $work, $redis_port,
 # $GATEWAY, $CONCURRENCY and $REQUESTS set.
 
 # write_config DIR EXTRA_REDIS_SETTINGS: the gateway's configuration in DIR (tokens from DIR's key set).
@@ -136,4 +137,39 @@ row_label() {
 us_per_answer() {
     local rate="${1}_rate" busy="${1}_busy"
     echo "10000 * ${!busy} / ${!rate}" | bc -l
+}
+
+# prepare_callgrind: Debian 12's valgrind 3.19 cannot read Swift's debug information and dies at
+# libdispatch's `sigsuspend`; a counted gateway runs as a copy without debug information, with
+# bench/exchange/sigsuspend-copy.c preloaded (built here, once per run, into $work).
+prepare_callgrind() {
+    gcc -shared -fPIC -O2 -o "$work/sigsuspend-copy.so" bench/exchange/sigsuspend-copy.c
+}
+# start_counted_gateway DIR BUILD: BUILD (a copy without debug information) under callgrind with
+# counting off, on core 0, with DIR/authgate.yaml (written first, on $gateway_port); sets
+# gateway_pid and waits until it is ready.
+start_counted_gateway() {
+    strip --strip-debug -o "$1/authgate" "$2"
+    LD_PRELOAD="$work/sigsuspend-copy.so" taskset -c 0 valgrind --tool=callgrind --instr-atstart=no \
+        --callgrind-out-file="$1/callgrind.out" "$1/authgate" serve --config "$1/authgate.yaml" 2>"$1/authgate.log" &
+    gateway_pid=$!
+    pids+=("$gateway_pid")
+    counted_dumps=0
+    wait_for_gateway "$1" "$2 under valgrind" 120
+}
+# counting_on: the counted gateway's count zeroed and switched on.
+counting_on() {
+    callgrind_control -z "$gateway_pid" >/dev/null 2>&1
+    callgrind_control -i on "$gateway_pid" >/dev/null 2>&1
+}
+# counting_off DIR ROW INDEX: counting switched off and the count dumped as ROW; sets counted_file
+# (the dump) and counted_total (its instructions); with KEEP set, the dump is kept there as
+# callgrind-INDEX-ROW.out.
+counting_off() {
+    callgrind_control -i off "$gateway_pid" >/dev/null 2>&1
+    callgrind_control -d "$2" "$gateway_pid" >/dev/null 2>&1
+    counted_dumps=$((counted_dumps + 1))
+    counted_file="$1/callgrind.out.$counted_dumps"
+    counted_total="$(callgrind_annotate "$counted_file" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')"
+    if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP"; cp "$counted_file" "$KEEP/callgrind-$3-$2.out"; fi
 }

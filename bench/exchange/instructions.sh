@@ -38,7 +38,7 @@ gateway_builds
 . bench/exchange/common.sh
 start_work exchange-instructions
 start_redis 1
-gcc -shared -fPIC -O2 -o "$work/sigsuspend-copy.so" bench/exchange/sigsuspend-copy.c
+prepare_callgrind
 .build/release/authgate keys generate --out "$work/key.pem" --kid bench >/dev/null
 rows=(new returning refresh user floor)
 
@@ -54,24 +54,18 @@ measure() {
         head -n "$WARM" "$dir/$file.txt" >"$dir/warm-$file.txt"
         tail -n "+$((WARM + 1))" "$dir/$file.txt" >"$dir/counted-$file.txt"
     done
-    strip --strip-debug -o "$dir/authgate" "$build"
     write_config "$dir" ""
-    LD_PRELOAD="$work/sigsuspend-copy.so" taskset -c 0 valgrind --tool=callgrind --instr-atstart=no \
-        --callgrind-out-file="$dir/callgrind.out" "$dir/authgate" serve --config "$dir/authgate.yaml" 2>"$dir/authgate.log" &
-    gateway_pid=$!
-    pids+=("$gateway_pid")
     base="http://127.0.0.1:$gateway_port"
-    wait_for_gateway "$dir" "$build under valgrind" 120
+    start_counted_gateway "$dir" "$build"
     # The warm-up: every row once, not counted (first calls fill the runtime's metadata caches).
     drive signin "$dir/warm-tokens.txt" "$dir/warm-sessions.txt" >/dev/null
     drive signin "$dir/warm-returning.txt" >/dev/null
     drive refresh "$dir/warm-sessions.txt" 1 >/dev/null
     drive user "$dir/warm-sessions.txt" 200 >/dev/null
     drive settings "$dir/warm-sessions.txt" 200 >/dev/null
-    local dumps=0 row answers result
+    local row answers result
     for row in "${rows[@]}"; do
-        callgrind_control -z "$gateway_pid" >/dev/null 2>&1
-        callgrind_control -i on "$gateway_pid" >/dev/null 2>&1
+        counting_on
         case $row in
             new) answers="$COUNT"; result="$(drive signin "$dir/counted-tokens.txt" "$dir/sessions.txt")";;
             returning) answers="$COUNT"; result="$(drive signin "$dir/counted-returning.txt")";;
@@ -79,17 +73,11 @@ measure() {
             user) answers="$REQUESTS"; result="$(drive user "$dir/sessions.txt" "$REQUESTS")";;
             floor) answers="$REQUESTS"; result="$(drive settings "$dir/sessions.txt" "$REQUESTS")";;
         esac
-        callgrind_control -i off "$gateway_pid" >/dev/null 2>&1
-        callgrind_control -d "$row" "$gateway_pid" >/dev/null 2>&1
-        dumps=$((dumps + 1))
-        file="$dir/callgrind.out.$dumps"
-        local total
-        total="$(callgrind_annotate "$file" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')"
-        printf -v "Ir_${row}_${index}" '%s' "$(echo "$total / $answers" | bc)"
+        counting_off "$dir" "$row" "$index"
+        printf -v "Ir_${row}_${index}" '%s' "$(echo "$counted_total / $answers" | bc)"
         printf -v "errors_${row}_${index}" '%s' "$(echo "$result" | cut -d, -f4)"
         printf -v "answers_${row}" '%s' "$answers"
-        if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP"; cp "$file" "$KEEP/callgrind-$index-$row.out"; fi
-        if [ "$TOP" -gt 0 ]; then top_functions "$file" "$answers" >"$dir/top-$row.txt"; fi
+        if [ "$TOP" -gt 0 ]; then top_functions "$counted_file" "$answers" >"$dir/top-$row.txt"; fi
     done
     kill "$gateway_pid" 2>/dev/null || true
     wait "$gateway_pid" 2>/dev/null || true

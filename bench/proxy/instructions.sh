@@ -28,9 +28,7 @@ gateway_builds
 start_work proxy-instructions
 start_nginx_ok 1
 start_redis 1
-# Debian 12's valgrind cannot read Swift's debug information and dies at libdispatch's
-# sigsuspend: each build runs as a copy without debug information, with this preloaded.
-gcc -shared -fPIC -O2 -o "$work/sigsuspend-copy.so" bench/exchange/sigsuspend-copy.c
+prepare_callgrind
 "${builds[0]}" keys generate --out "$work/key.pem" --kid bench >/dev/null
 rows=(get upload h2)
 
@@ -48,30 +46,19 @@ measure() {
     local index="$1" build="$2" dir="$work/build-$1"
     mkdir -p "$dir"
     redis-cli -p "$redis_port" flushall >/dev/null
-    strip --strip-debug -o "$dir/authgate" "$build"
     gateway_port="$(free_port)"
     write_proxy_config "$dir/authgate.yaml" "$gateway_port" "$work/key.pem"
-    LD_PRELOAD="$work/sigsuspend-copy.so" taskset -c 0 valgrind --tool=callgrind --instr-atstart=no \
-        --callgrind-out-file="$dir/callgrind.out" "$dir/authgate" serve --config "$dir/authgate.yaml" 2>"$dir/authgate.log" &
-    gateway_pid=$!
-    pids+=("$gateway_pid")
-    wait_for_gateway "$dir" "$build under valgrind" 120
+    start_counted_gateway "$dir" "$build"
     token="$(curl -fs -X POST "http://127.0.0.1:$gateway_port/auth/v1/signup" -H 'Content-Type: application/json' -d '{}' |
         python3 -c 'import json,sys;print(json.load(sys.stdin)["access_token"])')"
-    local row dumps=0 result file total
+    local row result
     for row in "${rows[@]}"; do drive_row "$row" "$WARM" >/dev/null; done
     for row in "${rows[@]}"; do
-        callgrind_control -z "$gateway_pid" >/dev/null 2>&1
-        callgrind_control -i on "$gateway_pid" >/dev/null 2>&1
+        counting_on
         result="$(drive_row "$row" "$REQUESTS")"
-        callgrind_control -i off "$gateway_pid" >/dev/null 2>&1
-        callgrind_control -d "$row" "$gateway_pid" >/dev/null 2>&1
-        dumps=$((dumps + 1))
-        file="$dir/callgrind.out.$dumps"
-        total="$(callgrind_annotate "$file" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')"
-        printf -v "Ir_${row}_${index}" '%s' "$(echo "$total / $REQUESTS" | bc)"
+        counting_off "$dir" "$row" "$index"
+        printf -v "Ir_${row}_${index}" '%s' "$(echo "$counted_total / $REQUESTS" | bc)"
         printf -v "errors_${row}_${index}" '%s' "${result#*,}"
-        if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP"; cp "$file" "$KEEP/callgrind-$index-$row.out"; fi
     done
     kill "$gateway_pid" 2>/dev/null || true
     wait "$gateway_pid" 2>/dev/null || true
