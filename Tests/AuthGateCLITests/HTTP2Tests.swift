@@ -1,5 +1,7 @@
 import AuthGateTestSupport
 import Foundation
+import NIOCore
+import NIOHPACK
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -279,6 +281,35 @@ struct HTTP2Tests {
             let answer = try await status(answering: block, port: server.port)
             #expect(answer == expected, "\(host ?? "none")")
             #expect(upstream.requestCount == (expected == "200" ? 1 : 0))
+        }
+    }
+
+    /// RFC 7541 §7.1.3: a field whose value never repeats is sent without indexing. The request id
+    /// of every answer took an entry of the connection's dynamic table, evicting fields that repeat
+    /// and lengthening every later lookup; read back with a decoder, as a client reads them.
+    @Test("HTTP/2 answers, proxied and the gateway's own, carry their request id as a literal that the dynamic table never holds")
+    func requestIDNotIndexed() async throws {
+        try await withGateway("http2-request-id-indexing") { server, _, _ in
+            let paths = ["/echo/a", "/auth/v1/settings", "/echo/b", "/auth/v1/settings", "/echo/c"]
+            var bytes = HTTP2Frames.preface + HTTP2Frames.settings
+            for (index, path) in paths.enumerated() { bytes += HTTP2Frames.get(stream: UInt32(2 * index + 1), path: path) }
+            let answered = try await HTTP2Frames.exchange(port: server.port, sending: bytes) { frames in
+                frames.filter { $0.flags & 0x1 != 0 && $0.stream != 0 }.count == paths.count
+            }
+            #expect(answered.done)
+            // The header blocks in the order the gateway sent them, through one decoder, as they
+            // share the connection's table.
+            var decoder = HPACKDecoder(allocator: ByteBufferAllocator())
+            var requestIDs: Set<String> = []
+            for head in answered.frames where head.type == HTTP2Frames.FrameType.headers.rawValue {
+                var block = ByteBuffer(bytes: head.payload)
+                let fields = try decoder.decodeHeaders(from: &block)
+                #expect(fields.first(name: ":status") == "200")
+                let requestID = fields.filter { $0.name == "x-request-id" }
+                #expect(requestID.count == 1 && requestID.first?.indexable == .nonIndexable, "\(fields)")
+                requestIDs.formUnion(requestID.map(\.value))
+            }
+            #expect(requestIDs.count == paths.count)
         }
     }
 

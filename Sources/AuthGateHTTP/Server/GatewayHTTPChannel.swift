@@ -22,8 +22,9 @@ import NIOTLS
 /// HTTP/1.1:                              HTTP/2:
 /// HTTP/1.1 codec (NIO)                   HTTP2FlushBatcher (one socket write per pass of the loop),
 ///                                        NIOHTTP2Handler (flood guards) + connection management
-///                                        per stream: HTTP2StreamDeadlines, HTTP2AuthorityHostCheck,
-///                                        HTTP2WebSocketStream (RFC 8441), HTTP2FramePayloadToHTTP1ServerCodec
+///                                        per stream: HTTP2StreamDeadlines, HTTP2ResponseFieldIndexing,
+///                                        HTTP2AuthorityHostCheck, HTTP2WebSocketStream (RFC 8441),
+///                                        HTTP2FramePayloadToHTTP1ServerCodec
 /// GatewayConnectionHandler     the one decision per request; proxy exchanges and refusals; the
 ///                              router called directly for requests with a small body
 /// HTTP1ToHTTPServerCodec       Hummingbird's types, for the requests its channel serves
@@ -167,6 +168,7 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
                 guard try limit.value.admit(stream) else { return }
                 let pipeline = stream.pipeline.syncOperations
                 try pipeline.addHandler(HTTP2StreamDeadlines(clientIdle: timeouts.clientIdle))
+                try pipeline.addHandler(HTTP2ResponseFieldIndexing())
                 try pipeline.addHandler(HTTP2AuthorityHostCheck())
                 if proxy != nil { try pipeline.addHandler(HTTP2WebSocketStream(webSockets: sockets.value)) }
                 try pipeline.addHandler(HTTP2FramePayloadToHTTP1ServerCodec())
