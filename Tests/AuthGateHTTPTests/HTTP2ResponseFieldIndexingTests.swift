@@ -38,15 +38,15 @@ struct HTTP2ResponseFieldIndexingTests {
     @Test("the request id is nonIndexable and each cookie neverIndexed; every field kept, in order, with its value; endStream kept")
     func fieldsReindexed() throws {
         let input = head(requestID: "7f3c0c4e-2c1e-4c5e-9d0a-3b1f0a6f9e21", cookies: ["a=1; HttpOnly", "b=2"])
-        let out = fields(of: try written(.headers(.init(headers: input, endStream: true))))
-        #expect(out.map(\.name) == input.map(\.name))
-        #expect(out.map(\.value) == input.map(\.value))
-        #expect(
-            out.map(\.indexable) == [.indexable, .indexable, .nonIndexable, .neverIndexed, .neverIndexed, .indexable])
         guard case .headers(let frame) = try written(.headers(.init(headers: input, endStream: true))) else {
             Issue.record("no HEADERS written")
             return
         }
+        let out = Array(frame.headers)
+        #expect(out.map(\.name) == input.map(\.name))
+        #expect(out.map(\.value) == input.map(\.value))
+        #expect(
+            out.map(\.indexable) == [.indexable, .indexable, .nonIndexable, .neverIndexed, .neverIndexed, .indexable])
         #expect(frame.endStream)
     }
 

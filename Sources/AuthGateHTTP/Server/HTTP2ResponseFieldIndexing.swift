@@ -38,8 +38,7 @@ final class HTTP2ResponseFieldIndexing: ChannelOutboundHandler {
     }
 
     /// `fields` with the indexing of those ``indexing(of:)`` decides, in the same order; nil when
-    /// none of them changes (the common case for a request's answer without a request id costs a
-    /// scan and no copy).
+    /// none of them changes (trailers, a block already marked), which costs a scan and no copy.
     static func reindexed(_ fields: HPACKHeaders) -> HPACKHeaders? {
         guard fields.contains(where: { field in indexing(of: field.name).map { $0 != field.indexable } ?? false }) else { return nil }
         var result = HPACKHeaders()
