@@ -67,8 +67,28 @@ extension GatewayConnectionHandler {
     private func answered(_ response: HTTPResponse, _ body: ByteBuffer, _ request: GatheredRequest) {
         guard mode == .answering, let context else { return }
         let closes = !request.keepAlive || closeAfterResponse
+        let version = ProxyResponses.responseVersion(request.version)
+        let connection: StaticString? = closes ? "close" : version == .http1_0 ? "keep-alive" : nil
+        if let responseEncoder, responseEncoder.writeAnswer(response, body: body, version: version, date: date.current(), connection: connection) {
+            // HTTP/1.x: the answer in one buffer, its head made from HTTPTypes' fields directly.
+            context.flush()
+        } else {
+            writeAnswerParts(response, body, version: version, closes: closes, context: context)
+        }
+        connectionGuard?.responseEnded()
+        if closes {
+            closeAfterAnswer()
+            return
+        }
+        mode = .idle
+        processPending()
+    }
+
+    /// The answer as NIO's parts (an HTTP/2 stream's codec takes them), with the fields
+    /// ``HTTP1ResponseEncoder/writeAnswer(_:body:version:date:connection:)`` adds.
+    private func writeAnswerParts(_ response: HTTPResponse, _ body: ByteBuffer, version: HTTPVersion, closes: Bool, context: ChannelHandlerContext) {
         var head = HTTPResponseHead(response)
-        head.version = ProxyResponses.responseVersion(request.version)
+        head.version = version
         if !head.headers.contains(name: "Date") { head.headers.add(name: "Date", value: date.current()) }
         if closes {
             head.headers.replaceOrAdd(name: "Connection", value: "close")
@@ -78,13 +98,6 @@ extension GatewayConnectionHandler {
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         if body.readableBytes > 0 { context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil) }
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-        connectionGuard?.responseEnded()
-        if closes {
-            closeAfterAnswer()
-            return
-        }
-        mode = .idle
-        processPending()
     }
 
     /// Ends the connection at once: its request stream cannot be followed.

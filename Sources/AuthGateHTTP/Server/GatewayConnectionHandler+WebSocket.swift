@@ -101,7 +101,7 @@ extension GatewayConnectionHandler {
         switch side {
         case .client:
             decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
-            others = [try pipeline.handler(type: HTTPResponseEncoder.self)]
+            others = [try pipeline.handler(type: HTTP1ResponseEncoder.self)]
         case .upstream:
             decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPResponseDecoder>.self)
             others = [try pipeline.handler(type: UpstreamChannelHandler.self), try pipeline.handler(type: HTTPRequestEncoder.self)]

@@ -58,6 +58,9 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
     let drainTimeout: TimeAmount
     /// Spans for proxied requests (`tracing.enabled`).
     let tracing: Bool
+    /// Set on an HTTP/1.x connection: told each request's method as it arrives, so that its
+    /// answer is framed for it (none of the body of an answer to `HEAD`).
+    let responseEncoder: HTTP1ResponseEncoder?
     /// Set on an HTTP/2 stream only: the largest header list a request may have (``EdgeProxy``'s 431).
     let headerListLimit: Int?
     /// This handler serves one HTTP/2 stream (a request of its own), not an HTTP/1.1 connection.
@@ -113,9 +116,10 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
     init(
         proxy: EdgeProxy?, application: ApplicationPipeline? = nil, connectionGuard: ClientConnectionGuard?, logger: Logger, drainTimeout: TimeAmount,
         tracing: Bool, eventLoop: any EventLoop,
-        headerListLimit: Int? = nil, taskExecutor: EventLoopTaskExecutor? = nil
+        headerListLimit: Int? = nil, taskExecutor: EventLoopTaskExecutor? = nil, responseEncoder: HTTP1ResponseEncoder? = nil
     ) {
         self.headerListLimit = headerListLimit
+        self.responseEncoder = responseEncoder
         self.taskExecutor = taskExecutor ?? EventLoopTaskExecutor(eventLoop: eventLoop)
         self.proxy = proxy
         self.application = application
@@ -141,6 +145,7 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
         inReadCycle = true
         let part = unwrapInboundIn(data)
         connectionGuard?.decoded(part)
+        if case .head(let head) = part { responseEncoder?.requestArrived(head.method) }
         pending.append(.part(part))
         processPending()
     }

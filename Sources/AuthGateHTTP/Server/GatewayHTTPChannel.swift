@@ -126,14 +126,10 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     /// The rest of an HTTP/1.1 connection's pipeline, and the channel Hummingbird reads.
     private func configureHTTP1(_ channel: any Channel, connectionGuard: ClientConnectionGuard) throws -> RequestChannel {
         let pipeline = channel.pipeline.syncOperations
-        try pipeline.configureHTTPServerPipeline(
-            withPipeliningAssistance: false,
-            withErrorHandling: false,
-            withOutboundHeaderValidation: false,
-            withEncoderConfiguration: .init(),
-            withDecoderLimitConfiguration: NIOHTTPDecoderLimitConfiguration()
-        )
-        try pipeline.addHandler(makeConnectionHandler(channel, connectionGuard: connectionGuard, headerListLimit: nil))
+        // NIO's decoder, unpaired: the connection handler tells the encoder each request's method.
+        let encoder = HTTP1ResponseEncoder()
+        try pipeline.addHandlers([encoder, ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes))])
+        try pipeline.addHandler(makeConnectionHandler(channel, connectionGuard: connectionGuard, headerListLimit: nil, responseEncoder: encoder))
         return try addRouterChannel(channel)
     }
 
@@ -193,13 +189,13 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     }
 
     /// The gateway's decision for the requests of `channel` (a connection or an HTTP/2 stream).
-    private func makeConnectionHandler(_ channel: any Channel, connectionGuard: ClientConnectionGuard?, headerListLimit: Int?)
-        -> GatewayConnectionHandler
-    {
+    private func makeConnectionHandler(
+        _ channel: any Channel, connectionGuard: ClientConnectionGuard?, headerListLimit: Int?, responseEncoder: HTTP1ResponseEncoder? = nil
+    ) -> GatewayConnectionHandler {
         GatewayConnectionHandler(
             proxy: proxy, application: application, connectionGuard: connectionGuard, logger: self.logger, drainTimeout: drainTimeout,
             tracing: tracing, eventLoop: channel.eventLoop, headerListLimit: headerListLimit,
-            taskExecutor: taskExecutors.value(for: channel.eventLoop)
+            taskExecutor: taskExecutors.value(for: channel.eventLoop), responseEncoder: responseEncoder
         )
     }
 
