@@ -39,6 +39,15 @@ let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
     ("FuzzStoredRecords", []),
     ("FuzzRedirect", []),
     (
+        "FuzzResponseFraming",
+        [
+            .product(name: "AuthGateHTTP", package: main),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOEmbedded", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio")
+        ]
+    ),
+    (
         "FuzzWebSocketRelay",
         [
             .product(name: "AuthGateHTTP", package: main),

@@ -154,3 +154,26 @@ for name, (pattern, candidate, form) in {
     "loopback": ("", "http://[0:0::1]:8080/any", "code_challenge=E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM&code_challenge_method=S256"),
 }.items():
     write("FuzzRedirect", name, pattern.encode() + b"\x00" + candidate.encode() + b"\x00" + form.encode())
+
+# HTTP/1.x answers: a control byte (method, HTTP/1.0, Content-Length, chunked, two parts,
+# trailer), a status code in two bytes, a field count, NUL, the reason, NUL, names and values,
+# NUL-separated, then the body.
+def answer(control: int, code: int, reason: str, fields, body: bytes) -> bytes:
+    head = bytes([control, code >> 8, code & 0xFF, len(fields)])
+    parts = [reason.encode()] + [p.encode() for field in fields for p in field]
+    return head + b"\x00".join(parts) + b"\x00" + body
+
+for name, data in {
+    "json-content-length": answer(0b1000, 200, "OK", [("Content-Type", "application/json"), ("X-Request-Id", "r1")], b'{"a":1}'),
+    "chunked-two-parts-trailer": answer(0b1110000, 200, "OK", [("Cache-Control", "no-store")], b"hello world"),
+    "head-request": answer(0b1001, 200, "OK", [("ETag", '"v1"')], b"body a HEAD must not carry"),
+    "no-content-with-body": answer(0b1000, 204, "No Content", [("X-A", "1")], b"HTTP/1.1 200 OK\r\n\r\n"),
+    "not-modified": answer(0, 304, "Not Modified", [("ETag", '"v1"')], b""),
+    "http10-chunked-asked": answer(0b10100, 200, "OK", [("Connection", "keep-alive")], b"raw to the close"),
+    "continue": answer(0, 100, "Continue", [], b""),
+    "custom-reason": answer(0b1000, 299, "Fine \tThanks \xc3\xa9", [("X-Obs", "caf\xc3\xa9"), ("X-Tab", "a\tb")], b"x"),
+    "split-value": answer(0b1000, 200, "OK", [("Location", "/a\r\nSet-Cookie: s=1")], b""),
+    "bad-name": answer(0, 200, "OK", [("Bad Name", "v")], b""),
+    "connect": answer(0b1011, 200, "Connection Established", [("X-A", "1")], b"tunnel bytes"),
+}.items():
+    write("FuzzResponseFraming", name, data)

@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-30}"
 shift || true
 all_targets=(FuzzJSON FuzzBase64URL FuzzIDToken FuzzJWKSet FuzzRequestTarget FuzzProxyDecision FuzzRESP FuzzConfiguration FuzzAppleNotification
-    FuzzStoredRecords FuzzWebSocketRelay FuzzRedirect)
+    FuzzStoredRecords FuzzWebSocketRelay FuzzRedirect FuzzResponseFraming)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all_targets[@]}")
 # Online CPUs, not the affinity mask: a run pinned with taskset must not change -j (and so every
@@ -27,7 +27,7 @@ jobs="${JOBS:-$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)}"
 declare -A dictionary=(
     [FuzzJSON]=json [FuzzBase64URL]=jwt [FuzzIDToken]=jwt [FuzzJWKSet]=jwt [FuzzRequestTarget]=http
     [FuzzProxyDecision]=http [FuzzRESP]=resp [FuzzConfiguration]=yaml [FuzzAppleNotification]=jwt
-    [FuzzStoredRecords]=json [FuzzWebSocketRelay]=websocket [FuzzRedirect]=http
+    [FuzzStoredRecords]=json [FuzzWebSocketRelay]=websocket [FuzzRedirect]=http [FuzzResponseFraming]=http
 )
 
 configuration="${FUZZ_CONFIGURATION:-release}"

@@ -41,6 +41,22 @@ struct HTTP1ResponseEncoderTests {
         return out
     }
 
+    /// An embedded channel through `handler`, connected (active) as a client's connection is.
+    private func connected(_ handler: any ChannelHandler) throws -> EmbeddedChannel {
+        let channel = EmbeddedChannel(handler: handler)
+        try channel.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        let open = !isClosed(channel)
+        #expect(open)
+        return channel
+    }
+
+    /// Whether `channel` closed. Expectations are on the Bool it gives, kept apart: a failed
+    /// expectation describes each value in its expression, and NIO's description of an embedded
+    /// channel's pipeline traps.
+    private func isClosed(_ channel: EmbeddedChannel) -> Bool {
+        !channel.isActive
+    }
+
     private func text(_ buffers: [ByteBuffer]) -> String {
         buffers.map { String(buffer: $0) }.joined()
     }
@@ -137,6 +153,38 @@ struct HTTP1ResponseEncoderTests {
                 + "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n")
     }
 
+    @Test("a status without content (1xx, 204, 304) gets no body bytes, whatever is written after its head; an empty part completes")
+    func bodilessStatuses() throws {
+        for status in [HTTPResponseStatus.noContent, .notModified, .continue, .custom(code: 199, reasonPhrase: "x")] {
+            let channel = EmbeddedChannel(handler: HTTP1ResponseEncoder())
+            channel.write(HTTPServerResponsePart.head(head(status, [("Content-Length", "5"), ("X-A", "1")])), promise: nil)
+            let refused = channel.eventLoop.makePromise(of: Void.self)
+            channel.write(HTTPServerResponsePart.body(.byteBuffer(ByteBuffer(string: "HTTP/1.1 200 OK\r\n\r\n"))), promise: refused)
+            let empty = channel.eventLoop.makePromise(of: Void.self)
+            channel.write(HTTPServerResponsePart.body(.byteBuffer(ByteBuffer())), promise: empty)
+            channel.writeAndFlush(HTTPServerResponsePart.end(nil), promise: nil)
+            #expect(throws: NIOHTTPResponseEncoderError.responseBodyNotAllowed) { try refused.futureResult.wait() }
+            try empty.futureResult.wait()
+            var written = ""
+            while case .byteBuffer(let bytes) = try channel.readOutbound(as: IOData.self) { written += String(buffer: bytes) }
+            #expect(written == "HTTP/1.1 \(status.code) \(status.reasonPhrase)\r\nX-A: 1\r\n\r\n")
+            _ = try? channel.finish()
+        }
+    }
+
+    @Test("an HTTP/1.0 answer carries no Transfer-Encoding: its body is read to the close")
+    func http10WithoutCoding() throws {
+        let response = Response(head: head(.ok, [("Transfer-Encoding", "chunked"), ("X-A", "1")], version: .http1_0), body: ["raw"])
+        #expect(text(try buffers([response], through: HTTP1ResponseEncoder())) == "HTTP/1.0 200 OK\r\nX-A: 1\r\n\r\nraw")
+    }
+
+    @Test("HTAB, visible ASCII and obs-text are written as they are")
+    func legalValueBytes() throws {
+        let value = "a\tb ~ \u{E9}\u{2603}"
+        let out = text(try buffers([Response(head: head(.ok, [("X-V", value), ("Content-Length", "0")]))], through: HTTP1ResponseEncoder()))
+        #expect(out == "HTTP/1.1 200 OK\r\nX-V: \(value)\r\nContent-Length: 0\r\n\r\n")
+    }
+
     @Test("an answer to CONNECT loses Content-Length and Transfer-Encoding and carries no body")
     func connectRequests() throws {
         let response = Response(head: head(.ok, [("Content-Length", "3"), ("Transfer-Encoding", "chunked"), ("X-A", "1")]), body: ["abc"])
@@ -146,11 +194,12 @@ struct HTTP1ResponseEncoderTests {
     @Test(
         "a field that could split the response: nothing is written, the promise fails, the connection closes, the rest of the answer is refused",
         arguments: [
-            ("X-Evil", "a\r\nSet-Cookie: s=1"), ("X-Evil", "a\nb"), ("X-Evil", "a\rb"), ("X-Evil", "a\u{0}b"), ("Bad Name", "v"), ("Bad:Name", "v"),
+            ("X-Evil", "a\r\nSet-Cookie: s=1"), ("X-Evil", "a\nb"), ("X-Evil", "a\rb"), ("X-Evil", "a\u{0}b"), ("X-Evil", "a\u{7F}b"),
+            ("X-Evil", "a\u{1B}[2Jb"), ("Bad Name", "v"), ("Bad:Name", "v"),
             ("", "v"), ("X-\r\nInjected", "v"), ("Ünicode", "v")
         ])
     func malformedFieldRefused(field: (String, String)) throws {
-        let channel = EmbeddedChannel(handler: HTTP1ResponseEncoder())
+        let channel = try connected(HTTP1ResponseEncoder())
         let headWritten = channel.eventLoop.makePromise(of: Void.self)
         channel.write(HTTPServerResponsePart.head(head(.ok, [("Content-Length", "2"), field])), promise: headWritten)
         let bodyWritten = channel.eventLoop.makePromise(of: Void.self)
@@ -160,25 +209,28 @@ struct HTTP1ResponseEncoderTests {
         #expect(throws: HTTP1ResponseFraming.MalformedField.self) { try headWritten.futureResult.wait() }
         #expect(throws: (any Error).self) { try bodyWritten.futureResult.wait() }
         #expect(throws: (any Error).self) { try endWritten.futureResult.wait() }
-        #expect(!channel.isActive)
+        let channelClosed = isClosed(channel)
+        #expect(channelClosed)
         #expect(try channel.readOutbound(as: IOData.self) == nil)
     }
 
     @Test("a reason phrase or a trailer with CR or LF is refused as a field is")
     func malformedReasonAndTrailer() throws {
-        let reason = EmbeddedChannel(handler: HTTP1ResponseEncoder())
+        let reason = try connected(HTTP1ResponseEncoder())
         let headWritten = reason.eventLoop.makePromise(of: Void.self)
         reason.writeAndFlush(HTTPServerResponsePart.head(head(.custom(code: 200, reasonPhrase: "OK\r\nX: y"))), promise: headWritten)
         #expect(throws: HTTP1ResponseFraming.MalformedField.self) { try headWritten.futureResult.wait() }
         #expect(try reason.readOutbound(as: IOData.self) == nil)
-        #expect(!reason.isActive)
+        let reasonClosed = isClosed(reason)
+        #expect(reasonClosed)
 
-        let trailer = EmbeddedChannel(handler: HTTP1ResponseEncoder())
+        let trailer = try connected(HTTP1ResponseEncoder())
         trailer.write(HTTPServerResponsePart.head(head(.ok)), promise: nil)
         let endWritten = trailer.eventLoop.makePromise(of: Void.self)
         trailer.writeAndFlush(HTTPServerResponsePart.end(HTTPHeaders([("X-Sum", "1\r\n\r\nHTTP/1.1 200 OK")])), promise: endWritten)
         #expect(throws: HTTP1ResponseFraming.MalformedField.self) { try endWritten.futureResult.wait() }
-        #expect(!trailer.isActive)
+        let trailerClosed = isClosed(trailer)
+        #expect(trailerClosed)
     }
 
     @Test("a whole answer written from HTTPTypes is, byte for byte, the same answer written as NIO's parts with Date and Connection added")
@@ -231,9 +283,10 @@ struct HTTP1ResponseEncoderTests {
     func answerMalformedOrDetached() throws {
         let encoder = HTTP1ResponseEncoder()
         #expect(!encoder.writeAnswer(HTTPResponse(status: .ok), body: ByteBuffer(), version: .http1_1, date: "d", connection: nil))
-        let channel = EmbeddedChannel(handler: encoder)
+        let channel = try connected(encoder)
         #expect(encoder.writeAnswer(HTTPResponse(status: .ok), body: ByteBuffer(string: "x"), version: .http1_1, date: "a\r\nb", connection: nil))
-        #expect(!channel.isActive)
+        let channelClosed = isClosed(channel)
+        #expect(channelClosed)
         #expect(try channel.readOutbound(as: IOData.self) == nil)
     }
 

@@ -12,7 +12,8 @@ import NIOHTTP1
 /// one pass over bytes reserved once. A write with a promise, a large body and a file region are
 /// written as they are, after what is held. A head with a malformed field (``HTTP1ResponseFraming``)
 /// is not written: its promise fails, the connection closes, and the rest of that response is
-/// refused.
+/// refused. The body of an answer that may have none (`HEAD`, `CONNECT`, 1xx, 204, 304) is
+/// refused (`responseBodyNotAllowed`), its head and end written.
 ///
 /// ``GatewayConnectionHandler`` tells it each request's method as the request arrives
 /// (``requestArrived(_:)``), which NIO's decoder told NIO's encoder.
@@ -63,8 +64,12 @@ final class HTTP1ResponseEncoder: ChannelOutboundHandler, RemovableChannelHandle
         case .body(let part):
             if refused || framing.body == .suppressed {
                 // No bytes for a body that must not be sent (RFC 9112 §6.3); the head and the end
-                // still make a whole response.
-                promise?.fail(NIOHTTPResponseEncoderError.responseBodyNotAllowed)
+                // still make a whole response. An empty part is no body: it completes.
+                if !refused, part.readableBytes == 0 {
+                    promise?.succeed()
+                } else {
+                    promise?.fail(NIOHTTPResponseEncoderError.responseBodyNotAllowed)
+                }
                 return
             }
             writeBody(part, context: context, promise: promise)

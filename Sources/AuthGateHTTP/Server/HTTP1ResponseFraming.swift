@@ -12,8 +12,10 @@ import NIOHTTP1
 /// request method still waiting (``requestArrived(_:)``).
 ///
 /// Unlike NIO's encoder, a head is written only when every field is well formed: a name of token
-/// characters (RFC 9110 §5.6.2) and a value without CR, LF or NUL. Nothing the gateway relays or
-/// makes can then split a response in two, whatever reaches a field.
+/// characters (RFC 9110 §5.6.2), a value and a reason of HTAB, SP, visible ASCII and obs-text (no
+/// CR, LF, NUL or other control byte), and a body only where the status and the request allow one
+/// (none for 1xx, 204, 304, `HEAD`, `CONNECT`). Nothing the gateway relays or makes can then
+/// split a response in two, whatever reaches a field or a body.
 struct HTTP1ResponseFraming {
     /// How the current response's body is written.
     enum Body: Equatable {
@@ -21,7 +23,8 @@ struct HTTP1ResponseFraming {
         case identity
         /// RFC 9112 §7.1 chunks.
         case chunked
-        /// None may be written: an answer to `HEAD` or `CONNECT`.
+        /// None may be written: an answer to `HEAD` or `CONNECT`, or a status without content
+        /// (1xx, 204, 304).
         case suppressed
     }
 
@@ -89,11 +92,13 @@ struct HTTP1ResponseFraming {
         }
         // NIO's rules: no body, no framing fields; Content-Length wins over Transfer-Encoding;
         // otherwise HTTP/1.1 is chunked (the field replaced by one `transfer-encoding: chunked`
-        // at the end); HTTP/1.0 is read to the close, its fields as they are.
+        // at the end); HTTP/1.0 is read to the close.
         let bodiless = connect || (100..<200).contains(code) || code == 204 || code == 304
         let chunked = !bodiless && !hasLength && version.major == 1 && version.minor >= 1
         let dropsLength = bodiless
-        let dropsCoding = bodiless || hasLength || chunked
+        // An HTTP/1.0 answer never carries Transfer-Encoding (RFC 9112 §6.1): its body is read to
+        // the close, and a reader that believed the field would read it as chunks.
+        let dropsCoding = bodiless || hasLength || chunked || !(version.major == 1 && version.minor >= 1)
         let replacesConnection = added.connection != nil
         let start = buffer.writerIndex
         buffer.reserveCapacity(minimumWritableBytes: 32 + reason.utf8.count + fieldBytes + 96 + bodyRoom)
@@ -122,7 +127,9 @@ struct HTTP1ResponseFraming {
             throw MalformedField()
         }
         if !informational, !methods.isEmpty { methods.removeFirst() }
-        body = suppressed ? .suppressed : chunked ? .chunked : .identity
+        // A status without content (1xx, 204, 304; RFC 9110 §15) carries no body either: bytes
+        // after its head would be read as the next response.
+        body = suppressed || bodiless ? .suppressed : chunked ? .chunked : .identity
     }
 
     /// `fields` and the blank line after them (a chunked body's trailers); nothing is written
@@ -246,9 +253,11 @@ extension HTTP1ResponseFraming {
         return true
     }
 
-    /// A field value or reason phrase that cannot end its line early: no CR, LF or NUL.
+    /// A field value or reason phrase of RFC 9110 §5.5 and RFC 9112 §4 bytes only: HTAB, SP,
+    /// visible ASCII and obs-text; no CR, LF, NUL or other control byte, which could end the line
+    /// early for one reader and not for another.
     fileprivate static func isFieldValue(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        for byte in bytes where byte < 0x20 && (byte == 0x0D || byte == 0x0A || byte == 0x00) { return false }
+        for byte in bytes where byte < 0x20 ? byte != 0x09 : byte == 0x7F { return false }
         return true
     }
 }
