@@ -30,7 +30,9 @@ struct HTTP1ResponseFraming {
 
     /// A head that cannot be written as it is.
     struct MalformedField: Error, CustomStringConvertible {
-        var description: String { "response field malformed (a name that is not a token, or CR, LF or NUL in a value)" }
+        var description: String {
+            "response head malformed (a field name that is not a token, or a control byte other than HTAB in a value or the reason)"
+        }
     }
 
     /// Methods of the requests not yet answered, oldest first.
@@ -177,7 +179,8 @@ struct HTTP1ResponseFraming {
 }
 
 extension ByteBuffer {
-    /// `HTTP/x.y code reason` and CRLF, in one write; false when the reason has CR, LF or NUL.
+    /// `HTTP/x.y code reason` and CRLF, in one write; false when the reason holds a control byte
+    /// other than HTAB.
     fileprivate mutating func writeStatusLine(version: HTTPVersion, code: Int, reason: String) -> Bool {
         var digits: (UInt8, UInt8, UInt8) = (0, 0, 0)
         let threeDigits = (100...999).contains(code)
@@ -214,7 +217,7 @@ extension ByteBuffer {
     }
 
     /// `name: value` and CRLF, in one write; false when the name is not a token (RFC 9110
-    /// §5.6.2) or the value has CR, LF or NUL.
+    /// §5.6.2) or the value holds a control byte other than HTAB.
     fileprivate mutating func writeField(_ nameBytes: UnsafeBufferPointer<UInt8>, _ valueBytes: UnsafeBufferPointer<UInt8>) -> Bool {
         writeWithUnsafeMutableBytes(minimumWritableBytes: nameBytes.count + valueBytes.count + 4) { out in
             out.copyMemory(from: UnsafeRawBufferPointer(nameBytes))
