@@ -83,17 +83,16 @@ final class HTTP1ResponseEncoder: ChannelOutboundHandler, RemovableChannelHandle
                 held = nil
                 buffer.writeStaticString("0\r\n")
                 if let trailers {
-                    var trailerBuffer = ByteBuffer()
-                    // The same rule as the head's fields; a malformed trailer ends the connection.
+                    // The same rule as the head's fields; a malformed trailer ends the connection
+                    // (and what was held with it is dropped).
                     do {
-                        try HTTP1ResponseFraming.writeFields(trailers, into: &trailerBuffer)
+                        try HTTP1ResponseFraming.writeFields(trailers, into: &buffer)
                     } catch {
                         framing.responseEnded()
                         promise?.fail(error)
                         context.close(promise: nil)
                         return
                     }
-                    buffer.writeBuffer(&trailerBuffer)
                 } else {
                     buffer.writeStaticString("\r\n")
                 }
@@ -149,19 +148,8 @@ final class HTTP1ResponseEncoder: ChannelOutboundHandler, RemovableChannelHandle
         }
         refused = false
         var body = body
-        switch framing.body {
-        case .suppressed:
-            break
-        case .identity:
-            buffer.writeBuffer(&body)
-        case .chunked:
-            if body.readableBytes > 0 {
-                Self.writeChunkSize(body.readableBytes, into: &buffer)
-                buffer.writeBuffer(&body)
-                buffer.writeStaticString("\r\n")
-            }
-            buffer.writeStaticString("0\r\n\r\n")
-        }
+        if framing.body != .suppressed { appendBody(&body, into: &buffer) }
+        if framing.body == .chunked { buffer.writeStaticString("0\r\n\r\n") }
         framing.responseEnded()
         context.write(wrapOutboundOut(.byteBuffer(buffer)), promise: nil)
         return true
@@ -173,9 +161,7 @@ final class HTTP1ResponseEncoder: ChannelOutboundHandler, RemovableChannelHandle
         let chunked = framing.body == .chunked
         if case .byteBuffer(var bytes) = part, promise == nil, var buffer = held, size <= Self.maxJoinedBody {
             held = nil
-            if chunked, size > 0 { Self.writeChunkSize(size, into: &buffer) }
-            buffer.writeBuffer(&bytes)
-            if chunked, size > 0 { buffer.writeStaticString("\r\n") }
+            appendBody(&bytes, into: &buffer)
             held = buffer
             return
         }
@@ -190,6 +176,16 @@ final class HTTP1ResponseEncoder: ChannelOutboundHandler, RemovableChannelHandle
         context.write(wrapOutboundOut(.byteBuffer(sizeLine)), promise: nil)
         context.write(wrapOutboundOut(part), promise: nil)
         context.write(wrapOutboundOut(.byteBuffer(ByteBuffer(staticString: "\r\n"))), promise: promise)
+    }
+
+    /// `part` appended to `buffer` as the current framing writes it: a chunk (its size line, the
+    /// bytes and CRLF) when chunked and not empty (an empty chunk would end the body), the bytes
+    /// as they are otherwise.
+    private func appendBody(_ part: inout ByteBuffer, into buffer: inout ByteBuffer) {
+        let chunk = framing.body == .chunked && part.readableBytes > 0
+        if chunk { Self.writeChunkSize(part.readableBytes, into: &buffer) }
+        buffer.writeBuffer(&part)
+        if chunk { buffer.writeStaticString("\r\n") }
     }
 
     /// Passes on what is held, behind everything written before it.
