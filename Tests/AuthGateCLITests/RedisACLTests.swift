@@ -108,8 +108,7 @@ struct RedisACLTests {
                 }
                 // A failover: the replica becomes master, the master its replica (which the
                 // acknowledged writes need), and the gateway signs users in on the new master.
-                _ = try await SentinelCluster.command(
-                    cluster.sentinels[0].port, RedisCommand("SENTINEL", "FAILOVER", .string(SentinelCluster.masterName)))
+                try await cluster.failOver()
                 try await cluster.waitUntil("the replica is master and the old master its replica, in sync") {
                     let promoted = try await SentinelCluster.info(cluster.replica.port, "replication").contains("role:master")
                     let demoted = try await SentinelCluster.info(cluster.master.port, "replication").contains("master_link_status:up")

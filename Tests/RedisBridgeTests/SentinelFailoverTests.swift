@@ -110,8 +110,7 @@ struct SentinelFailoverTests {
             }
             try await cluster.waitForReplication()
             // A manual failover: the replica is promoted; the old master stays up.
-            _ = try await SentinelCluster.command(
-                cluster.sentinels[0].port, RedisCommand("SENTINEL", "FAILOVER", .string(SentinelCluster.masterName)))
+            try await cluster.failOver()
             try await cluster.waitUntil("the client follows the announced master") { client.announcedMaster?.port == cluster.replica.port }
             try await cluster.waitUntil("the reader reads from the new master") { reader.connectedAddress?.port == cluster.replica.port }
             try await cluster.waitUntil("a write reaches the new master") {
@@ -137,8 +136,7 @@ struct SentinelFailoverTests {
             try await client.send(RedisCommand("SET", "before-failover", "kept"))
             #expect(client.announcedMaster?.port == cluster.master.port)
             try await cluster.waitForReplication()
-            _ = try await SentinelCluster.command(
-                cluster.sentinels[0].port, RedisCommand("SENTINEL", "FAILOVER", .string(SentinelCluster.masterName)))
+            try await cluster.failOver()
             try await cluster.waitUntil("every Sentinel names the promoted replica") {
                 for sentinel in cluster.sentinels {
                     let named = try await SentinelCluster.command(
@@ -163,6 +161,53 @@ struct SentinelFailoverTests {
                 return try await SentinelCluster.command(cluster.replica.port, RedisCommand("GET", "after-watch")).string == "new"
             }
         }
+    }
+
+    /// `SentinelCluster.failOver()` is what every failover test asks with; a Sentinel that cannot
+    /// promote yet answers `NOGOODSLAVE` and starts nothing (a clean-clone CI run failed on that
+    /// answer), so the helper waits it out instead of failing the test that asked.
+    @Test(
+        "a Sentinel that judges the replica down refuses a failover with NOGOODSLAVE; failOver() waits until it can promote and the replica becomes master"
+    )
+    func failOverWaitsForAPromotableReplica() async throws {
+        let cluster = try await SentinelCluster.start()
+        let sentinel = cluster.sentinels[0].port
+        /// The error replies the first Sentinel has sent (`INFO stats`), each a refusal here.
+        let refusals = {
+            let stats = try await SentinelCluster.info(sentinel, "stats")
+            return stats.split(separator: "\r\n").first { $0.hasPrefix("total_error_replies:") }.flatMap { Int($0.dropFirst(20)) }
+        }
+        var failingOver: Task<Void, any Error>?
+        do {
+            cluster.replica.pause()
+            try await cluster.waitUntil("the first Sentinel judges the paused replica down") {
+                let replicas = try await SentinelCluster.command(sentinel, RedisCommand("SENTINEL", "replicas", .string(SentinelCluster.masterName)))
+                return replicas.description.contains("s_down")
+            }
+            let refused = await #expect(throws: RedisError.self) {
+                try await SentinelCluster.command(sentinel, RedisCommand("SENTINEL", "FAILOVER", .string(SentinelCluster.masterName)))
+            }
+            let refusedForNoReplica = refused?.message.hasPrefix("NOGOODSLAVE") ?? false
+            #expect(refusedForNoReplica, "the Sentinel refused for another reason: \(String(describing: refused))")
+            // Asked while the replica is still down, the helper is refused at least once before
+            // the replica runs again.
+            let before = try await refusals() ?? 0
+            let helper = Task { try await cluster.failOver() }
+            failingOver = helper
+            try await cluster.waitUntil("the helper's first request refused") { (try await refusals() ?? 0) > before }
+            cluster.replica.resume()
+            try await helper.value
+            try await cluster.waitUntil("the replica is promoted") {
+                try await SentinelCluster.info(cluster.replica.port, "replication").contains("role:master")
+            }
+        } catch {
+            failingOver?.cancel()
+            cluster.replica.resume()
+            print(cluster.logs())
+            await cluster.stop()
+            throw error
+        }
+        await cluster.stop()
     }
 
     @Test("configuration errors: an unknown master name is a clear connection failure")
