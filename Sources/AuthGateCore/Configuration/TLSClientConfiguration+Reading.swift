@@ -1,4 +1,4 @@
-public import RedisBridge
+import RedisBridge
 
 #if canImport(FoundationEssentials)
     import FoundationEssentials

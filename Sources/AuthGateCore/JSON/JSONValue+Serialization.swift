@@ -84,7 +84,7 @@ extension JSONValue {
     /// Appends `text` as a JSON string, quoted and escaped.
     package static func writeString(_ text: String, into output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
-        let written = text.utf8.withContiguousStorageIfAvailable { bytes in
+        let written: Void? = text.utf8.withContiguousStorageIfAvailable { bytes in
             writeEscaped(bytes, into: &output)
         }
         if written == nil { Array(text.utf8).withUnsafeBufferPointer { writeEscaped($0, into: &output) } }

@@ -122,7 +122,7 @@ public final class LogLineWriter: Sendable {
             Unmanaged<LogLineWriter>.fromOpaque(context).release()
             releaseThreadDescriptor()
             running.withLock { $0 = false }
-            _ = queue.withLock { queue in
+            queue.withLock { queue in
                 _ = queue.close()
                 _ = queue.next(flushDue: true)
             }

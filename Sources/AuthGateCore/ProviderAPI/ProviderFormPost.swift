@@ -1,11 +1,11 @@
-public import AsyncHTTPClient
+import AsyncHTTPClient
 import NIOCore
 import NIOHTTP1
 
 #if canImport(FoundationEssentials)
-    public import FoundationEssentials
+    import FoundationEssentials
 #else
-    public import Foundation
+    import Foundation
 #endif
 
 /// One form-encoded POST to a provider's REST API (Apple's `/auth/token` and `/auth/revoke`,

@@ -1,9 +1,9 @@
 import Synchronization
 
 #if canImport(FoundationEssentials)
-    public import FoundationEssentials
+    import FoundationEssentials
 #else
-    public import Foundation
+    import Foundation
 #endif
 
 /// The audit trail in memory: the newest 100,000 events, written at once.

@@ -2,9 +2,9 @@ import NIOCore
 import RedisBridge
 
 #if canImport(FoundationEssentials)
-    public import FoundationEssentials
+    import FoundationEssentials
 #else
-    public import Foundation
+    import Foundation
 #endif
 
 extension RedisAuthStore {
@@ -171,7 +171,8 @@ extension RedisAuthStore {
     }
 
     public func deleteIdentity(provider: String, subject: String, userID: String) async throws {
-        try await runAcknowledged(
+        // The reply counts the identities removed; an identity already gone is not an error.
+        _ = try await runAcknowledged(
             RedisAccountScripts.deleteIdentity, keys: [keys.identities(userID), keys.identityIndex(provider, subject)],
             arguments: [.string(keyPrefix), .string(userID), .string(IdentityKey(provider: provider, subject: subject).field)]
         )

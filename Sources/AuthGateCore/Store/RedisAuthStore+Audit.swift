@@ -24,7 +24,7 @@ extension RedisAuthStore {
         while !waiting.isEmpty {
             let batch = Array(waiting.prefix(500))
             do {
-                try await run(Self.appendAuditScript, keys: [keys.audit], arguments: batch.map { .byteArray($0.encoded()) })
+                _ = try await run(Self.appendAuditScript, keys: [keys.audit], arguments: batch.map { .byteArray($0.encoded()) })
             } catch {
                 auditBuffer.putBack(waiting)
                 throw error

@@ -73,7 +73,7 @@ extension RedisAuthStore {
             let due: RedisArgument = entry.failedAt == nil ? .integer(entry.nextAttemptAt.unixMilliseconds) : .string("failed")
             arguments += [.string(entry.id), .byteArray(entry.encoded()), due]
         }
-        try await run(
+        _ = try await run(
             Self.enqueueProviderRevocationsScript, keys: [keys.providerRevocationsDue, keys.providerRevocationEntries], arguments: arguments)
     }
 

@@ -2,14 +2,14 @@ import NIOCore
 import RedisBridge
 
 #if canImport(FoundationEssentials)
-    public import FoundationEssentials
+    import FoundationEssentials
 #else
-    public import Foundation
+    import Foundation
 #endif
 
 extension RedisAuthStore {
     public func createSession(_ session: SessionRecord, refreshTokenHash: String) async throws {
-        try await runAcknowledged(
+        _ = try await runAcknowledged(
             RedisAccountScripts.createSession,
             keys: [keys.session(session.userID, session.id), keys.sessions(session.userID), keys.sessionOwner(session.id)],
             arguments: [
@@ -100,7 +100,7 @@ extension RedisAuthStore {
         // matters, however many came after it (a count cap let a flood of sign-outs push a ban
         // out of the stream, and a new replica let the banned session's token through).
         let keepFrom = Self.milliseconds(Date()) - Self.milliseconds(revocationStreamKeep)
-        try await mappingRedisErrors {
+        _ = try await mappingRedisErrors {
             try await redis.appendToStream(keys.revocations, fields: fields, droppingBefore: max(0, keepFrom))
         }
     }

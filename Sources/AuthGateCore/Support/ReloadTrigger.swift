@@ -1,4 +1,4 @@
-public import ServiceLifecycle
+import ServiceLifecycle
 import UnixSignals
 
 #if canImport(FoundationEssentials)
@@ -18,7 +18,7 @@ public enum ReloadTrigger {
         async throws
     {
         let hangups = await UnixSignalsSequence(trapping: .sighup)
-        try await cancelWhenGracefulShutdown {
+        await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
                     for await _ in hangups { reload("SIGHUP") }

@@ -1,6 +1,6 @@
 public import AuthGateCore
 public import Hummingbird
-public import Logging
+import Logging
 public import NIOCore
 import Synchronization
 

@@ -1,4 +1,4 @@
-public import AuthGateCore
+import AuthGateCore
 import Synchronization
 
 /// Users' GoTrue JSON text (``GoTrueJSON/userText(_:identities:)``) already written, each kept

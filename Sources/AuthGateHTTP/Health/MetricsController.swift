@@ -1,4 +1,4 @@
-public import AuthGateCore
+import AuthGateCore
 public import Hummingbird
 public import Prometheus
 

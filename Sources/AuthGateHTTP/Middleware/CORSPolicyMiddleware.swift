@@ -1,4 +1,4 @@
-public import AuthGateCore
+import AuthGateCore
 import HTTPTypes
 public import Hummingbird
 

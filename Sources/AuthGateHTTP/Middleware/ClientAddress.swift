@@ -1,6 +1,6 @@
 public import AuthGateCore
 public import HTTPTypes
-public import Hummingbird
+import Hummingbird
 public import NIOCore
 public import NIOHTTP1
 

@@ -1,4 +1,4 @@
-public import HTTPTypes
+import HTTPTypes
 public import Hummingbird
 
 /// `405 Method Not Allowed` with an `Allow` header (RFC 9110, 15.5.6) for a path the router

@@ -414,7 +414,7 @@ final class GatewayConnectionHandler: ChannelDuplexHandler, RemovableChannelHand
             return
         }
         // Hummingbird writes from its own task: take the next request after this write returns.
-        context.eventLoop.execute { [self] in processPending() }
+        context.eventLoop.assumeIsolated().execute { self.processPending() }
     }
 
     // MARK: Reading

@@ -1,4 +1,4 @@
-public import AuthGateCore
+import AuthGateCore
 import HTTPTypes
 import Hummingbird
 public import HummingbirdCore
@@ -95,11 +95,13 @@ public struct GatewayHTTPChannel: ServerChildChannel, HTTPChannelHandler {
                 limiter: limiter, ticker: tickers.value(for: channel.eventLoop), timeouts: timeouts, http2: self.http2.enabled,
                 logger: self.logger)
             try pipeline.addHandler(connectionGuard)
+            // The negotiated protocol's initializer runs on this channel's loop, as the guard does.
+            let boundGuard = NIOLoopBound(connectionGuard, eventLoop: channel.eventLoop)
             let http1: NIOChannelInitializerWithOutput<RequestChannel> = { channel in
-                channel.eventLoop.makeCompletedFuture { try configureHTTP1(channel, connectionGuard: connectionGuard) }
+                channel.eventLoop.makeCompletedFuture { try configureHTTP1(channel, connectionGuard: boundGuard.value) }
             }
             let http2: NIOChannelInitializerWithOutput<Void> = { channel in
-                channel.eventLoop.makeCompletedFuture { try configureHTTP2(channel, connectionGuard: connectionGuard) }
+                channel.eventLoop.makeCompletedFuture { try configureHTTP2(channel, connectionGuard: boundGuard.value) }
             }
             guard self.http2.enabled else {
                 return Value(

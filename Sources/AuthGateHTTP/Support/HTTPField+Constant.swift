@@ -1,4 +1,4 @@
-public import HTTPTypes
+import HTTPTypes
 
 extension HTTPField.Name {
     /// A field name written in our source as a literal (`X-Request-Id`). HTTPTypes has no

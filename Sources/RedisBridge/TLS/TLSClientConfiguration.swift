@@ -1,4 +1,4 @@
-public import NIOCore
+import NIOCore
 public import NIOSSL
 
 #if canImport(FoundationEssentials)

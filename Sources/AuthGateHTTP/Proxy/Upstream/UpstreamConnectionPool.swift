@@ -127,7 +127,7 @@ final class LoopConnections: Sendable {
     func acquire(_ key: UpstreamConnectionPool.Key, connectTimeout: TimeAmount) -> EventLoopFuture<UpstreamConnection> {
         let upstream = upstream(key)
         while let connection = upstream.idle.popLast() {
-            if connection.isActive { return eventLoop.makeSucceededFuture(connection) }
+            if connection.isActive { return eventLoop.assumeIsolated().makeSucceededFuture(connection) }
         }
         if upstream.open < limit {
             upstream.open += 1
@@ -172,7 +172,7 @@ final class LoopConnections: Sendable {
         connection.hasServed = true
         let upstream = upstream(connection.key)
         if let waiter = upstream.waiters.popFirst() {
-            waiter.promise.succeed(connection)
+            waiter.promise.assumeIsolated().succeed(connection)
             return
         }
         upstream.idle.append(connection)
@@ -216,6 +216,6 @@ final class LoopConnections: Sendable {
         let upstream = upstream(key)
         guard upstream.open < limit, let waiter = upstream.waiters.popFirst() else { return }
         upstream.open += 1
-        connect(key, timeout: waiter.connectTimeout).cascade(to: waiter.promise)
+        connect(key, timeout: waiter.connectTimeout).assumeIsolated().whenComplete { waiter.promise.assumeIsolated().completeWith($0) }
     }
 }

@@ -62,12 +62,14 @@ final class SocketUpstreamConnector: UpstreamConnector {
     func connect(_ key: UpstreamConnectionPool.Key, on eventLoop: any EventLoop, timeout: TimeAmount, tunnel: Bool) -> EventLoopFuture<
         any Channel
     > {
-        var tlsContext: NIOSSLContext?
+        let tlsContext: NIOSSLContext?
         if let settings = key.tls {
             switch context(for: settings) {
             case .success(let context): tlsContext = context
             case .failure(let error): return eventLoop.makeFailedFuture(UpstreamError.tlsHandshakeFailed(reason: error.description))
             }
+        } else {
+            tlsContext = nil
         }
         let handshake = NIOLockedValueBox<EventLoopFuture<Void>?>(nil)
         let connected = ClientBootstrap(group: eventLoop)
