@@ -88,7 +88,7 @@ struct WebSocketRelayHandlerTests {
         if later == .oversizedFrameInTheSameRead {
             // The close frame is relayed, unflushed, when the next frame ends the tunnel: it must
             // still be written before the client's connection closes.
-            try? tunnel.upstream.writeInbound(ByteBuffer(bytes: close + oversized))
+            _ = try? tunnel.upstream.writeInbound(ByteBuffer(bytes: close + oversized))
         } else {
             try tunnel.upstream.writeInbound(ByteBuffer(bytes: close))
         }
@@ -96,7 +96,7 @@ struct WebSocketRelayHandlerTests {
         case .shutdown:
             tunnel.client.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
         case .oversizedFrame:
-            try? tunnel.upstream.writeInbound(ByteBuffer(bytes: oversized))
+            _ = try? tunnel.upstream.writeInbound(ByteBuffer(bytes: oversized))
         case .oversizedFrameInTheSameRead:
             break
         case .revokedSession:

@@ -30,8 +30,8 @@ public enum AuthGateBinary {
         defer { try? FileManager.default.removeItem(at: directory) }
         let outURL = directory.appendingPathComponent("stdout")
         let errURL = directory.appendingPathComponent("stderr")
-        FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
         let process = Process()
         process.executableURL = try url()
         process.arguments = arguments
@@ -81,7 +81,7 @@ public final class AuthGateServer: Sendable {
     ) async throws -> AuthGateServer {
         let port = try freeLoopbackPort()
         let logFile = FileManager.default.temporaryDirectory.appendingPathComponent("authgate-serve-\(UUID().uuidString).log")
-        FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
         let process = Process()
         process.executableURL = try AuthGateBinary.url()
         process.arguments = ["serve"] + arguments

@@ -4,7 +4,7 @@
 public func waitUntil(_ what: String, deadline: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws {
     let clock = ContinuousClock()
     let start = clock.now
-    while try await !((try? condition()) ?? false) {
+    while await !((try? condition()) ?? false) {
         guard clock.now - start < deadline else { throw TestSupportError("\(what) did not happen within \(deadline)") }
         try await Task.sleep(for: .milliseconds(20))
     }

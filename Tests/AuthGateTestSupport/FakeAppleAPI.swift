@@ -1,6 +1,6 @@
-public import AuthGateCore
+import AuthGateCore
 public import Crypto
-public import Foundation
+import Foundation
 import Hummingbird
 import NIOCore
 import Synchronization

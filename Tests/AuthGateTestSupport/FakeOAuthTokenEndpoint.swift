@@ -1,4 +1,4 @@
-public import AuthGateCore
+import AuthGateCore
 import Foundation
 import Hummingbird
 import NIOCore

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// A throwaway nginx (Debian's, which `make test` installs) on a free loopback port with its own
 /// temporary directory; `locations` is the body of its one `server` block.

@@ -1,5 +1,5 @@
 import NIOConcurrencyHelpers
-public import NIOCore
+import NIOCore
 import NIOHTTP1
 import NIOPosix
 

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// A local certificate authority made at test time with the `openssl` command (P-256 keys,
 /// certificates for 127.0.0.1 and localhost, valid two days), in a temporary directory.

@@ -10,8 +10,10 @@ import Testing
 struct RedisChannelHandlerTests {
     private func makeChannel(maxReplyBytes: Int = 1 << 20) async throws -> NIOAsyncTestingChannel {
         let channel = NIOAsyncTestingChannel()
-        try await channel.pipeline.addHandler(
-            RedisChannelHandler(maxReplyBytes: maxReplyBytes, closeReason: RedisCloseReason(), logger: .init(label: "test")))
+        try await channel.eventLoop.submit {
+            try channel.pipeline.syncOperations.addHandler(
+                RedisChannelHandler(maxReplyBytes: maxReplyBytes, closeReason: RedisCloseReason(), logger: .init(label: "test")))
+        }.get()
         try await channel.connect(to: .init(ipAddress: "127.0.0.1", port: 6379))
         return channel
     }
@@ -94,9 +96,9 @@ struct RedisChannelHandlerTests {
     func deadline() async throws {
         let channel = try await makeChannel()
         let reply = send(RedisCommand("BLPOP", "q", "0"), on: channel, timeout: .milliseconds(50))
-        try await channel.testingEventLoop.advanceTime(by: .milliseconds(49))
+        await channel.testingEventLoop.advanceTime(by: .milliseconds(49))
         #expect(channel.isActive)
-        try await channel.testingEventLoop.advanceTime(by: .milliseconds(1))
+        await channel.testingEventLoop.advanceTime(by: .milliseconds(1))
         await #expect { try await reply.get() } throws: { ($0 as? RedisError)?.code == .timeout }
         try await channel.closeFuture.get()
     }
@@ -110,8 +112,10 @@ struct RedisChannelHandlerTests {
     func closingBeforeCallersHear(byError: Bool) async throws {
         let closeReason = RedisCloseReason()
         let channel = NIOAsyncTestingChannel()
-        try await channel.pipeline.addHandler(
-            RedisChannelHandler(maxReplyBytes: 32, closeReason: closeReason, logger: .init(label: "test")))
+        try await channel.eventLoop.submit {
+            try channel.pipeline.syncOperations.addHandler(
+                RedisChannelHandler(maxReplyBytes: 32, closeReason: closeReason, logger: .init(label: "test")))
+        }.get()
         try await channel.connect(to: .init(ipAddress: "127.0.0.1", port: 6379))
         let reply = send(RedisCommand("BLPOP", "q", "0"), on: channel, timeout: .milliseconds(50))
         #expect(!closeReason.isClosing)
@@ -120,9 +124,9 @@ struct RedisChannelHandlerTests {
         let seen = Seen()
         reply.whenFailure { _ in seen.closing.withLock { $0 = closeReason.isClosing } }
         if byError {
-            try? await channel.writeInbound(ByteBuffer(string: "$100\r\n" + String(repeating: "x", count: 40)))
+            _ = try? await channel.writeInbound(ByteBuffer(string: "$100\r\n" + String(repeating: "x", count: 40)))
         } else {
-            try await channel.testingEventLoop.advanceTime(by: .milliseconds(50))
+            await channel.testingEventLoop.advanceTime(by: .milliseconds(50))
         }
         await #expect { try await reply.get() } throws: { ($0 as? RedisError)?.code == (byError ? .replyTooLarge : .timeout) }
         #expect(seen.closing.withLock { $0 } == true)
