@@ -29,12 +29,13 @@ run: build
 check-config: build
 	.build/debug/authgate check-config --config $(CONFIG)
 
-# The linter, Swift tests, the deploy and OpenAPI checks, then the end-to-end suite (the official
+# The linter, the build (no compiler warning in Sources/ or Tests/: scripts/build-tests.sh), Swift tests, the
+# deploy and OpenAPI checks, then the end-to-end suite (the official
 # Python client against a running gateway) and schemathesis against a live gateway, beside one
 # throwaway redis-server; then every fuzz target for FUZZ_SECONDS.
 test: deps
 	scripts/lint.sh
-	$(SWIFT) build --build-tests -j $(JOBS)
+	SWIFT=$(SWIFT) scripts/build-tests.sh -j $(JOBS)
 	python3 deploy/check.py
 	scripts/check-openapi.sh
 	scripts/with-redis.sh sh -c '$(SWIFT) test --skip-build && Tests/EndToEnd/run.sh && scripts/schemathesis.sh'

@@ -76,7 +76,7 @@ struct GatewayConnectionHandlerTests {
         /// `parts` as what one read of the socket decodes into: each passed on, then one end of
         /// the read (``send(_:)`` ends a read after each part, as `writeInbound` does).
         func sendInOneRead(_ parts: [HTTPServerRequestPart]) throws {
-            for part in parts { client.pipeline.fireChannelRead(NIOAny(part)) }
+            for part in parts { client.pipeline.syncOperations.fireChannelRead(NIOAny(part)) }
             client.pipeline.fireChannelReadComplete()
             try client.throwIfErrorCaught()
         }
@@ -113,7 +113,7 @@ struct GatewayConnectionHandlerTests {
         /// `parts` as what one read of upstream `index`'s socket decodes into.
         func upstreamSendsInOneRead(_ index: Int, _ parts: [HTTPClientResponsePart]) throws {
             let upstream = connector.channels[index]
-            for part in parts { upstream.pipeline.fireChannelRead(NIOAny(part)) }
+            for part in parts { upstream.pipeline.syncOperations.fireChannelRead(NIOAny(part)) }
             upstream.pipeline.fireChannelReadComplete()
             try upstream.throwIfErrorCaught()
         }
