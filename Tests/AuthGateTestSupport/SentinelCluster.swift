@@ -131,18 +131,15 @@ public struct SentinelCluster: Sendable {
     /// the start (waiting for the offsets to be equal never ends while clients keep writing, and
     /// failed a run under load).
     public func waitForReplication() async throws {
-        let offset = { (text: String, key: String) in
-            text.split(separator: "\r\n").first { $0.hasPrefix(key + ":") }.flatMap { Int($0.dropFirst(key.count + 1)) }
-        }
         var target: Int?
         try await waitUntil("the master's replication offset read") {
-            target = offset(try await Self.info(master.port, "replication"), "master_repl_offset")
+            target = Self.infoInteger(try await Self.info(master.port, "replication"), "master_repl_offset")
             return target != nil
         }
         guard let target else { return }
         try await waitUntil("the replicas caught up") {
             for replica in replicas {
-                guard let reached = offset(try await Self.info(replica.port, "replication"), "slave_repl_offset"), reached >= target else {
+                guard let reached = Self.infoInteger(try await Self.info(replica.port, "replication"), "slave_repl_offset"), reached >= target else {
                     return false
                 }
             }
@@ -152,5 +149,11 @@ public struct SentinelCluster: Sendable {
 
     public static func info(_ port: Int, _ section: String) async throws -> String {
         try await command(port, RedisCommand("INFO", .string(section))).string ?? ""
+    }
+
+    /// The integer field `key` of an ``info(_:_:)`` text (its `key:value` lines); nil when it has
+    /// none.
+    public static func infoInteger(_ text: String, _ key: String) -> Int? {
+        text.split(separator: "\r\n").first { $0.hasPrefix(key + ":") }.flatMap { Int($0.dropFirst(key.count + 1)) }
     }
 }

@@ -173,10 +173,7 @@ struct SentinelFailoverTests {
         let cluster = try await SentinelCluster.start()
         let sentinel = cluster.sentinels[0].port
         /// The error replies the first Sentinel has sent (`INFO stats`), each a refusal here.
-        let refusals = {
-            let stats = try await SentinelCluster.info(sentinel, "stats")
-            return stats.split(separator: "\r\n").first { $0.hasPrefix("total_error_replies:") }.flatMap { Int($0.dropFirst(20)) }
-        }
+        let refusals = { SentinelCluster.infoInteger(try await SentinelCluster.info(sentinel, "stats"), "total_error_replies") }
         var failingOver: Task<Void, any Error>?
         do {
             cluster.replica.pause()
