@@ -1,7 +1,9 @@
 import AuthGateTestSupport
+import Dispatch
 import Logging
 import NIOCore
 import NIOPosix
+import Synchronization
 import Testing
 
 @testable import RedisBridge
@@ -265,5 +267,89 @@ struct RedisClientIntegrationTests {
         #expect(try await check.get(key) == "200")
         _ = try await check.delete(key, list)
         await check.shutdown()
+    }
+
+    @Test("callers on the connection's own event loop get their first 16 commands written at once, before the loop's batch task, in order")
+    func eagerPartOnTheEventLoop() async throws {
+        let url = try await SharedRedis.url()
+        let name = "eager-\(UInt32.random(in: 0...UInt32.max))"
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let loop = group.next()
+        let connection = try await RedisConnection.connect(
+            to: url, configuration: RedisClientConfiguration(url: url, clientName: name), eventLoop: loop, logger: logger)
+        let check = RedisClient(configuration: .init(url: url, poolSize: 1), logger: logger)
+        let key = uniqueKey("eager")
+        let list = uniqueKey("eager-list")
+        /// This test's connection as CLIENT LIST shows it.
+        @Sendable func connectionLine() async throws -> Substring? {
+            let clients = try await check.send(RedisCommand("CLIENT", .string("LIST"))).string ?? ""
+            return clients.split(separator: "\n").first { $0.contains("name=\(name) ") }
+        }
+        // A BLPOP holds the connection on the server: what is written after it stays in its query buffer.
+        let blocked = Task { try await connection.send(RedisCommand("BLPOP", .string(list), .string("10")), timeout: .seconds(15)) }
+        try await waitUntil("the BLPOP blocks on the server") { try await connectionLine()?.contains("cmd=blpop") == true }
+        let size = RedisOutbox<RedisRequest>.eagerBatchSize
+        let incrBytes = "*2\r\n$4\r\nINCR\r\n$\(key.utf8.count)\r\n\(key)\r\n".utf8.count
+        // On the loop: `size` tasks each send an INCR, then one more task holds the loop (before the
+        // batch task the first INCR scheduled) until the server has all of them, or 10 s pass.
+        let onLoop = EventLoopActor(loop: loop)
+        let (incrs, reachedServerWhileHeld) = await onLoop.sendThenHold(count: size, command: RedisCommand("INCR", .string(key)), on: connection) {
+            let deadline = ContinuousClock.now + .seconds(10)
+            while ContinuousClock.now < deadline {
+                guard let line = try? await connectionLine(), line.contains("cmd=blpop"),
+                    let field = line.split(separator: " ").first(where: { $0.hasPrefix("qbuf=") }), let queued = Int(field.dropFirst(5))
+                else { return false }
+                if queued >= size * incrBytes { return true }
+                try? await Task.sleep(for: .milliseconds(5))
+            }
+            return false
+        }
+        #expect(reachedServerWhileHeld, "the \(size) INCRs were written while the loop was still busy, before its batch task")
+        _ = try await check.send(RedisCommand("LPUSH", .string(list), .string("go")))
+        #expect(try await blocked.value.array?.last?.string == "go")
+        var replies: [Int64] = []
+        for incr in incrs { replies.append(try await incr.value.int ?? -1) }
+        #expect(replies == Array(1...Int64(size)), "each caller got its own reply, in the order sent")
+        _ = try await check.delete(key, list)
+        connection.closeNow()
+        await check.shutdown()
+        try await group.shutdownGracefully()
+    }
+}
+
+/// An actor whose jobs run on one event loop: its tasks are callers on that loop.
+private actor EventLoopActor {
+    let loop: any EventLoop
+    private var started = 0
+    nonisolated var unownedExecutor: UnownedSerialExecutor { loop.executor.asUnownedSerialExecutor() }
+
+    init(loop: any EventLoop) { self.loop = loop }
+
+    /// Starts `count` tasks on the loop that each send `command` on `connection`, then one that holds
+    /// the loop (blocking it) until `reached`, run elsewhere, returns; the tasks and its answer.
+    func sendThenHold(
+        count: Int, command: RedisCommand, on connection: RedisConnection, until reached: @escaping @Sendable () async -> Bool
+    ) async -> ([Task<RESPValue, any Error>], Bool) {
+        var tasks: [Task<RESPValue, any Error>] = []
+        for _ in 0..<count {
+            tasks.append(
+                Task {
+                    self.started += 1
+                    return try await connection.send(command, timeout: .seconds(15))
+                })
+        }
+        let held = Task { () -> Bool in
+            self.loop.preconditionInEventLoop()
+            let answer = Mutex<Bool?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            Task.detached {
+                let value = await reached()
+                answer.withLock { $0 = value }
+                done.signal()
+            }
+            done.wait()
+            return answer.withLock { $0 } ?? false
+        }
+        return (tasks, await held.value)
     }
 }

@@ -10,7 +10,9 @@
 # the gateway's CPU time per answer in microseconds, each round's and the mean for A and B, B's
 # mean over A's (below 1 means B costs less), the median of the rounds' own B / A, and in how many
 # rounds B cost less: this host's speed moves between minutes, so a change is settled when most
-# rounds agree, not by the means alone.
+# rounds agree, not by the means alone. A second table gives each row's answers per second the
+# same way (above 1 means B answers more), and a third how busy the gateway's core was: a change
+# that keeps the core busier (less time waiting for Redis) raises the rate, not the CPU per answer.
 #
 # Reproduce: bench/exchange/ab.sh A_BINARY B_BINARY [tokens] [concurrency]
 #            (AB_ROUNDS=3 rounds, REQUESTS=50000 GET requests per row, refresh chains of ROUNDS=3)
@@ -64,6 +66,9 @@ measure() {
             exit 1
         fi
         us_per_answer "$row" >>"$work/$side-$row"
+        local rate="${row}_rate" busy="${row}_busy"
+        echo "${!rate}" >>"$work/$side-$row.rate"
+        echo "${!busy}" >>"$work/$side-$row.busy"
     done
     echo "round $round, $side done" >&2
 }
@@ -76,18 +81,33 @@ echo
 echo "machine: $(machine_description), $(date -u +%Y-%m-%d); $COUNT tokens, $CONCURRENCY connections, $AB_ROUNDS rounds"
 echo "A: $binary_a"
 echo "B: $binary_b"
-printf '%-26s %-30s %-30s %8s %8s %8s\n' "µs of gateway CPU/answer" "A: mean (rounds)" "B: mean (rounds)" "B / A" "median" "B < A"
-for row in $rows; do
-    mean_a="$(awk '{s += $1} END {printf "%.1f", s / NR}' "$work/a-$row")"
-    mean_b="$(awk '{s += $1} END {printf "%.1f", s / NR}' "$work/b-$row")"
-    list_a="$(awk '{printf "%s%.0f", (NR > 1 ? " " : ""), $1}' "$work/a-$row")"
-    list_b="$(awk '{printf "%s%.0f", (NR > 1 ? " " : ""), $1}' "$work/b-$row")"
-    # Each round's B / A (the two ran minutes apart, so the host's slower drift cancels), their
-    # median, and in how many rounds B cost less.
-    paired="$(paste "$work/a-$row" "$work/b-$row" | awk '{print $2 / $1}' | sort -g)"
-    median="$(echo "$paired" | awk '{v[NR] = $1} END {printf "%.3f", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2)}')"
-    wins="$(echo "$paired" | awk '$1 < 1 {n++} END {printf "%d/%d", n, NR}')"
-    printf '%-26s %-30s %-30s %8.3f %8s %8s\n' "$(row_label "$row")" "$mean_a ($list_a)" "$mean_b ($list_b)" \
-        "$(echo "$mean_b / $mean_a" | bc -l)" "$median" "$wins"
-done
+# table TITLE SUFFIX BETTER: one line per row of the values in $work/{a,b}-ROW.SUFFIX: A's and B's
+# means and rounds, B / A of the means, the median of the rounds' own B / A, and in how many rounds
+# B was better (BETTER: "less" or "more").
+table() {
+    local title="$1" suffix="$2" better="$3" row mean_a mean_b list_a list_b paired median wins
+    printf '%-26s %-30s %-30s %8s %8s %8s\n' "$title" "A: mean (rounds)" "B: mean (rounds)" "B / A" "median" "B $( [ "$better" = less ] && echo "<" || echo ">" ) A"
+    for row in $rows; do
+        mean_a="$(awk '{s += $1} END {printf "%.1f", s / NR}' "$work/a-$row$suffix")"
+        mean_b="$(awk '{s += $1} END {printf "%.1f", s / NR}' "$work/b-$row$suffix")"
+        list_a="$(awk '{printf "%s%.0f", (NR > 1 ? " " : ""), $1}' "$work/a-$row$suffix")"
+        list_b="$(awk '{printf "%s%.0f", (NR > 1 ? " " : ""), $1}' "$work/b-$row$suffix")"
+        # Each round's B / A (the two ran minutes apart, so the host's slower drift cancels), their
+        # median, and in how many rounds B was better.
+        paired="$(paste "$work/a-$row$suffix" "$work/b-$row$suffix" | awk '{print $2 / $1}' | sort -g)"
+        median="$(echo "$paired" | awk '{v[NR] = $1} END {printf "%.3f", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2)}')"
+        if [ "$better" = less ]; then
+            wins="$(echo "$paired" | awk '$1 < 1 {n++} END {printf "%d/%d", n, NR}')"
+        else
+            wins="$(echo "$paired" | awk '$1 > 1 {n++} END {printf "%d/%d", n, NR}')"
+        fi
+        printf '%-26s %-30s %-30s %8.3f %8s %8s\n' "$(row_label "$row")" "$mean_a ($list_a)" "$mean_b ($list_b)" \
+            "$(echo "$mean_b / $mean_a" | bc -l)" "$median" "$wins"
+    done
+}
+table "µs of gateway CPU/answer" "" less
+echo
+table "answers per second" ".rate" more
+echo
+table "gateway core busy (%)" ".busy" more
 echo "reproduce: bench/exchange/ab.sh $binary_a $binary_b $COUNT $CONCURRENCY"

@@ -13,10 +13,10 @@ import Synchronization
 public final class RedisConnection: Sendable {
     private let channel: any Channel
     private let commandTimeout: TimeAmount
-    /// Commands handed over by callers and not yet written. Callers append; the first append
-    /// into an empty outbox schedules one event-loop task that writes the whole batch and
-    /// flushes once: under load, one hop and one `write(2)` serve many commands.
-    private let outbox = Mutex<[RedisRequest]>([])
+    /// Commands handed over by callers and not yet written, and when to write them
+    /// (``RedisOutbox``): batched per event-loop task, in parts of 16 when the callers run on
+    /// the connection's own loop.
+    private let outbox = Mutex(RedisOutbox<RedisRequest>())
     private let closeReason: RedisCloseReason
     /// The server this connection reached (for a Sentinel-found master, the master's address).
     public let address: RedisServerAddress
@@ -135,23 +135,19 @@ public final class RedisConnection: Sendable {
         return messages
     }
 
-    private func enqueue(_ requests: some Collection<RedisRequest>) {
-        let isFirst = outbox.withLock { pending -> Bool in
-            let wasEmpty = pending.isEmpty
-            pending.append(contentsOf: requests)
-            return wasEmpty
+    private func enqueue(_ requests: some Collection<RedisRequest> & Sendable) {
+        let onEventLoop = channel.eventLoop.inEventLoop
+        let action = outbox.withLock { $0.add(requests, callerOnEventLoop: onEventLoop) }
+        switch action {
+        case .none: return
+        case .scheduleWrite: channel.eventLoop.execute { self.write(self.outbox.withLock { $0.takeScheduled() }) }
+        case .writeNow: write(outbox.withLock { $0.takeNow() })
         }
-        guard isFirst else { return }
-        channel.eventLoop.execute { self.drainOutbox() }
     }
 
-    /// Runs on the event loop: writes every queued command, then flushes once.
-    private func drainOutbox() {
-        let batch = outbox.withLock { pending -> [RedisRequest] in
-            let batch = pending
-            pending.removeAll(keepingCapacity: true)
-            return batch
-        }
+    /// Runs on the event loop: writes `batch` in order, then flushes once.
+    private func write(_ batch: [RedisRequest]) {
+        guard !batch.isEmpty else { return }
         // A closed channel has no handler left to fail the promises; fail them here.
         guard channel.isActive else {
             let reason = closeReason.recorded.map { "the connection to Redis is closed: \($0.message)" } ?? "the connection to Redis is closed"
