@@ -41,7 +41,7 @@ public struct RouteCORSConfiguration: Sendable, Hashable {
         /// A list of header names under `key`, each reported when it is not one.
         func headerNames(_ key: String, default defaultValue: [String] = []) -> [String] {
             let names = section.stringList(key, default: defaultValue)
-            for name in names where name.isEmpty || !name.utf8.allSatisfy(Self.isTokenByte) {
+            for name in names where !HTTPToken.isToken(name.utf8) {
                 section.report(key, "\"\(name)\" is not a header name")
             }
             return names
@@ -56,13 +56,5 @@ public struct RouteCORSConfiguration: Sendable, Hashable {
         return RouteCORSConfiguration(
             allowedOrigins: origins, allowedHeaders: headers, allowedMethods: methods, exposeHeaders: expose, allowCredentials: credentials,
             maxAge: maxAge)
-    }
-
-    /// A tchar of RFC 9110: what a header name is made of.
-    private static func isTokenByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
-        default: "!#$%&'*+-.^_`|~".utf8.contains(byte)
-        }
     }
 }

@@ -1,3 +1,4 @@
+import AuthGateCore
 import NIOCore
 import NIOHTTP1
 
@@ -231,7 +232,7 @@ extension ByteBuffer {
             out[at + 1] = UInt8(ascii: "\n")
             return at + 2
         }
-        return HTTP1ResponseFraming.isToken(nameBytes) && HTTP1ResponseFraming.isFieldValue(valueBytes)
+        return HTTPToken.isToken(nameBytes) && HTTP1ResponseFraming.isFieldValue(valueBytes)
     }
 }
 
@@ -241,19 +242,6 @@ extension HTTP1ResponseFraming {
         if let result = text.utf8.withContiguousStorageIfAvailable(body) { return result }
         var text = text
         return text.withUTF8(body)
-    }
-
-    /// A field name: one or more RFC 9110 §5.6.2 `tchar`, looked up in a 128-bit set
-    /// (`!#$%&'*+-.^_`|~`, digits and letters; no byte of 128 or more).
-    fileprivate static func isToken(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        let low: UInt64 = 0x03FF_6CFA_0000_0000
-        let high: UInt64 = 0x57FF_FFFF_C7FF_FFFE
-        guard !bytes.isEmpty else { return false }
-        for byte in bytes {
-            let set = byte < 64 ? low : byte < 128 ? high : 0
-            guard set & (1 << UInt64(byte & 63)) != 0 else { return false }
-        }
-        return true
     }
 
     /// A field value or reason phrase of RFC 9110 §5.5 and RFC 9112 §4 bytes only: HTAB, SP,
