@@ -14,9 +14,20 @@ cd "$(dirname "$0")/.."
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 "${SWIFT:-swift}" build --build-tests "$@" 2>&1 | tee "$log"
-# The package's path is matched as text, not as a pattern (it may hold `.` or `+`).
-warnings="$(awk -v root="$PWD/" '(index($0, root "Sources/") == 1 || index($0, root "Tests/") == 1) && $0 ~ /:[0-9]+:[0-9]+: warning:/ {
-    print substr($0, length(root) + 1) }' "$log" | sort -u)"
+# The package's path is matched as text, not as a pattern (it may hold `.` or `+`). A warning in a
+# macro's expansion (`#expect`) names the expansion, and on the next line the file it came from.
+warnings="$(awk -v root="$PWD/" '
+    function ours(line) { return index(line, root "Sources/") == 1 || index(line, root "Tests/") == 1 }
+    expansion != "" {
+        origin = $0; sub(/^[^\/]*/, "", origin)
+        if (ours(origin) && origin ~ /: note: expanded code originates here/) {
+            sub(/: note: expanded code originates here.*/, "", origin)
+            print substr(origin, length(root) + 1) ": warning (in a macro expansion):" expansion
+        }
+        expansion = ""
+    }
+    /^macro expansion .*: warning:/ { expansion = $0; sub(/^[^:]*:[0-9]+:[0-9]+: warning:/, "", expansion); next }
+    ours($0) && $0 ~ /:[0-9]+:[0-9]+: warning:/ { print substr($0, length(root) + 1) }' "$log" | sort -u)"
 if [ -n "$warnings" ]; then
     echo "the compiler warned about our own files (they build without warnings):" >&2
     echo "$warnings" >&2

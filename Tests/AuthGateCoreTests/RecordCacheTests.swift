@@ -87,12 +87,12 @@ struct RecordCacheTests {
         var decoded: [String] = []
         cache.seed("u1", bytes: Array("{a}".utf8), record: "seeded")
         #expect(
-            try cache.record("u1", ByteBuffer(string: "{a}")) {
+            cache.record("u1", ByteBuffer(string: "{a}")) {
                 decoded.append(String(decoding: $0, as: UTF8.self)); return ""
             } == "seeded")
         #expect(decoded.isEmpty, "the seeded bytes are not decoded")
         #expect(
-            try cache.record("u1", ByteBuffer(string: "{b}")) {
+            cache.record("u1", ByteBuffer(string: "{b}")) {
                 decoded.append(String(decoding: $0, as: UTF8.self)); return "b"
             } == "b")
         #expect(decoded == ["{b}"], "other bytes are")
