@@ -378,4 +378,55 @@ struct ProviderKeySetTests {
             #expect(identity.subject == "user-1")
         }
     }
+
+    @Test(
+        "a key set found by discovery refetches its keys without refetching the document while it is fresh, and from the jwks_uri last read while the discovery endpoint is down"
+    )
+    func discoveryDocumentIsKept() async throws {
+        let keys = FakeProvider.sharedKeys
+        let provider = try await FakeProvider.start(keys: [keys[0]])
+        provider.setEndpoints(authorization: provider.issuer + "/authorize", token: provider.issuer + "/token")
+        let client = HTTPClientService.makeKeyFetchingClient()
+        let fetcher = HTTPJWKSFetcher(client: client)
+        let clock = ManualClock()
+        let discovery = OIDCDiscovery(fetcher: fetcher, now: { clock.now })
+        let configuration = try #require(
+            try AuthGateConfiguration.parse(
+                yaml: "providers: { oidc: [ { name: fake, issuer: \"\(provider.issuer)\", audiences: [app] } ] }", baseDirectory: "",
+                environment: [:]
+            ).providers.oidc.first)
+        let keySet = ProviderKeySet(
+            provider: "fake", source: .discovery(issuer: provider.issuer), algorithm: .rs256, fetcher: fetcher, discovery: discovery,
+            logger: Self.logger)
+        let verifier = OIDCVerifier(configuration: configuration, keySet: keySet)
+        do {
+            _ = try await verifier.verify(idToken: token(provider, key: keys[0]), rawNonce: nil, now: Date())
+            #expect(provider.discoveryRequests == 1)
+            #expect(provider.jwksRequests == 1)
+            // The browser flow reads the same document: no second fetch.
+            #expect(try await discovery.endpoints(issuer: provider.issuer).token == provider.issuer + "/token")
+            #expect(provider.discoveryRequests == 1)
+            // A rotation: the keys are refetched, the document is not.
+            provider.publish([keys[0], keys[1]])
+            _ = try await verifier.verify(idToken: token(provider, key: keys[1]), rawNonce: nil, now: Date())
+            #expect(provider.jwksRequests == 2)
+            #expect(provider.discoveryRequests == 1)
+            // The document's hour runs out while its endpoint is down: the next refresh tries it once,
+            // then fetches the keys from the jwks_uri it last named.
+            clock.advance(.seconds(3601))
+            provider.setDiscoveryDown(true)
+            provider.publish([keys[0], keys[1], keys[2]])
+            try await keySet.refresh()
+            #expect(provider.discoveryRequests == 2)
+            #expect(provider.jwksRequests == 3)
+            _ = try await verifier.verify(idToken: token(provider, key: keys[2]), rawNonce: nil, now: Date())
+            #expect(provider.jwksRequests == 3)
+        } catch {
+            try? await client.shutdown()
+            await provider.stop()
+            throw error
+        }
+        try await client.shutdown()
+        await provider.stop()
+    }
 }

@@ -24,6 +24,7 @@ public final class FakeProvider: Sendable {
         var cacheControl: String? = "public, max-age=3600"
         var age: String?
         var isDown = false
+        var isDiscoveryDown = false
         var jwksRequests = 0
         var authorizationEndpoint: String?
         var tokenEndpoint: String?
@@ -86,6 +87,8 @@ public final class FakeProvider: Sendable {
     }
     /// When down, the JWKS endpoint and the discovery document answer 503.
     public func setDown(_ isDown: Bool) { state.withLock { $0.isDown = isDown } }
+    /// When down, the discovery document alone answers 503 (the JWKS endpoint still answers).
+    public func setDiscoveryDown(_ isDown: Bool) { state.withLock { $0.isDiscoveryDown = isDown } }
     /// JWKS requests answered so far (any status).
     public var jwksRequests: Int { state.withLock { $0.jwksRequests } }
     /// Adds `authorization_endpoint` and `token_endpoint` to the discovery document (nil: left out).
@@ -103,7 +106,7 @@ public final class FakeProvider: Sendable {
             state.discoveryRequests += 1
             return state
         }
-        if snapshot.isDown { return Response(status: .serviceUnavailable) }
+        if snapshot.isDown || snapshot.isDiscoveryDown { return Response(status: .serviceUnavailable) }
         var fields = ["\"issuer\":\"\(issuer)\"", "\"jwks_uri\":\"\(jwksURL)\""]
         if let url = snapshot.authorizationEndpoint { fields.append("\"authorization_endpoint\":\"\(url)\"") }
         if let url = snapshot.tokenEndpoint { fields.append("\"token_endpoint\":\"\(url)\"") }

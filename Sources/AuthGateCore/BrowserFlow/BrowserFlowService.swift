@@ -22,12 +22,12 @@ public struct BrowserFlowService: Sendable {
     let codes: AuthorizationCodeClient
     let sealer: ProviderTokenSealer?
     /// The endpoints of OIDC providers configured without them.
-    let discovery: ProviderEndpointDiscovery
+    let discovery: OIDCDiscovery
     let logger: Logger
 
     public init(
         configuration: BrowserFlowConfiguration, store: any AuthStore, accounts: AccountService, codes: AuthorizationCodeClient,
-        sealer: ProviderTokenSealer?, discovery: ProviderEndpointDiscovery, logger: Logger
+        sealer: ProviderTokenSealer?, discovery: OIDCDiscovery, logger: Logger
     ) {
         self.configuration = configuration
         self.policy = configuration.redirectPolicy
@@ -128,7 +128,7 @@ public struct BrowserFlowService: Sendable {
     /// `provider`'s configured URL, else the one its issuer's discovery document names.
     /// - Throws: ``AuthGateError`` `provider_unavailable` when that document cannot be read.
     private func endpoint(
-        _ configured: KeyPath<BrowserFlowConfiguration.Provider, String?>, _ discovered: KeyPath<ProviderEndpointDiscovery.Endpoints, String>,
+        _ configured: KeyPath<BrowserFlowConfiguration.Provider, String?>, _ discovered: KeyPath<OIDCDiscovery.Endpoints, String>,
         of provider: BrowserFlowConfiguration.Provider
     ) async throws -> String {
         if let url = provider[keyPath: configured] { return url }

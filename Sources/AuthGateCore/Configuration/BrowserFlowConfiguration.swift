@@ -27,7 +27,7 @@ public struct BrowserFlowConfiguration: Sendable {
         /// the `token_endpoint` of ``discoveryIssuer``'s discovery document.
         public var tokenURL: String?
         /// The OpenID Connect issuer whose discovery document gives the URLs not configured
-        /// (``ProviderEndpointDiscovery``); nil when both are.
+        /// (``OIDCDiscovery``); nil when both are.
         public var discoveryIssuer: String?
         /// The scopes always asked for (Google: `email profile`; Apple: `email name`; OIDC:
         /// `openid email profile` unless configured).

@@ -14,14 +14,18 @@ public struct IdentityVerifierRegistry: Sendable {
     public var keySets: [ProviderKeySet] { verifiers.values.map(\.keySet) }
 
     /// Builds a verifier for every enabled provider in `providers`.
-    public init(providers: ProvidersConfiguration, fetcher: any JWKSFetching, logger: Logger) {
+    /// - Parameter discovery: the discovery documents of providers configured by discovery (the
+    ///   gateway's one cache, shared with the browser flow); one for these key sets when nil.
+    public init(providers: ProvidersConfiguration, fetcher: any JWKSFetching, discovery: OIDCDiscovery? = nil, logger: Logger) {
         var verifiers: [String: any IdentityVerifier] = [:]
+        let discovery = discovery ?? OIDCDiscovery(fetcher: fetcher)
         for configuration in [providers.apple, providers.google] + providers.oidc where configuration.enabled {
             let keySet = ProviderKeySet(
                 provider: configuration.name,
                 source: Self.source(of: configuration),
                 algorithm: configuration.algorithm,
                 fetcher: fetcher,
+                discovery: discovery,
                 logger: logger
             )
             verifiers[configuration.name] = Self.makeVerifier(configuration, keySet: keySet)

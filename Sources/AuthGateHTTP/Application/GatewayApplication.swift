@@ -56,6 +56,7 @@ public enum GatewayApplication {
             upstreamConnections: UpstreamConnectionPool? = nil,
             metrics: PrometheusCollectorRegistry? = nil,
             providerHTTPClient: HTTPClient? = nil,
+            discovery: OIDCDiscovery? = nil,
             serverTLS: ServerTLSContext? = nil,
             logger: Logger = Logger(label: "authgate")
         ) {
@@ -108,7 +109,7 @@ public enum GatewayApplication {
                 self.browserFlow = BrowserFlowService(
                     configuration: configuration.browserFlow, store: store, accounts: accounts,
                     codes: AuthorizationCodeClient(http: providerHTTPClient, appleSecrets: appleClientSecrets), sealer: sealer,
-                    discovery: ProviderEndpointDiscovery(fetcher: HTTPJWKSFetcher(client: providerHTTPClient)), logger: logger)
+                    discovery: discovery ?? OIDCDiscovery(fetcher: HTTPJWKSFetcher(client: providerHTTPClient)), logger: logger)
             } else {
                 self.browserFlow = nil
             }
@@ -148,17 +149,16 @@ public enum GatewayApplication {
         let serverTLS = try configuration.server.tls.map { try ServerTLSContext(configuration: $0, http2: configuration.server.http2.enabled) }
         let store = AuthStoreFactory.make(configuration.store, accessTokenTTL: configuration.tokens.accessTokenTTL, logger: logger)
         let httpClient = HTTPClientService(client: HTTPClientService.makeKeyFetchingClient())
-        let verifiers = IdentityVerifierRegistry(
-            providers: configuration.providers,
-            fetcher: HTTPJWKSFetcher(client: httpClient.client),
-            logger: logger
-        )
+        let fetcher = HTTPJWKSFetcher(client: httpClient.client)
+        // One cache of discovery documents for the key sets and the browser flow.
+        let discovery = OIDCDiscovery(fetcher: fetcher)
+        let verifiers = IdentityVerifierRegistry(providers: configuration.providers, fetcher: fetcher, discovery: discovery, logger: logger)
         let upstreamConnections = UpstreamConnectionPool(
             maxConnectionsPerUpstream: configuration.proxy.maxConnectionsPerUpstream, maxWebSocketTunnels: configuration.proxy.maxWebSocketTunnels,
             routes: configuration.routes)
         let dependencies = Dependencies(
             configuration: configuration, store: store.store, keyRing: keyRing, verifiers: verifiers, upstreamConnections: upstreamConnections,
-            metrics: metrics, providerHTTPClient: httpClient.client, serverTLS: serverTLS, logger: logger
+            metrics: metrics, providerHTTPClient: httpClient.client, discovery: discovery, serverTLS: serverTLS, logger: logger
         )
         var services: [any Service] = store.services + [httpClient, upstreamConnections] + verifiers.keySets.map { $0 as any Service }
         services.append(ProviderRevocationWorker(store: store.store, revoker: dependencies.providerTokenRevoker, logger: logger))

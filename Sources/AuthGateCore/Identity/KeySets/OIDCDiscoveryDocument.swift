@@ -5,39 +5,38 @@
 /// that nothing an `https` issuer publishes is then fetched or sent over plain HTTP.
 ///
 /// The key sets read `jwks_uri` from it; the browser flow `authorization_endpoint` and
-/// `token_endpoint`.
+/// `token_endpoint` (both through ``OIDCDiscovery``, which caches it).
 struct OIDCDiscoveryDocument: Sendable {
     /// The issuer the document was fetched for (and names).
     let issuer: String
     private let metadata: [String: JSONValue]
-    /// The code of every error about this document (`keys_unavailable` for key sets,
-    /// `provider_unavailable` for the browser flow).
-    private let failure: AuthGateError.Code
 
     /// Where `issuer` publishes its document.
     static func url(of issuer: String) -> String {
         (issuer.hasSuffix("/") ? String(issuer.dropLast()) : issuer) + "/.well-known/openid-configuration"
     }
 
-    /// - Throws: ``AuthGateError`` with `failure` when the body is not a JSON object or names
-    ///   another issuer.
-    init(parsing body: [UInt8], issuer: String, failure: AuthGateError.Code) throws {
+    /// - Throws: ``AuthGateError`` `provider_unavailable` when the body is not a JSON object or
+    ///   names another issuer.
+    init(parsing body: [UInt8], issuer: String) throws {
         guard let metadata = (try? JSONValue.parse(body))?.objectValue else {
-            throw AuthGateError(failure, "the discovery document of \(issuer) is not JSON")
+            throw AuthGateError(.providerUnavailable, "the discovery document of \(issuer) is not JSON")
         }
         let named = metadata["issuer"]?.stringValue
         guard let named, ByteExactString(named) == ByteExactString(issuer) else {
-            throw AuthGateError(failure, "the discovery document names issuer \(ProviderKeySet.printable(named ?? "none")), not \(issuer)")
+            throw AuthGateError(
+                .providerUnavailable, "the discovery document names issuer \(ProviderKeySet.printable(named ?? "none")), not \(issuer)")
         }
         self.issuer = issuer
         self.metadata = metadata
-        self.failure = failure
     }
 
     /// The URL the document gives as `name` (`jwks_uri`, `authorization_endpoint`, …), when it
     /// may be used.
-    /// - Throws: ``AuthGateError`` when it is missing, not a usable URL, or `http` for an `https` issuer.
-    func url(_ name: String) throws -> String {
+    /// - Throws: ``AuthGateError`` with `failure` (`keys_unavailable` for key sets,
+    ///   `provider_unavailable` for the browser flow) when it is missing, not a usable URL, or
+    ///   `http` for an `https` issuer.
+    func url(_ name: String, failure: AuthGateError.Code) throws -> String {
         try Self.usableURL(metadata[name]?.stringValue, named: name, issuer: issuer, failure: failure)
     }
 

@@ -23,7 +23,8 @@ public actor ProviderKeySet {
     public enum Source: Sendable, Hashable {
         case url(String)
         case file(String)
-        /// `<issuer>/.well-known/openid-configuration`, then its `jwks_uri`.
+        /// `<issuer>/.well-known/openid-configuration` (through ``OIDCDiscovery``, which keeps
+        /// it for its lifetime), then its `jwks_uri`.
         case discovery(issuer: String)
     }
 
@@ -53,6 +54,8 @@ public actor ProviderKeySet {
     private let source: Source
     private let algorithm: ProvidersConfiguration.VerificationAlgorithm
     private let fetcher: any JWKSFetching
+    /// Where a `.discovery` source finds its `jwks_uri`.
+    private let discovery: OIDCDiscovery
     private let logger: Logger
     private let unknownKeyRefetchInterval: Duration
     private let minimumLifetime: Duration
@@ -74,11 +77,14 @@ public actor ProviderKeySet {
     static let maximumLifetime: Duration = .seconds(86_400)
 
     /// Creates a key set; nothing is fetched until the first lookup or ``refresh()``.
+    /// - Parameter discovery: the discovery documents a `.discovery` source reads (the gateway's
+    ///   one cache, shared with the browser flow); one of its own, on `fetcher`, when nil.
     public init(
         provider: String,
         source: Source,
         algorithm: ProvidersConfiguration.VerificationAlgorithm,
         fetcher: any JWKSFetching,
+        discovery: OIDCDiscovery? = nil,
         logger: Logger,
         unknownKeyRefetchInterval: Duration = .seconds(30),
         minimumLifetime: Duration = .seconds(30)
@@ -88,6 +94,7 @@ public actor ProviderKeySet {
         self.source = source
         self.algorithm = algorithm
         self.fetcher = fetcher
+        self.discovery = discovery ?? OIDCDiscovery(fetcher: fetcher)
         self.logger = logger
         self.unknownKeyRefetchInterval = unknownKeyRefetchInterval
     }
@@ -193,7 +200,7 @@ public actor ProviderKeySet {
         case .url(let url):
             document = try await fetcher.fetch(url)
         case .discovery(let issuer):
-            document = try await fetcher.fetch(try await discoverKeySetURL(issuer: issuer))
+            document = try await fetcher.fetch(try await discovery.keySetURL(issuer: issuer))
         }
         let parsed = try JWKSetParser.parse(document.body, algorithm: algorithm)
         for skipped in parsed.skipped {
@@ -213,11 +220,6 @@ public actor ProviderKeySet {
             ]
         )
         return Loaded(keys: parsed.keys, loadedAt: now, freshUntil: now + lifetime)
-    }
-
-    private func discoverKeySetURL(issuer: String) async throws -> String {
-        let document = try await fetcher.fetch(OIDCDiscoveryDocument.url(of: issuer))
-        return try OIDCDiscoveryDocument(parsing: document.body, issuer: issuer, failure: .keysUnavailable).url("jwks_uri")
     }
 
     /// How long after a failed fetch the next one is tried: 2 s after the first failure, then 4 s, 8 s … up to 1 min.

@@ -4,9 +4,10 @@ import Testing
 
 @testable import AuthGateCore
 
-/// The browser flow's endpoint discovery, against a scripted fetcher and a clock the tests move.
-@Suite("Provider endpoint discovery", .timeLimit(.minutes(1)))
-struct ProviderEndpointDiscoveryTests {
+/// The discovery documents (the browser flow's endpoints, the key sets' `jwks_uri`), against a
+/// scripted fetcher and a clock the tests move.
+@Suite("OIDC discovery", .timeLimit(.minutes(1)))
+struct OIDCDiscoveryTests {
     static let issuer = "https://id.example.com"
 
     /// Answers discovery documents from a script (one entry per fetch; the last repeats), counting
@@ -62,11 +63,13 @@ struct ProviderEndpointDiscoveryTests {
     }
 
     static func document(
-        issuer: String = issuer, authorization: String? = "https://id.example.com/authorize", token: String? = "https://id.example.com/token"
+        issuer: String = issuer, authorization: String? = "https://id.example.com/authorize", token: String? = "https://id.example.com/token",
+        keys: String? = "https://id.example.com/keys"
     )
         -> String
     {
-        var fields = ["\"issuer\":\"\(issuer)\"", "\"jwks_uri\":\"https://id.example.com/keys\""]
+        var fields = ["\"issuer\":\"\(issuer)\""]
+        if let keys { fields.append("\"jwks_uri\":\"\(keys)\"") }
         if let authorization { fields.append("\"authorization_endpoint\":\"\(authorization)\"") }
         if let token { fields.append("\"token_endpoint\":\"\(token)\"") }
         return "{" + fields.joined(separator: ",") + "}"
@@ -77,7 +80,7 @@ struct ProviderEndpointDiscoveryTests {
         // The document's URL has one slash before .well-known; an issuer written with a trailing
         // slash is another issuer than the one the document names, byte for byte.
         let slashed = ScriptedFetcher([.document(Self.document(), maxAge: nil)])
-        await #expect(throws: AuthGateError.self) { _ = try await ProviderEndpointDiscovery(fetcher: slashed).endpoints(issuer: Self.issuer + "/") }
+        await #expect(throws: AuthGateError.self) { _ = try await OIDCDiscovery(fetcher: slashed).endpoints(issuer: Self.issuer + "/") }
         #expect(slashed.fetches == ["https://id.example.com/.well-known/openid-configuration"])
 
         let clock = ManualClock()
@@ -85,7 +88,7 @@ struct ProviderEndpointDiscoveryTests {
             .document(Self.document(), maxAge: .seconds(600)),
             .document(Self.document(authorization: "https://id.example.com/v2/authorize"), maxAge: .seconds(1))
         ])
-        let kept = ProviderEndpointDiscovery(fetcher: fresh, now: { clock.now })
+        let kept = OIDCDiscovery(fetcher: fresh, now: { clock.now })
         for _ in 0..<5 { #expect(try await kept.endpoints(issuer: Self.issuer).authorization == "https://id.example.com/authorize") }
         #expect(fresh.fetches.count == 1)
         clock.advance(.seconds(599))
@@ -112,7 +115,7 @@ struct ProviderEndpointDiscoveryTests {
             "[]", "not json"
         ]
         for text in refused {
-            let discovery = ProviderEndpointDiscovery(fetcher: ScriptedFetcher([.document(text, maxAge: nil)]))
+            let discovery = OIDCDiscovery(fetcher: ScriptedFetcher([.document(text, maxAge: nil)]))
             do {
                 _ = try await discovery.endpoints(issuer: Self.issuer)
                 Issue.record("accepted \(text)")
@@ -121,12 +124,12 @@ struct ProviderEndpointDiscoveryTests {
             }
         }
         // The issuer is compared byte for byte: Swift's `==` takes the Kelvin sign (U+212A) for a K.
-        let kelvin = ProviderEndpointDiscovery(
+        let kelvin = OIDCDiscovery(
             fetcher: ScriptedFetcher([.document(Self.document(issuer: "https://id.example.com/\u{212A}"), maxAge: nil)]))
         #expect("https://id.example.com/\u{212A}" == "https://id.example.com/K")
         await #expect(throws: AuthGateError.self) { _ = try await kelvin.endpoints(issuer: "https://id.example.com/K") }
         // An http issuer (a local provider) may name http endpoints.
-        let local = ProviderEndpointDiscovery(
+        let local = OIDCDiscovery(
             fetcher: ScriptedFetcher([
                 .document(
                     Self.document(issuer: "http://127.0.0.1:9", authorization: "http://127.0.0.1:9/a", token: "http://127.0.0.1:9/t"), maxAge: nil)
@@ -139,7 +142,7 @@ struct ProviderEndpointDiscoveryTests {
     func failures() async throws {
         let clock = ManualClock()
         let down = ScriptedFetcher([.failure])
-        let discovery = ProviderEndpointDiscovery(fetcher: down, now: { clock.now })
+        let discovery = OIDCDiscovery(fetcher: down, now: { clock.now })
         for _ in 0..<50 {
             await #expect(throws: AuthGateError.self) { _ = try await discovery.endpoints(issuer: Self.issuer) }
         }
@@ -153,7 +156,7 @@ struct ProviderEndpointDiscoveryTests {
         #expect(down.fetches.count == 2)
 
         let flaky = ScriptedFetcher([.document(Self.document(), maxAge: .seconds(300)), .failure])
-        let kept = ProviderEndpointDiscovery(fetcher: flaky, now: { clock.now })
+        let kept = OIDCDiscovery(fetcher: flaky, now: { clock.now })
         let good = try await kept.endpoints(issuer: Self.issuer)
         clock.advance(.seconds(301))
         #expect(try await kept.endpoints(issuer: Self.issuer) == good)
@@ -164,8 +167,8 @@ struct ProviderEndpointDiscoveryTests {
     @Test("callers that arrive during a fetch wait for it: one fetch for all")
     func singleFlight() async throws {
         let fetcher = ScriptedFetcher([.document(Self.document(), maxAge: nil)], held: true)
-        let discovery = ProviderEndpointDiscovery(fetcher: fetcher)
-        try await withThrowingTaskGroup(of: ProviderEndpointDiscovery.Endpoints.self) { group in
+        let discovery = OIDCDiscovery(fetcher: fetcher)
+        try await withThrowingTaskGroup(of: OIDCDiscovery.Endpoints.self) { group in
             for _ in 0..<20 { group.addTask { try await discovery.endpoints(issuer: Self.issuer) } }
             // Fetches are held until each of the twenty callers is in: fetching, or waiting for a
             // fetch already under way (one fetching and nineteen waiting, when single-flight).
@@ -185,5 +188,33 @@ struct ProviderEndpointDiscoveryTests {
             #expect(answers == 20)
         }
         #expect(fetcher.fetches.count == 1)
+    }
+
+    @Test("the key sets and the browser flow read one fetched document; each use checks only its own fields, with its own error code")
+    func oneDocumentForBothUses() async throws {
+        let clock = ManualClock()
+        let fetcher = ScriptedFetcher([.document(Self.document(), maxAge: .seconds(600))])
+        let discovery = OIDCDiscovery(fetcher: fetcher, now: { clock.now })
+        #expect(try await discovery.keySetURL(issuer: Self.issuer) == "https://id.example.com/keys")
+        #expect(try await discovery.endpoints(issuer: Self.issuer).token == "https://id.example.com/token")
+        #expect(try await discovery.keySetURL(issuer: Self.issuer) == "https://id.example.com/keys")
+        #expect(fetcher.fetches.count == 1)
+
+        // A provider used only for id_token sign-in may publish no browser endpoints: its keys are
+        // still found, and the browser flow is refused with its own code.
+        let keysOnly = OIDCDiscovery(fetcher: ScriptedFetcher([.document(Self.document(authorization: nil, token: nil), maxAge: nil)]))
+        #expect(try await keysOnly.keySetURL(issuer: Self.issuer) == "https://id.example.com/keys")
+        await #expect { _ = try await keysOnly.endpoints(issuer: Self.issuer) } throws: { ($0 as? AuthGateError)?.code == .providerUnavailable }
+
+        // Unreadable, or without a usable jwks_uri: a key set's error is keys_unavailable.
+        let unusable = [
+            Self.document(keys: nil), Self.document(keys: "http://id.example.com/keys"), Self.document(issuer: "https://evil.example"), "not json"
+        ]
+        for text in unusable {
+            let discovery = OIDCDiscovery(fetcher: ScriptedFetcher([.document(text, maxAge: nil)]))
+            await #expect { _ = try await discovery.keySetURL(issuer: Self.issuer) } throws: { ($0 as? AuthGateError)?.code == .keysUnavailable }
+        }
+        let down = OIDCDiscovery(fetcher: ScriptedFetcher([.failure]))
+        await #expect { _ = try await down.keySetURL(issuer: Self.issuer) } throws: { ($0 as? AuthGateError)?.code == .keysUnavailable }
     }
 }
