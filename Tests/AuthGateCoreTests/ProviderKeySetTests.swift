@@ -11,10 +11,12 @@ import Testing
 struct ProviderKeySetTests {
     private static let logger = Logger(label: "keyset-test")
 
-    /// Runs `body` with a started fake provider, an HTTP client, and a verifier for it.
+    /// Runs `body` with a started fake provider, an HTTP client, and a verifier for it; its key set
+    /// reads discovery documents through `discovery`, made on the client's fetcher, when given.
     private func withProvider(
         keys: [FakeProvider.Key],
         source: ((FakeProvider) -> ProviderKeySet.Source)? = nil,
+        discovery: ((any JWKSFetching) -> OIDCDiscovery)? = nil,
         minimumLifetime: Duration = .seconds(30),
         _ body: (FakeProvider, OIDCVerifier) async throws -> Void
     ) async throws {
@@ -27,11 +29,13 @@ struct ProviderKeySetTests {
                 environment: [:]
             ).providers.oidc.first
         )
+        let fetcher = HTTPJWKSFetcher(client: client)
         let keySet = ProviderKeySet(
             provider: "fake",
             source: source?(provider) ?? .url(provider.jwksURL),
             algorithm: .rs256,
-            fetcher: HTTPJWKSFetcher(client: client),
+            fetcher: fetcher,
+            discovery: discovery?(fetcher),
             logger: Self.logger,
             minimumLifetime: minimumLifetime
         )
@@ -384,22 +388,16 @@ struct ProviderKeySetTests {
     )
     func discoveryDocumentIsKept() async throws {
         let keys = FakeProvider.sharedKeys
-        let provider = try await FakeProvider.start(keys: [keys[0]])
-        provider.setEndpoints(authorization: provider.issuer + "/authorize", token: provider.issuer + "/token")
-        let client = HTTPClientService.makeKeyFetchingClient()
-        let fetcher = HTTPJWKSFetcher(client: client)
         let clock = ManualClock()
-        let discovery = OIDCDiscovery(fetcher: fetcher, now: { clock.now })
-        let configuration = try #require(
-            try AuthGateConfiguration.parse(
-                yaml: "providers: { oidc: [ { name: fake, issuer: \"\(provider.issuer)\", audiences: [app] } ] }", baseDirectory: "",
-                environment: [:]
-            ).providers.oidc.first)
-        let keySet = ProviderKeySet(
-            provider: "fake", source: .discovery(issuer: provider.issuer), algorithm: .rs256, fetcher: fetcher, discovery: discovery,
-            logger: Self.logger)
-        let verifier = OIDCVerifier(configuration: configuration, keySet: keySet)
-        do {
+        var shared: OIDCDiscovery?
+        let makeDiscovery = { (fetcher: any JWKSFetching) -> OIDCDiscovery in
+            let discovery = OIDCDiscovery(fetcher: fetcher, now: { clock.now })
+            shared = discovery
+            return discovery
+        }
+        try await withProvider(keys: [keys[0]], source: { .discovery(issuer: $0.issuer) }, discovery: makeDiscovery) { provider, verifier in
+            let discovery = try #require(shared)
+            provider.setEndpoints(authorization: provider.issuer + "/authorize", token: provider.issuer + "/token")
             _ = try await verifier.verify(idToken: token(provider, key: keys[0]), rawNonce: nil, now: Date())
             #expect(provider.discoveryRequests == 1)
             #expect(provider.jwksRequests == 1)
@@ -416,17 +414,11 @@ struct ProviderKeySetTests {
             clock.advance(.seconds(3601))
             provider.setDiscoveryDown(true)
             provider.publish([keys[0], keys[1], keys[2]])
-            try await keySet.refresh()
+            try await verifier.keySet.refresh()
             #expect(provider.discoveryRequests == 2)
             #expect(provider.jwksRequests == 3)
             _ = try await verifier.verify(idToken: token(provider, key: keys[2]), rawNonce: nil, now: Date())
             #expect(provider.jwksRequests == 3)
-        } catch {
-            try? await client.shutdown()
-            await provider.stop()
-            throw error
         }
-        try await client.shutdown()
-        await provider.stop()
     }
 }
