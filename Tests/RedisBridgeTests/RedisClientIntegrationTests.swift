@@ -320,6 +320,8 @@ struct RedisClientIntegrationTests {
 /// An actor whose jobs run on one event loop: its tasks are callers on that loop.
 private actor EventLoopActor {
     let loop: any EventLoop
+    /// Counted by each sending task: a task that touches the actor's state is isolated to it, so it
+    /// runs on the loop.
     private var started = 0
     nonisolated var unownedExecutor: UnownedSerialExecutor { loop.executor.asUnownedSerialExecutor() }
 

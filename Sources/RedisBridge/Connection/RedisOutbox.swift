@@ -1,13 +1,13 @@
 /// Commands handed over by callers and not yet written to the socket, and when to write them: the
 /// decisions of ``RedisConnection``'s write path, as a value tested without a socket.
 ///
-/// Callers on any thread add commands; the first addition after a write schedules one event-loop
-/// task that writes everything queued by the time it runs and flushes once, so under load one hop
-/// and one `write(2)` serve many commands. A caller already on the connection's event loop (a
-/// request's task on the gateway's loop) that finds ``eagerBatchSize`` commands queued writes them
-/// at once instead: Redis starts on that part of the batch while the loop goes on with the requests
-/// that send the rest, so neither side waits for a whole tick's batch. The scheduled task still
-/// runs and writes what was queued after that.
+/// Callers on any thread add commands; an addition while no write task is scheduled schedules one
+/// event-loop task that writes everything queued by the time it runs and flushes once, so under
+/// load one hop and one `write(2)` serve many commands. A caller already on the connection's
+/// event loop (a request's task on the gateway's loop) that finds ``eagerBatchSize`` commands
+/// queued writes them at once instead: Redis starts on that part of the batch while the loop goes
+/// on with the requests that send the rest, so neither side waits for a whole tick's batch. The
+/// scheduled task still runs and writes what was queued after that.
 struct RedisOutbox<Command> {
     /// What the caller that added commands does next.
     enum Action: Equatable {
