@@ -33,6 +33,24 @@ struct RedisClientIntegrationTests {
 
     private func uniqueKey(_ name: String) -> String { "test:\(name):\(UInt64.random(in: 0...UInt64.max))" }
 
+    /// The connection named `name` as `CLIENT LIST` on `check` shows it (the suite's tests share the server).
+    private static func clientLine(named name: String, on check: RedisClient) async throws -> Substring? {
+        let clients = try await check.send(RedisCommand("CLIENT", .string("LIST"))).string ?? ""
+        return clients.split(separator: "\n").first { $0.contains("name=\(name) ") }
+    }
+
+    /// Bytes written after the BLPOP that blocks the connection named `name` on the server and not
+    /// yet read by it (its `qbuf`); nil while it is not blocked on a BLPOP.
+    private static func bytesQueuedBehindBLPOP(named name: String, on check: RedisClient) async throws -> Int? {
+        guard let line = try await clientLine(named: name, on: check), line.contains("cmd=blpop"),
+            let field = line.split(separator: " ").first(where: { $0.hasPrefix("qbuf=") })
+        else { return nil }
+        return Int(field.dropFirst(5))
+    }
+
+    /// The size of `INCR key` on the wire.
+    private static func incrBytes(_ key: String) -> Int { "*2\r\n$4\r\nINCR\r\n$\(key.utf8.count)\r\n\(key)\r\n".utf8.count }
+
     @Test("SET, GET, DEL and an error reply")
     func basics() async throws {
         try await withClient { (redis: RedisClient) async throws in
@@ -229,16 +247,11 @@ struct RedisClientIntegrationTests {
         let key = uniqueKey("drain")
         let list = uniqueKey("drain-list")
         _ = try await check.delete(key, list)
-        /// This test's connection as CLIENT LIST shows it (the suite's tests share the server).
-        func connection() async throws -> Substring? {
-            let clients = try await check.send(RedisCommand("CLIENT", .string("LIST"))).string ?? ""
-            return clients.split(separator: "\n").first { $0.contains("name=\(name) ") }
-        }
         // A BLPOP holds the one connection; 200 INCRs are pipelined behind it. All of them are
         // in flight, unanswered, when shutdown() starts.
         let blocked = Task { try await redis.send(RedisCommand("BLPOP", .string(list), .string("10")), timeout: .seconds(15)) }
         // The BLPOP first, alone: nothing orders two tasks' sends, so the INCRs start only once it blocks.
-        try await waitUntil("the BLPOP blocks on the server") { try await connection()?.contains("cmd=blpop") == true }
+        try await waitUntil("the BLPOP blocks on the server") { try await Self.bytesQueuedBehindBLPOP(named: name, on: check) != nil }
         let queued = Task {
             try await withThrowingTaskGroup(of: RESPValue.self) { group in
                 for _ in 0..<200 { group.addTask { try await redis.send(RedisCommand("INCR", .string(key)), timeout: .seconds(15)) } }
@@ -246,12 +259,9 @@ struct RedisClientIntegrationTests {
             }
         }
         // Every INCR has reached the server: the blocked client's query buffer holds all 200.
-        let incrBytes = "*2\r\n$4\r\nINCR\r\n$\(key.utf8.count)\r\n\(key)\r\n".utf8.count
+        let incrBytes = Self.incrBytes(key)
         try await waitUntil("the BLPOP is blocked with 200 INCRs (\(incrBytes) bytes each) queued behind it") {
-            guard let line = try await connection(), line.contains("cmd=blpop"),
-                let field = line.split(separator: " ").first(where: { $0.hasPrefix("qbuf=") }),
-                let queuedBytes = Int(field.dropFirst(5))
-            else { return false }
+            guard let queuedBytes = try await Self.bytesQueuedBehindBLPOP(named: name, on: check) else { return false }
             return queuedBytes >= 200 * incrBytes
         }
         #expect(try await check.get(key) == nil, "the INCRs wait behind the BLPOP")
@@ -280,25 +290,18 @@ struct RedisClientIntegrationTests {
         let check = RedisClient(configuration: .init(url: url, poolSize: 1), logger: logger)
         let key = uniqueKey("eager")
         let list = uniqueKey("eager-list")
-        /// This test's connection as CLIENT LIST shows it.
-        @Sendable func connectionLine() async throws -> Substring? {
-            let clients = try await check.send(RedisCommand("CLIENT", .string("LIST"))).string ?? ""
-            return clients.split(separator: "\n").first { $0.contains("name=\(name) ") }
-        }
         // A BLPOP holds the connection on the server: what is written after it stays in its query buffer.
         let blocked = Task { try await connection.send(RedisCommand("BLPOP", .string(list), .string("10")), timeout: .seconds(15)) }
-        try await waitUntil("the BLPOP blocks on the server") { try await connectionLine()?.contains("cmd=blpop") == true }
+        try await waitUntil("the BLPOP blocks on the server") { try await Self.bytesQueuedBehindBLPOP(named: name, on: check) != nil }
         let size = RedisOutbox<RedisRequest>.eagerBatchSize
-        let incrBytes = "*2\r\n$4\r\nINCR\r\n$\(key.utf8.count)\r\n\(key)\r\n".utf8.count
+        let incrBytes = Self.incrBytes(key)
         // On the loop: `size` tasks each send an INCR, then one more task holds the loop (before the
         // batch task the first INCR scheduled) until the server has all of them, or 10 s pass.
         let onLoop = EventLoopActor(loop: loop)
         let (incrs, reachedServerWhileHeld) = await onLoop.sendThenHold(count: size, command: RedisCommand("INCR", .string(key)), on: connection) {
             let deadline = ContinuousClock.now + .seconds(10)
             while ContinuousClock.now < deadline {
-                guard let line = try? await connectionLine(), line.contains("cmd=blpop"),
-                    let field = line.split(separator: " ").first(where: { $0.hasPrefix("qbuf=") }), let queued = Int(field.dropFirst(5))
-                else { return false }
+                guard let queued = try? await Self.bytesQueuedBehindBLPOP(named: name, on: check) else { return false }
                 if queued >= size * incrBytes { return true }
                 try? await Task.sleep(for: .milliseconds(5))
             }
