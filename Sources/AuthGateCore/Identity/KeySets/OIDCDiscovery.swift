@@ -91,7 +91,7 @@ public actor OIDCDiscovery {
             var failed = entries[issuer] ?? Entry()
             failed.inFlight = nil
             failed.consecutiveFailures += 1
-            failed.retryAfter = now() + .seconds(min(60, 1 << min(failed.consecutiveFailures, 6)))
+            failed.retryAfter = now() + ProviderKeySet.fetchBackoff(afterFailures: failed.consecutiveFailures)
             failed.lastError = Self.reason(error)
             entries[issuer] = failed
             return try fallback(issuer, error, failure: failure)

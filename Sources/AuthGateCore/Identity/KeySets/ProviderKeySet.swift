@@ -223,8 +223,12 @@ public actor ProviderKeySet {
     }
 
     /// How long after a failed fetch the next one is tried: 2 s after the first failure, then 4 s, 8 s … up to 1 min.
-    private var failureBackoff: Duration {
-        .seconds(min(60, 1 << min(consecutiveFailures, 6)))
+    private var failureBackoff: Duration { Self.fetchBackoff(afterFailures: consecutiveFailures) }
+
+    /// The wait before the next fetch of a provider's document (key set, discovery document) after
+    /// `failures` failed in a row: 2 s after the first, then 4 s, 8 s … up to 1 min.
+    static func fetchBackoff(afterFailures failures: Int) -> Duration {
+        .seconds(min(60, 1 << min(max(failures, 0), 6)))
     }
 
     /// How long the background loop waits before its next refresh.
