@@ -41,7 +41,7 @@ public struct RouteCORSConfiguration: Sendable, Hashable {
         /// A list of header names under `key`, each reported when it is not one.
         func headerNames(_ key: String, default defaultValue: [String] = []) -> [String] {
             let names = section.stringList(key, default: defaultValue)
-            for name in names where !HTTPToken.isToken(name.utf8) {
+            for name in names where !HTTPToken.isToken(name) {
                 section.report(key, "\"\(name)\" is not a header name")
             }
             return names

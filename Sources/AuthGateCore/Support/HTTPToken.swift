@@ -13,9 +13,20 @@ package enum HTTPToken {
         return set & (1 << UInt64(byte & 63)) != 0
     }
 
-    /// Whether `bytes` is a token: not empty, and every byte a `tchar`.
+    /// Whether `bytes` is a token: not empty, and every byte a `tchar`. A plain loop over
+    /// contiguous bytes: the answer encoder calls it for every field it writes, and a generic
+    /// `allSatisfy` here was left unspecialised across the module boundary (about 9,000
+    /// instructions per answer of witness calls, seen by bench/exchange/instructions.sh).
     @inlinable
-    package static func isToken(_ bytes: some Collection<UInt8>) -> Bool {
-        !bytes.isEmpty && bytes.allSatisfy(isTokenCharacter)
+    package static func isToken(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        if bytes.isEmpty { return false }
+        for byte in bytes where !isTokenCharacter(byte) { return false }
+        return true
+    }
+
+    /// Whether `text`'s UTF-8 is a token.
+    package static func isToken(_ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { isToken($0) }
     }
 }
