@@ -37,7 +37,12 @@ struct IDTokenCheck: Sendable {
     /// signature fixes. Decoding is strict, so that part has one spelling; the signature is left
     /// out because ECDSA allows a second valid one for the same claims (`s` and `n - s`).
     static func replayKey(_ token: CompactJWT) -> String {
-        Base64URL.hex(SHA256.hash(data: token.signedBytes))
+        replayKey(signedDigest: SHA256.hash(data: token.signedBytes))
+    }
+
+    /// ``replayKey(_:)`` from the signed part's SHA-256 already computed.
+    static func replayKey(signedDigest: SHA256Digest) -> String {
+        Base64URL.hex(signedDigest)
     }
 
     /// - Parameter accessToken: the provider access token sent with the ID token, if any: checked
@@ -52,7 +57,8 @@ struct IDTokenCheck: Sendable {
         }
         guard let kid = token.keyID, !kid.isEmpty else { throw AuthGateError(.missingKeyID, "the token header has no kid") }
         let key = try await keySet.key(for: kid)
-        guard key.isValidSignature(token.signature, for: token.signedBytes) else {
+        let signedDigest = SHA256.hash(data: token.signedBytes)
+        guard key.isValidSignature(token.signature, for: token.signedBytes, sha256: signedDigest) else {
             throw AuthGateError(.badSignature, "the signature does not verify with \(configuration.name) key \(ProviderKeySet.printable(kid))")
         }
         let claims = try token.verifiedClaims()
@@ -103,7 +109,7 @@ struct IDTokenCheck: Sendable {
             issuer: issuer,
             expiresAt: Date(timeIntervalSince1970: Double(expiry)),
             issuedAt: issuedAt,
-            tokenHash: Self.replayKey(token)
+            tokenHash: Self.replayKey(signedDigest: signedDigest)
         )
     }
 

@@ -36,17 +36,19 @@ struct ProviderPublicKey: Sendable {
     }
 
     /// True when `signature` signs `signedBytes` (the ASCII `header.payload`) under this key.
-    func isValidSignature(_ signature: [UInt8], for signedBytes: [UInt8]) -> Bool {
+    /// `sha256` is `signedBytes`' SHA-256, which the caller has already computed (the ID token's
+    /// single-use key is that digest): RS256 and ES256 sign it, so it is not hashed twice.
+    func isValidSignature(_ signature: [UInt8], for signedBytes: [UInt8], sha256: SHA256Digest) -> Bool {
         switch (material, algorithm) {
         case (.rsa(let key), .rs256):
-            return key.isValidSignature(.init(rawRepresentation: signature), for: SHA256.hash(data: signedBytes), padding: .insecurePKCS1v1_5)
+            return key.isValidSignature(.init(rawRepresentation: signature), for: sha256, padding: .insecurePKCS1v1_5)
         case (.rsa(let key), .rs384):
             return key.isValidSignature(.init(rawRepresentation: signature), for: SHA384.hash(data: signedBytes), padding: .insecurePKCS1v1_5)
         case (.rsa(let key), .rs512):
             return key.isValidSignature(.init(rawRepresentation: signature), for: SHA512.hash(data: signedBytes), padding: .insecurePKCS1v1_5)
         case (.p256(let key), .es256):
             guard let parsed = try? P256.Signing.ECDSASignature(rawRepresentation: signature) else { return false }
-            return key.isValidSignature(parsed, for: SHA256.hash(data: signedBytes))
+            return key.isValidSignature(parsed, for: sha256)
         case (.p384(let key), .es384):
             guard let parsed = try? P384.Signing.ECDSASignature(rawRepresentation: signature) else { return false }
             return key.isValidSignature(parsed, for: SHA384.hash(data: signedBytes))
