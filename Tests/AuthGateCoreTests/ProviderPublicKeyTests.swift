@@ -28,12 +28,12 @@ struct ProviderPublicKeyTests {
         let privateKey = try _RSA.Signing.PrivateKey(keySize: .bits2048)
         let primitives = try privateKey.publicKey.getKeyPrimitives()
         let jwk: [String: JSONValue] = [
-            "kty": "RSA", "n": .string(Base64URL.encode(Array(primitives.modulus))), "e": .string(Base64URL.encode(Array(primitives.publicExponent))),
+            "kty": "RSA", "n": .string(Base64URL.encode(Array(primitives.modulus))), "e": .string(Base64URL.encode(Array(primitives.publicExponent)))
         ]
         let signatures: [ProvidersConfiguration.VerificationAlgorithm: [UInt8]] = [
             .rs256: Array(try privateKey.signature(for: SHA256.hash(data: Self.signedBytes), padding: .insecurePKCS1v1_5).rawRepresentation),
             .rs384: Array(try privateKey.signature(for: SHA384.hash(data: Self.signedBytes), padding: .insecurePKCS1v1_5).rawRepresentation),
-            .rs512: Array(try privateKey.signature(for: SHA512.hash(data: Self.signedBytes), padding: .insecurePKCS1v1_5).rawRepresentation),
+            .rs512: Array(try privateKey.signature(for: SHA512.hash(data: Self.signedBytes), padding: .insecurePKCS1v1_5).rawRepresentation)
         ]
         for (algorithm, signature) in signatures {
             let key = try parsed(jwk, algorithm)
@@ -61,15 +61,14 @@ struct ProviderPublicKeyTests {
                 .es384, "P-384", Array(p384.publicKey.rawRepresentation),
                 Array(try p384.signature(for: SHA384.hash(data: Self.signedBytes)).rawRepresentation),
                 wrongHash: Array(try p384.signature(for: SHA256.hash(data: Self.signedBytes)).rawRepresentation)
-            ),
+            )
         ]
         for (algorithm, curve, point, signature, wrongHash) in cases {
             let half = point.count / 2
-            let key = try parsed(
-                [
-                    "kty": "EC", "crv": .string(curve), "x": .string(Base64URL.encode(point[..<half])),
-                    "y": .string(Base64URL.encode(point[half...])),
-                ], algorithm)
+            let jwk: [String: JSONValue] = [
+                "kty": "EC", "crv": .string(curve), "x": .string(Base64URL.encode(point[..<half])), "y": .string(Base64URL.encode(point[half...]))
+            ]
+            let key = try parsed(jwk, algorithm)
             #expect(verifies(key, signature), "\(algorithm)")
             #expect(!verifies(key, wrongHash), "\(algorithm), signature over another hash")
             var changed = signature
