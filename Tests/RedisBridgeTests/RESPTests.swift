@@ -63,7 +63,7 @@ struct RESPTests {
     @Test("every RESP2 reply type is copied into RESPValue")
     func replyTypes() throws {
         let reader = try HiredisReader(maxReplyBytes: 1024)
-        try reader.feed(ByteBuffer(string: "+OK\r\n-ERR bad\r\n:42\r\n$3\r\nabc\r\n$-1\r\n*-1\r\n$0\r\n\r\n"))
+        reader.feed(ByteBuffer(string: "+OK\r\n-ERR bad\r\n:42\r\n$3\r\nabc\r\n$-1\r\n*-1\r\n$0\r\n\r\n"))
         #expect(try reader.nextReply() == .simpleString("OK"))
         #expect(try reader.nextReply() == .error("ERR bad"))
         #expect(try reader.nextReply() == .integer(42))
@@ -74,13 +74,37 @@ struct RESPTests {
         #expect(try reader.nextReply() == nil)
     }
 
+    @Test("a read of many replies reaches hiredis in pieces: it never holds more than a piece and the reply being read")
+    func readOfManyReplies() throws {
+        // 2,000 replies of 2 KiB in one read: hiredis, fed it whole, would hold the whole read
+        // and move what follows each reply to the front of its buffer after every reply.
+        let reader = try HiredisReader(maxReplyBytes: 1 << 24)
+        let payload = String(repeating: "u", count: 2048)
+        let reply = "$2048\r\n\(payload)\r\n"
+        reader.feed(ByteBuffer(string: String(repeating: reply, count: 2000)))
+        var count = 0
+        while let value = try reader.nextReply() {
+            #expect(value == .bulkString(ByteBuffer(string: payload)))
+            // A piece (4 KiB) and the reply being read; the read is 4 MB.
+            #expect(reader.bytesHeldByHiredis <= 16_384, "after reply \(count)")
+            count += 1
+        }
+        #expect(count == 2000)
+        // A reply larger than a piece is assembled from several.
+        let large = String(repeating: "v", count: 100_000)
+        reader.feed(ByteBuffer(string: "$100000\r\n\(large)\r\n:7\r\n"))
+        #expect(try reader.nextReply() == .bulkString(ByteBuffer(string: large)))
+        #expect(try reader.nextReply() == .integer(7))
+        #expect(try reader.nextReply() == nil)
+    }
+
     @Test("binary bulk strings keep every byte, including NUL and CRLF")
     func binarySafe() throws {
         let reader = try HiredisReader(maxReplyBytes: 1024)
         var input = ByteBuffer(string: "$6\r\n")
         input.writeBytes([0, 13, 10, 255, 1, 0])
         input.writeString("\r\n")
-        try reader.feed(input)
+        reader.feed(input)
         #expect(try reader.nextReply() == .bulkString(ByteBuffer(bytes: [0, 13, 10, 255, 1, 0])))
     }
 
@@ -89,10 +113,10 @@ struct RESPTests {
         let reader = try HiredisReader(maxReplyBytes: 1024)
         let text = "*3\r\n$5\r\nhello\r\n:7\r\n*2\r\n+a\r\n$1\r\nb\r\n"
         for byte in text.utf8.dropLast() {
-            try reader.feed(ByteBuffer(bytes: [byte]))
+            reader.feed(ByteBuffer(bytes: [byte]))
             #expect(try reader.nextReply() == nil)
         }
-        try reader.feed(ByteBuffer(string: "\n"))
+        reader.feed(ByteBuffer(string: "\n"))
         let expected = RESPValue.array([
             .bulkString(ByteBuffer(string: "hello")), .integer(7), .array([.simpleString("a"), .bulkString(ByteBuffer(string: "b"))])
         ])
@@ -103,11 +127,11 @@ struct RESPTests {
     func hugeArrayHeader() throws {
         for header in ["*999999992\r\n", "*1048577\r\n", "*1\r\n*999999992\r\n"] {
             let reader = try HiredisReader(maxReplyBytes: 1024)
-            try reader.feed(ByteBuffer(string: header))
+            reader.feed(ByteBuffer(string: header))
             #expect(throws: RedisError.self, "\(header)") { try reader.nextReply() }
         }
         let reader = try HiredisReader(maxReplyBytes: 1 << 24)
-        try reader.feed(ByteBuffer(string: "*1048576\r\n"))
+        reader.feed(ByteBuffer(string: "*1048576\r\n"))
         #expect(try reader.nextReply() == nil, "the limit itself is allowed (it waits for the elements)")
     }
 
@@ -117,12 +141,12 @@ struct RESPTests {
         DispatchQueue.concurrentPerform(iterations: 64) { index in
             do {
                 let reader = try HiredisReader(maxReplyBytes: 1024)
-                try reader.feed(ByteBuffer(string: "*2\r\n:\(index)\r\n*1\r\n$1\r\nx\r\n"))
+                reader.feed(ByteBuffer(string: "*2\r\n:\(index)\r\n*1\r\n$1\r\nx\r\n"))
                 guard try reader.nextReply() == .array([.integer(Int64(index)), .array([.bulkString(ByteBuffer(string: "x"))])]) else {
                     failures.withLock { $0 += 1 }
                     return
                 }
-                try reader.feed(ByteBuffer(string: "*1048577\r\n"))
+                reader.feed(ByteBuffer(string: "*1048577\r\n"))
                 if (try? reader.nextReply()) != nil { failures.withLock { $0 += 1 } }
             } catch {
                 failures.withLock { $0 += 1 }
@@ -134,14 +158,14 @@ struct RESPTests {
     @Test("nested arrays keep their shape")
     func nestedArrays() throws {
         let reader = try HiredisReader(maxReplyBytes: 1024)
-        try reader.feed(ByteBuffer(string: "*2\r\n*2\r\n*1\r\n:1\r\n*0\r\n$-1\r\n"))
+        reader.feed(ByteBuffer(string: "*2\r\n*2\r\n*1\r\n:1\r\n*0\r\n$-1\r\n"))
         #expect(try reader.nextReply() == .array([.array([.array([.integer(1)]), .array([])]), .null]))
     }
 
     @Test("a reply's bulk strings are slices of one buffer, in order, and each is its own value")
     func bulkStringsShareOneBuffer() throws {
         let reader = try HiredisReader(maxReplyBytes: 1024)
-        try reader.feed(ByteBuffer(string: "*5\r\n$3\r\nabc\r\n$0\r\n\r\n*3\r\n$2\r\nde\r\n+OK\r\n$-1\r\n:5\r\n$4\r\nfghi\r\n"))
+        reader.feed(ByteBuffer(string: "*5\r\n$3\r\nabc\r\n$0\r\n\r\n*3\r\n$2\r\nde\r\n+OK\r\n$-1\r\n:5\r\n$4\r\nfghi\r\n"))
         let reply = try #require(try reader.nextReply())
         #expect(
             reply
@@ -170,7 +194,7 @@ struct RESPTests {
     @Test("bytes that are not RESP are a protocol error")
     func protocolError() throws {
         let reader = try HiredisReader(maxReplyBytes: 1024)
-        try reader.feed(ByteBuffer(string: "?what\r\n"))
+        reader.feed(ByteBuffer(string: "?what\r\n"))
         #expect(throws: RedisError.self) { try reader.nextReply() }
         do {
             _ = try reader.nextReply()
@@ -183,15 +207,15 @@ struct RESPTests {
     func replyCap() throws {
         let small = try HiredisReader(maxReplyBytes: 64)
         // 40 complete replies (200 bytes) in one read: each reply is under the cap.
-        try small.feed(ByteBuffer(string: String(repeating: ":1234\r\n", count: 40)))
+        small.feed(ByteBuffer(string: String(repeating: ":1234\r\n", count: 40)))
         var count = 0
         while try small.nextReply() != nil { count += 1 }
         #expect(count == 40)
 
         let reader = try HiredisReader(maxReplyBytes: 64)
-        try reader.feed(ByteBuffer(string: "$1000\r\n" + String(repeating: "x", count: 50)))
+        reader.feed(ByteBuffer(string: "$1000\r\n" + String(repeating: "x", count: 50)))
         #expect(try reader.nextReply() == nil)
-        try reader.feed(ByteBuffer(string: String(repeating: "x", count: 50)))
+        reader.feed(ByteBuffer(string: String(repeating: "x", count: 50)))
         #expect {
             try reader.nextReply()
         } throws: { error in

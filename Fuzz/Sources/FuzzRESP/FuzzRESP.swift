@@ -29,7 +29,7 @@ public func fuzzRESP(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
         buffer.writeBytes(bytes[offset..<end])
         offset = end
         do {
-            try reader.feed(buffer)
+            reader.feed(buffer)
             while let reply = try reader.nextReply() {
                 touch(reply, depth: 0)
             }

@@ -64,7 +64,7 @@ final class RedisChannelHandler: ChannelDuplexHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         do {
-            try reader.feed(unwrapInboundIn(data))
+            reader.feed(unwrapInboundIn(data))
             while let reply = try reader.nextReply() {
                 switch stateMachine.receivedReply(reply) {
                 case .succeed(let pending, let value):

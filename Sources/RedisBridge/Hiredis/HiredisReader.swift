@@ -11,13 +11,27 @@ import NIOCore
 /// the last complete reply and fails with ``RedisError/Code/replyTooLarge`` past `maxReplyBytes`;
 /// an array announcing more than 1,048,576 elements is a protocol error before anything is
 /// allocated for it.
+///
+/// hiredis gets the bytes in pieces of at most ``feedPieceBytes``, each when the replies before it
+/// are out: after every reply, once it has consumed 1 KiB, hiredis moves everything it holds behind
+/// that reply to the front of its buffer. Fed a whole read at once (64 replies of 2 KiB from a
+/// pipelined batch), it would move most of that read again for each reply, quadratic in the read's
+/// size; in pieces, each move is at most a piece and an incomplete reply.
 final class HiredisReader {
     private let reader: UnsafeMutablePointer<redisReader>
     private let allocator: ByteBufferAllocator
     /// The cap on bytes buffered for one incomplete reply.
     let maxReplyBytes: Int
-    /// Bytes fed since the last complete reply: the size of the reply being assembled.
+    /// Bytes fed to hiredis since the last complete reply: the size of the reply being assembled.
     private(set) var bytesBufferedForCurrentReply = 0
+    /// Bytes read from the socket that hiredis has not been given yet (at most one read).
+    private var unfed = ByteBuffer()
+
+    /// The most bytes handed to hiredis at once.
+    static let feedPieceBytes = 4096
+
+    /// Bytes hiredis holds: those of replies not yet complete and of the piece it was last given.
+    var bytesHeldByHiredis: Int { reader.pointee.len }
 
     /// Creates a reader.
     /// - Parameters:
@@ -38,37 +52,56 @@ final class HiredisReader {
         authgate_reader_free(reader)
     }
 
-    /// Hands bytes read from the socket to hiredis, which copies them into its own buffer.
-    func feed(_ buffer: ByteBuffer) throws {
+    /// Takes bytes read from the socket; ``nextReply()`` hands them to hiredis piece by piece.
+    func feed(_ buffer: ByteBuffer) {
         guard buffer.readableBytes > 0 else { return }
-        let status = buffer.withUnsafeReadableBytes { bytes in
-            redisReaderFeed(reader, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count)
+        if unfed.readableBytes == 0 {
+            unfed = buffer
+        } else {
+            var buffer = buffer
+            unfed.writeBuffer(&buffer)
         }
-        guard status == REDIS_OK else { throw protocolError() }
-        bytesBufferedForCurrentReply += buffer.readableBytes
     }
 
-    /// The next complete reply, or nil when more bytes are needed.
+    /// The next complete reply, or nil when more bytes are needed (every byte fed is then with
+    /// hiredis).
     ///
     /// Throws ``RedisError/Code/protocolError`` when the bytes are not RESP (the reader is then
     /// unusable and the connection must close) and ``RedisError/Code/replyTooLarge`` when an
     /// incomplete reply is over the cap.
     func nextReply() throws -> RESPValue? {
         var replyPointer: UnsafeMutableRawPointer?
-        guard redisReaderGetReply(reader, &replyPointer) == REDIS_OK else { throw protocolError() }
-        guard let replyPointer else {
+        while true {
+            guard redisReaderGetReply(reader, &replyPointer) == REDIS_OK else { throw protocolError() }
+            if replyPointer != nil { break }
             if bytesBufferedForCurrentReply > maxReplyBytes {
                 throw RedisError(
                     .replyTooLarge,
                     "a reply grew past \(maxReplyBytes) bytes before it completed (\(bytesBufferedForCurrentReply) buffered)"
                 )
             }
-            return nil
+            guard try feedPiece() else { return nil }
         }
+        guard let replyPointer else { return nil }
         defer { freeReplyObject(replyPointer) }
         // Whatever hiredis has not consumed yet belongs to the next reply.
         bytesBufferedForCurrentReply = Int(reader.pointee.len - reader.pointee.pos)
         return value(of: replyPointer.assumingMemoryBound(to: redisReply.self))
+    }
+
+    /// Hands hiredis (which copies them into its own buffer) the next piece of the unfed bytes;
+    /// false when there are none.
+    private func feedPiece() throws -> Bool {
+        let count = min(unfed.readableBytes, Self.feedPieceBytes)
+        guard count > 0, let piece = unfed.readSlice(length: count) else { return false }
+        // Drained: the read's buffer is not kept until the next read.
+        if unfed.readableBytes == 0 { unfed = ByteBuffer() }
+        let status = piece.withUnsafeReadableBytes { bytes in
+            redisReaderFeed(reader, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count)
+        }
+        guard status == REDIS_OK else { throw protocolError() }
+        bytesBufferedForCurrentReply += count
+        return true
     }
 
     /// The reply as a ``RESPValue``. Its bulk strings are copied into one buffer and handed out
