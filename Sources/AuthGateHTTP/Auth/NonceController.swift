@@ -47,7 +47,7 @@ public struct NonceController: Sendable {
         let body = try JSONEncoder().encode(Issued(nonce: issued.nonce, expiresAt: Int64(issued.expiresAt.timeIntervalSince1970)))
         return Response(
             status: .ok,
-            headers: [.contentType: "application/json", .cacheControl: "no-store"],
+            headers: RequestSupport.jsonNoStoreFields,
             body: .init(byteBuffer: ByteBuffer(bytes: body))
         )
     }

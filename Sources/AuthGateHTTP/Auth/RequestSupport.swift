@@ -77,8 +77,7 @@ enum RequestSupport {
     /// The token of an `Authorization` value `Bearer <token>`, surrounding whitespace trimmed.
     static func bearerToken(authorization value: String) -> String? {
         guard let space = value.utf8.firstIndex(of: 0x20) else { return nil }
-        let scheme = value.utf8[..<space]
-        guard scheme.count == 6, zip(scheme, "bearer".utf8).allSatisfy({ $0 | 0x20 == $1 }) else { return nil }
+        guard ASCIICase.equals(value[..<space], lower: "bearer") else { return nil }
         let token = value[value.utf8.index(after: space)...].trimmingOWS
         return token.isEmpty ? nil : token
     }
@@ -88,6 +87,10 @@ enum RequestSupport {
     static let unparsableBody = GoTrueError(.badRequest, code: "validation_failed", message: "The request body could not be parsed")
 
     static let missingBearer = GoTrueError(.unauthorized, code: "no_authorization", message: "This endpoint requires a valid Bearer token")
+
+    /// The fields of a JSON answer that no cache may keep: built once (HTTPFields shares its
+    /// storage), not from a dictionary literal for every answer.
+    static let jsonNoStoreFields: HTTPFields = [.contentType: "application/json", .cacheControl: "no-store"]
 
     /// A JSON response.
     static func json(_ object: [String: JSONValue], status: HTTPResponse.Status = .ok) throws -> Response {
@@ -99,7 +102,7 @@ enum RequestSupport {
     static func json(text: [UInt8], status: HTTPResponse.Status = .ok) -> Response {
         Response(
             status: status,
-            headers: [.contentType: "application/json", .cacheControl: "no-store"],
+            headers: jsonNoStoreFields,
             body: .init(byteBuffer: ByteBuffer(bytes: text))
         )
     }
@@ -108,7 +111,7 @@ enum RequestSupport {
     static func json(value: JSONValue, status: HTTPResponse.Status = .ok) throws -> Response {
         Response(
             status: status,
-            headers: [.contentType: "application/json", .cacheControl: "no-store"],
+            headers: jsonNoStoreFields,
             body: .init(byteBuffer: ByteBuffer(bytes: value.serialized()))
         )
     }

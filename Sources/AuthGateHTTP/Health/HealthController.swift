@@ -57,7 +57,7 @@ public struct HealthController: Sendable {
         let body = try encoder.encode(value)
         return Response(
             status: status,
-            headers: [.contentType: "application/json", .cacheControl: "no-store"],
+            headers: RequestSupport.jsonNoStoreFields,
             body: .init(byteBuffer: ByteBuffer(bytes: body))
         )
     }

@@ -130,12 +130,9 @@ struct RequestHeadFacts {
         return nil
     }
 
-    /// `name` equals `lower` (already lower case, same length checked by the caller) ignoring
-    /// ASCII case.
+    /// `name` equals `lower` (already lower case) ignoring ASCII case.
     static func `is`(_ name: String, _ lower: StaticString) -> Bool {
-        lower.withUTF8Buffer { expected in
-            zip(name.utf8, expected).allSatisfy { ($0 >= 65 && $0 <= 90 ? $0 | 0x20 : $0) == $1 }
-        }
+        ASCIICase.equals(name, lower: lower)
     }
 
     /// A comma-separated header value holds `token` (ASCII case-insensitive, spaces trimmed).

@@ -5,11 +5,11 @@ extension StringProtocol {
     /// (U+212A) to `k`, so `websoc\u{212A}et` would be taken for `websocket` while the bytes say
     /// otherwise to every other reader.
     func equalsLowercaseASCII(_ lower: String) -> Bool {
-        utf8.elementsEqual(lower.utf8) { ($0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0) == $1 }
+        utf8.elementsEqual(lower.utf8) { ASCIICase.lowered($0) == $1 }
     }
 
     /// The text with ASCII upper-case letters lowered and every other byte as it is.
     var lowercasedASCII: String {
-        String(decoding: utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self)
+        String(decoding: utf8.map(ASCIICase.lowered), as: UTF8.self)
     }
 }
