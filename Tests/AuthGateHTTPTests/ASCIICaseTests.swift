@@ -15,15 +15,15 @@ struct ASCIICaseTests {
 
     @Test("letters match without regard to case, every other byte exactly, lengths must agree")
     func equals() {
-        for text in ["host", "HOST", "Host", "hOsT"] { #expect(ASCIICase.equals(text, lower: "host"), "\(text)") }
+        for text in ["host", "HOST", "Host", "hOsT"] { #expect(text.equalsLowercaseASCII("host"), "\(text)") }
         for text in ["hos", "hostx", "", "h0st", "ho-t", "hosT ", "\u{212A}ost", "HOS\u{0301}T"] {
-            #expect(!ASCIICase.equals(text, lower: "host"), "\(text.debugDescription)")
+            #expect(!text.equalsLowercaseASCII("host"), "\(text.debugDescription)")
         }
         // The Kelvin sign (U+212A) lowers to `k` under Unicode's rules, never here.
-        #expect(!ASCIICase.equals("websoc\u{212A}et", lower: "websocket"))
-        #expect(ASCIICase.equals("x-Request-ID"[...], lower: "x-request-id"))
-        #expect(!ASCIICase.equals("Bearer abc".prefix(5), lower: "bearer"))
+        #expect(!"websoc\u{212A}et".equalsLowercaseASCII("websocket"))
+        #expect("x-Request-ID"[...].equalsLowercaseASCII("x-request-id"))
+        #expect(!"Bearer abc".prefix(5).equalsLowercaseASCII("bearer"))
         // `[` and `{` differ by the bit a letter's case does: not letters, not folded.
-        #expect(!ASCIICase.equals("[", lower: "{"))
+        #expect(!"[".equalsLowercaseASCII("{"))
     }
 }

@@ -34,13 +34,9 @@ struct IDTokenCheck: Sendable {
     static let maximumLifetime: Double = 31 * 86_400
 
     /// What single use is keyed on: the SHA-256 of the signed part (`header.payload`), which the
-    /// signature fixes. Decoding is strict, so that part has one spelling; the signature is left
+    /// signature fixes (``run(idToken:rawNonce:accessToken:now:)`` computes it once, for the
+    /// signature too). Decoding is strict, so that part has one spelling; the signature is left
     /// out because ECDSA allows a second valid one for the same claims (`s` and `n - s`).
-    static func replayKey(_ token: CompactJWT) -> String {
-        replayKey(signedDigest: SHA256.hash(data: token.signedBytes))
-    }
-
-    /// ``replayKey(_:)`` from the signed part's SHA-256 already computed.
     static func replayKey(signedDigest: SHA256Digest) -> String {
         Base64URL.hex(signedDigest)
     }

@@ -77,7 +77,7 @@ enum RequestSupport {
     /// The token of an `Authorization` value `Bearer <token>`, surrounding whitespace trimmed.
     static func bearerToken(authorization value: String) -> String? {
         guard let space = value.utf8.firstIndex(of: 0x20) else { return nil }
-        guard ASCIICase.equals(value[..<space], lower: "bearer") else { return nil }
+        guard value[..<space].equalsLowercaseASCII("bearer") else { return nil }
         let token = value[value.utf8.index(after: space)...].trimmingOWS
         return token.isEmpty ? nil : token
     }

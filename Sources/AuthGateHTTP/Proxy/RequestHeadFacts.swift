@@ -41,34 +41,34 @@ struct RequestHeadFacts {
         for (name, value) in headers {
             listSize &+= name.utf8.count &+ value.utf8.count &+ 32
             switch name.utf8.count {
-            case 4 where Self.is(name, "host"):
+            case 4 where name.equalsLowercaseASCII("host"):
                 hostCount += 1
                 if host == nil { host = value }
-            case 6 where Self.is(name, "origin"):
+            case 6 where name.equalsLowercaseASCII("origin"):
                 if origin == nil { origin = value }
-            case 29 where Self.is(name, "access-control-request-method"):
+            case 29 where name.equalsLowercaseASCII("access-control-request-method"):
                 if corsRequestMethod == nil { corsRequestMethod = value }
-            case 6 where Self.is(name, "expect"):
+            case 6 where name.equalsLowercaseASCII("expect"):
                 if value.trimmingOWS.equalsLowercaseASCII("100-continue") { expectsContinue = true }
-            case 7 where Self.is(name, "upgrade"):
+            case 7 where name.equalsLowercaseASCII("upgrade"):
                 hasUpgrade = true
                 if Self.listContains(value, "websocket") { upgradesToWebSocket = true }
-            case 10 where Self.is(name, "connection"):
+            case 10 where name.equalsLowercaseASCII("connection"):
                 if Self.listContains(value, "upgrade") { connectionUpgrade = true }
-            case 12 where Self.is(name, "x-request-id"):
+            case 12 where name.equalsLowercaseASCII("x-request-id"):
                 if requestID == nil { requestID = value }
-            case 13 where Self.is(name, "authorization"):
+            case 13 where name.equalsLowercaseASCII("authorization"):
                 authorizationCount += 1
                 if authorization == nil { authorization = value }
-            case 14 where Self.is(name, "content-length"):
+            case 14 where name.equalsLowercaseASCII("content-length"):
                 contentLengthCount += 1
                 if contentLengthCount == 1, value.utf8.count <= 18 { contentLength = DecimalInteger.parse(value, in: 0...Int.max) }
-            case 17 where Self.is(name, "transfer-encoding"):
+            case 17 where name.equalsLowercaseASCII("transfer-encoding"):
                 hasTransferEncoding = true
                 for coding in value.split(separator: ",") { transferCodings.append(coding.trimmingOWS.lowercasedASCII) }
-            case 22 where Self.is(name, "x-supabase-api-version"):
+            case 22 where name.equalsLowercaseASCII("x-supabase-api-version"):
                 if apiVersion == nil { apiVersion = value }
-            case 22 where Self.is(name, "sec-websocket-protocol"):
+            case 22 where name.equalsLowercaseASCII("sec-websocket-protocol"):
                 for element in WebSocketSubprotocolCredential.elements(value) {
                     switch WebSocketSubprotocolCredential.classify(element) {
                     case .other: continue
@@ -128,11 +128,6 @@ struct RequestHeadFacts {
         if contentLengthCount > 1 { return "several_content_lengths" }
         if contentLengthCount == 1, contentLength == nil { return "content_length_not_a_number" }
         return nil
-    }
-
-    /// `name` equals `lower` (already lower case) ignoring ASCII case.
-    static func `is`(_ name: String, _ lower: StaticString) -> Bool {
-        ASCIICase.equals(name, lower: lower)
     }
 
     /// A comma-separated header value holds `token` (ASCII case-insensitive, spaces trimmed).

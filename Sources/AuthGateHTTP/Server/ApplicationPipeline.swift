@@ -71,12 +71,12 @@ struct ApplicationPipeline: Sendable {
         var authorization: String?
         var hostSeen = false
         for (name, value) in head.headers {
-            if !hostSeen, name.utf8.count == 4, RequestHeadFacts.is(name, "host") {
+            if !hostSeen, name.utf8.count == 4, name.equalsLowercaseASCII("host") {
                 hostSeen = true
                 authority = value
                 continue
             }
-            if takingAuthorization, name.utf8.count == 13, RequestHeadFacts.is(name, "authorization") {
+            if takingAuthorization, name.utf8.count == 13, name.equalsLowercaseASCII("authorization") {
                 if authorization == nil { authorization = value }
                 continue
             }

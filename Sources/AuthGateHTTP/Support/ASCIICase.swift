@@ -1,5 +1,6 @@
 /// ASCII case folding over bytes: how header names, schemes and protocol tokens are matched
-/// (RFC 9110 §5.1), letters without regard to case and every other byte exactly.
+/// (RFC 9110 §5.1), letters without regard to case and every other byte exactly. Text is compared
+/// through `StringProtocol.equalsLowercaseASCII`.
 enum ASCIICase {
     /// `byte` with an ASCII upper-case letter lowered.
     @inline(__always)
@@ -13,17 +14,5 @@ enum ASCIICase {
         guard bytes.count == lower.count else { return false }
         for index in 0..<bytes.count where lowered(bytes[index]) != lower[index] { return false }
         return true
-    }
-
-    /// Whether `text`'s UTF-8, ASCII letters lowered, is `lower`.
-    static func equals(_ text: String, lower: StaticString) -> Bool {
-        var text = text
-        return text.withUTF8 { bytes in lower.withUTF8Buffer { equals(bytes, lower: $0) } }
-    }
-
-    /// Whether `text`'s UTF-8, ASCII letters lowered, is `lower`.
-    static func equals(_ text: Substring, lower: StaticString) -> Bool {
-        var text = text
-        return text.withUTF8 { bytes in lower.withUTF8Buffer { equals(bytes, lower: $0) } }
     }
 }

@@ -70,10 +70,15 @@ final class HiredisReader {
     /// unusable and the connection must close) and ``RedisError/Code/replyTooLarge`` when an
     /// incomplete reply is over the cap.
     func nextReply() throws -> RESPValue? {
-        var replyPointer: UnsafeMutableRawPointer?
         while true {
+            var replyPointer: UnsafeMutableRawPointer?
             guard redisReaderGetReply(reader, &replyPointer) == REDIS_OK else { throw protocolError() }
-            if replyPointer != nil { break }
+            if let replyPointer {
+                defer { freeReplyObject(replyPointer) }
+                // Whatever hiredis has not consumed yet belongs to the next reply.
+                bytesBufferedForCurrentReply = Int(reader.pointee.len - reader.pointee.pos)
+                return value(of: replyPointer.assumingMemoryBound(to: redisReply.self))
+            }
             if bytesBufferedForCurrentReply > maxReplyBytes {
                 throw RedisError(
                     .replyTooLarge,
@@ -82,11 +87,6 @@ final class HiredisReader {
             }
             guard try feedPiece() else { return nil }
         }
-        guard let replyPointer else { return nil }
-        defer { freeReplyObject(replyPointer) }
-        // Whatever hiredis has not consumed yet belongs to the next reply.
-        bytesBufferedForCurrentReply = Int(reader.pointee.len - reader.pointee.pos)
-        return value(of: replyPointer.assumingMemoryBound(to: redisReply.self))
     }
 
     /// Hands hiredis (which copies them into its own buffer) the next piece of the unfed bytes;
