@@ -45,6 +45,8 @@ wait_for_gateway() {
 ticks_per_second="$(getconf CLK_TCK)"
 # The gateway's CPU time so far, in clock ticks (utime + stime of /proc/<pid>/stat).
 gateway_ticks() { awk '{print $14 + $15}' "/proc/$gateway_pid/stat"; }
+# The gateway's CPU time in the kernel so far, in clock ticks (stime of /proc/<pid>/stat).
+gateway_kernel_ticks() { awk '{print $15}' "/proc/$gateway_pid/stat"; }
 # Core 1's busy and total clock ticks so far (/proc/stat: everything but idle and iowait).
 core1_ticks() { awk '$1 == "cpu1" {print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9}' /proc/stat; }
 # drive MODE FILE [ARG]: wrk on core 1 against $base with driver.lua; prints "rate,p50,p99,errors".
@@ -88,13 +90,14 @@ add_malloc_probe() {
 # remove_malloc_probe EVENT: removes the probe add_malloc_probe made.
 remove_malloc_probe() { perf probe -q -d "$1" 2>/dev/null || true; }
 
-# phase NAME COMMAND...: runs the load generator; sets NAME_rate, _p50, _p99, _errors, _busy, _core1,
+# phase NAME COMMAND...: runs the load generator; sets NAME_rate, _p50, _p99, _errors, _busy, _kernel
+# (the kernel's share of the gateway's CPU time in the phase: system calls, sockets, page faults), _core1,
 # and with HOST_PROBE=1 NAME_host: host_sign_rate just before and just after the phase.
 phase() {
     local name="$1"; shift
     local host_before="" host_after=""
     if [ "${HOST_PROBE:-0}" = "1" ]; then host_before="$(host_sign_rate)"; fi
-    local before started result rate p50 p99 errors ended after core1_before core1_after
+    local before started result rate p50 p99 errors ended after core1_before core1_after kernel_before kernel_after
     local perf_pid=""
     if [ "${PROFILE_PHASE:-}" = "$name" ]; then
         if [ "${PROFILE_EVENT:-}" = "malloc" ]; then
@@ -106,9 +109,9 @@ phase() {
         fi
         perf_pid=$!
     fi
-    before="$(gateway_ticks)"; started="$(date +%s.%N)"; core1_before="$(core1_ticks)"
+    before="$(gateway_ticks)"; kernel_before="$(gateway_kernel_ticks)"; started="$(date +%s.%N)"; core1_before="$(core1_ticks)"
     result="$("$@")"
-    ended="$(date +%s.%N)"; after="$(gateway_ticks)"; core1_after="$(core1_ticks)"
+    ended="$(date +%s.%N)"; after="$(gateway_ticks)"; kernel_after="$(gateway_kernel_ticks)"; core1_after="$(core1_ticks)"
     if [ -n "$perf_pid" ]; then
         kill -INT "$perf_pid" 2>/dev/null || true; wait "$perf_pid" 2>/dev/null || true
         if [ "${PROFILE_EVENT:-}" = "malloc" ]; then remove_malloc_probe authgate_bench:malloc; fi
@@ -121,6 +124,11 @@ phase() {
     printf -v "${name}_rate" '%s' "$rate"; printf -v "${name}_p50" '%s' "$p50"; printf -v "${name}_p99" '%s' "$p99"
     printf -v "${name}_errors" '%s' "$errors"
     printf -v "${name}_busy" '%.0f' "$(echo "100 * ($after - $before) / $ticks_per_second / ($ended - $started)" | bc -l)"
+    if [ "$after" -gt "$before" ]; then
+        printf -v "${name}_kernel" '%.0f' "$(echo "100 * ($kernel_after - $kernel_before) / ($after - $before)" | bc -l)"
+    else
+        printf -v "${name}_kernel" '%s' "-"
+    fi
     read -r b0 t0 <<<"$core1_before"; read -r b1 t1 <<<"$core1_after"
     printf -v "${name}_core1" '%.0f' "$(echo "100 * ($b1 - $b0) / ($t1 - $t0)" | bc -l)"
 }

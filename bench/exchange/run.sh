@@ -15,7 +15,9 @@
 # and once over HTTP/2 (h2load with prior knowledge, 8 connections with CONCURRENCY/8 streams
 # each: as many requests in flight; its latency column is h2load's mean, it reports no percentiles). Each row prints how busy
 # the gateway's core was (its CPU time over the phase's wall time): well under 100% means the load
-# generator, not the gateway, set the pace; how busy core 1 (Redis and the load generator) was;
+# generator, not the gateway, set the pace; the kernel's share of that CPU time (system calls,
+# sockets, page faults: what counting instructions in user space does not see); how busy core 1
+# (Redis and the load generator) was;
 # and the gateway's CPU time per answer in microseconds (steadier than the rate on a busy host);
 # and, with HOST_PROBE=1, the host's own speed just before and just after the phase: ECDSA P-256
 # signatures per second on core 0, in thousands, with core 1 signing too (`openssl speed`, 1 s
@@ -122,14 +124,14 @@ if [ "${PROFILE:-0}" != "1" ]; then
     echo
     host_column=""
     if [ "${HOST_PROBE:-0}" = "1" ]; then host_column="$(printf ' %13s' "host k-sign/s")"; fi
-    printf '%-26s %10s %18s %8s %6s %7s %9s%s\n' "operation (same gateway)" "per second" "p50 / p99 (ms)" "non-200" "busy" "core 1" \
-        "µs/answer" "$host_column"
+    printf '%-26s %10s %18s %8s %6s %7s %7s %9s%s\n' "operation (same gateway)" "per second" "p50 / p99 (ms)" "non-200" "busy" "kernel" \
+        "core 1" "µs/answer" "$host_column"
     names="new returning refresh user floor floor_h2"
     if [ "$acked" = "1" ]; then names="$names acked_new acked_refresh"; fi
     for name in $names; do
-        r="${name}_rate"; a="${name}_p50"; b="${name}_p99"; e="${name}_errors"; u="${name}_busy"; c="${name}_core1"; h="${name}_host"
+        r="${name}_rate"; a="${name}_p50"; b="${name}_p99"; e="${name}_errors"; u="${name}_busy"; k="${name}_kernel"; c="${name}_core1"; h="${name}_host"
         if [ -n "$host_column" ]; then host_column="$(printf ' %13s' "${!h}")"; fi
-        printf '%-26s %10.0f %18s %8s %5s%% %6s%% %9.0f%s\n' "$(row_label "$name")" "${!r}" "${!a} / ${!b}" "${!e}" "${!u}" "${!c}" \
+        printf '%-26s %10.0f %18s %8s %5s%% %6s%% %6s%% %9.0f%s\n' "$(row_label "$name")" "${!r}" "${!a} / ${!b}" "${!e}" "${!u}" "${!k}" "${!c}" \
             "$(us_per_answer "$name")" "$host_column"
     done
 fi
