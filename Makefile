@@ -9,8 +9,12 @@ CONFIG ?= config/authgate.yaml
 APT_PACKAGES := libhiredis-dev libjemalloc-dev redis-server redis-sentinel pkg-config python3 python3-venv python3-yaml nginx-light chromium-headless-shell
 # Seconds each fuzz target runs in `make test` and `make fuzz` (the long run: FUZZ_RUNS=1000000).
 FUZZ_SECONDS ?= 30
-# Extra flags for the release binary (deploy/Dockerfile passes --static-swift-stdlib).
-RELEASE_FLAGS ?=
+# Flags of the release binary: the Swift runtime linked in (--static-swift-stdlib), so the binary
+# needs no Swift toolchain where it runs, and calls into the runtime (reference counting, tasks)
+# are direct, its thread-locals without __tls_get_addr: 5-10% less CPU per answer on the lighter
+# rows (docs/performance-history.md). The benchmarks build with the same flags (scripts/lib.sh
+# release_build; deploy/check.py keeps the two the same).
+RELEASE_FLAGS ?= --static-swift-stdlib
 
 .PHONY: deps build release run test test-e2e lint fuzz check-config deploy-check bench-redis clean
 

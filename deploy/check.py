@@ -8,7 +8,8 @@
 - Kubernetes: the Deployment has readiness and liveness probes, resource requests and limits,
   runs as non-root, and its termination grace period outlasts the gateway's shutdown timeout;
   the HPA and PDB select it;
-- the Dockerfile's build stage runs `make release` (the command a release build uses), the
+- the Dockerfile's build stage runs `make release` (the command a release build uses), and the
+  benchmarks build with the same flags (scripts/lib.sh release_build); the
   runtime stage runs as a non-root user with a health check on /readyz;
 - docker compose: Redis with append-only persistence, two gateways, an upstream;
 - the systemd unit reloads with SIGHUP, stops with SIGTERM, and carries the hardening options;
@@ -100,8 +101,18 @@ else:
     if not any(run.split()[:2] == ["make", "release"] for run in runs):
         problem(dockerfile, "the build stage must build with `make release`, as the Makefile does")
     with open(os.path.join(ROOT, "Makefile"), encoding="utf-8") as handle:
-        if not re.search(r"(?m)^release:", handle.read()):
-            problem(dockerfile, "the Makefile has no release target")
+        makefile_text = handle.read()
+    if not re.search(r"(?m)^release:", makefile_text):
+        problem(dockerfile, "the Makefile has no release target")
+    # The benchmarks measure the binary that ships: scripts/lib.sh's release_build passes the
+    # Makefile's default RELEASE_FLAGS.
+    makefile_flags = re.search(r"(?m)^RELEASE_FLAGS \?=(.*)$", makefile_text)
+    with open(os.path.join(ROOT, "scripts", "lib.sh"), encoding="utf-8") as handle:
+        bench_flags = re.search(r"(?m)^release_build\(\) \{ \S+ build -c release(.*) --product ", handle.read())
+    if makefile_flags is None or bench_flags is None:
+        problem(dockerfile, "no RELEASE_FLAGS default in the Makefile or no release_build in scripts/lib.sh")
+    elif makefile_flags.group(1).split() != bench_flags.group(1).split():
+        problem(dockerfile, f"scripts/lib.sh builds release with {bench_flags.group(1).split()}, `make release` with {makefile_flags.group(1).split()}")
     if not re.search(r"(?m)^USER (?!0|root)", runtime):
         problem(dockerfile, "the runtime stage must run as a non-root user")
     if "/readyz" not in runtime or "HEALTHCHECK" not in runtime:

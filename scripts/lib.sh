@@ -129,6 +129,12 @@ machine_description() {
     echo "$(nproc) cores, $(uname -m), ${model:-unknown CPU}, Linux $(uname -r), system call ~${syscall_ns} ns"
 }
 
+# release_build PRODUCT: a release build of PRODUCT with the flags of `make release` (the Makefile's
+# RELEASE_FLAGS; deploy/check.py keeps the two the same): the Swift runtime linked into the binary,
+# as deployed, so a benchmark measures the binary that ships. Every release product here is built
+# with these flags: a build with others recompiles what the last one built (about a minute).
+release_build() { "${SWIFT:-swift}" build -c release --static-swift-stdlib --product "$1" >/dev/null; }
+
 # gateway_builds: the builds an instruction count runs, in $builds: $GATEWAY (or this tree's
 # release build) and, with $COMPARE, that one after it; exits when one is not an executable.
 gateway_builds() {

@@ -3,6 +3,7 @@
 The gateway runs on the Redis that `make test` started (AUTHGATE_TEST_REDIS_URL), with a signing
 key made by `authgate keys generate`, and providers whose JWKS are served by a local HTTP server
 with keys made here. Tokens are minted with PyJWT, the way Apple and Google shape them.
+AUTHGATE_E2E_BINARY names another gateway build to run (the debug build by default).
 """
 
 import hashlib
@@ -28,7 +29,10 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 
 ROOT = Path(__file__).resolve().parents[2]
-BINARY = ROOT / ".build" / "debug" / "authgate"
+# The debug build `make test` builds; AUTHGATE_E2E_BINARY runs the suite on another build, e.g. the
+# release binary that ships (`make release`, then AUTHGATE_E2E_BINARY=.build/release/authgate); a
+# relative path is from the repository's root.
+BINARY = ROOT / (os.environ.get("AUTHGATE_E2E_BINARY") or ".build/debug/authgate")
 APPLE_AUDIENCE = "com.example.authgate.e2e"
 GOOGLE_AUDIENCE = "1234-e2e.apps.googleusercontent.com"
 

@@ -16,8 +16,8 @@
 #
 # Reproduce: bench/exchange/ab.sh A_BINARY B_BINARY [tokens] [concurrency]
 #            (AB_ROUNDS=3 rounds, REQUESTS=50000 GET requests per row, refresh chains of ROUNDS=3)
-#   e.g.     git stash; swift build -c release --product authgate; cp .build/release/authgate /tmp/authgate-old
-#            git stash pop; swift build -c release --product authgate
+#   e.g.     git stash; make release; cp .build/release/authgate /tmp/authgate-old
+#            git stash pop; make release
 #            bench/exchange/ab.sh /tmp/authgate-old .build/release/authgate
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -34,9 +34,9 @@ AB_ROUNDS="${AB_ROUNDS:-3}"
 ROUNDS="${ROUNDS:-3}"
 REQUESTS="${REQUESTS:-50000}"
 scripts/install-deps.sh libhiredis-dev libjemalloc-dev redis-server redis-tools util-linux openssl bc wrk >/dev/null
-swift build -c release --product ExchangeBench >/dev/null
-
 . scripts/lib.sh
+release_build ExchangeBench
+
 . bench/exchange/common.sh
 start_work exchange-ab
 start_redis 1

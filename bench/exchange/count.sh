@@ -20,11 +20,11 @@ COUNT="${1:-2000}"
 REQUESTS="${2:-10000}"
 CONCURRENCY=64
 scripts/install-deps.sh libhiredis-dev libjemalloc-dev redis-server redis-tools util-linux bc wrk linux-perf >/dev/null
-swift build -c release --product authgate >/dev/null
-GATEWAY="${GATEWAY:-.build/release/authgate}"
-swift build -c release --product ExchangeBench >/dev/null
-
 . scripts/lib.sh
+release_build authgate
+GATEWAY="${GATEWAY:-.build/release/authgate}"
+release_build ExchangeBench
+
 . bench/exchange/common.sh
 start_work exchange-count
 probe_group="authgate_count_$$"

@@ -31,9 +31,9 @@ CONCURRENCY="${CONCURRENCY:-1}"
 WARM="${WARM:-50}"
 TOP="${TOP:-0}"
 scripts/install-deps.sh libhiredis-dev libjemalloc-dev redis-server redis-tools util-linux bc wrk valgrind gcc binutils >/dev/null
-swift build -c release --product authgate >/dev/null
-swift build -c release --product ExchangeBench >/dev/null
 . scripts/lib.sh
+release_build authgate
+release_build ExchangeBench
 gateway_builds
 . bench/exchange/common.sh
 start_work exchange-instructions

@@ -48,11 +48,11 @@ CONCURRENCY="${2:-64}"
 ROUNDS="${ROUNDS:-3}"
 REQUESTS="${REQUESTS:-100000}"
 scripts/install-deps.sh libhiredis-dev libjemalloc-dev redis-server redis-tools util-linux openssl bc wrk nghttp2-client >/dev/null
-swift build -c release --product authgate >/dev/null
-GATEWAY="${GATEWAY:-.build/release/authgate}"
-swift build -c release --product ExchangeBench >/dev/null
-
 . scripts/lib.sh
+release_build authgate
+GATEWAY="${GATEWAY:-.build/release/authgate}"
+release_build ExchangeBench
+
 . bench/exchange/common.sh
 start_work exchange
 

@@ -20,8 +20,8 @@ cd "$(dirname "$0")/../.."
 REQUESTS="${1:-2000}"
 WARM="${WARM:-200}"
 scripts/install-deps.sh libhiredis-dev libjemalloc-dev redis-server redis-tools nginx-light nghttp2-client util-linux bc valgrind gcc binutils curl >/dev/null
-if [ -z "${GATEWAY:-}" ]; then swift build -c release --product authgate >/dev/null; fi
 . scripts/lib.sh
+if [ -z "${GATEWAY:-}" ]; then release_build authgate; fi
 gateway_builds
 . bench/exchange/common.sh
 . bench/proxy/common.sh

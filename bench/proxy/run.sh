@@ -25,12 +25,12 @@ SECONDS_PER_RUN="${1:-10}"
 CONNECTIONS="${2:-64}"
 ROUNDS="${3:-2}"
 scripts/install-deps.sh libhiredis-dev libjemalloc-dev redis-server redis-tools haproxy nginx-light wrk nghttp2-client util-linux openssl curl bc >/dev/null
+. scripts/lib.sh
 if [ -z "${GATEWAY:-}" ]; then
-    swift build -c release --product authgate >/dev/null
+    release_build authgate
     GATEWAY=.build/release/authgate
 fi
 
-. scripts/lib.sh
 . bench/proxy/common.sh
 start_work proxybench
 

@@ -13,9 +13,9 @@ cd "$(dirname "$0")/../.."
 REQUESTS="${1:-200000}"
 REPEAT="${2:-3}"
 scripts/install-deps.sh libhiredis-dev libjemalloc-dev redis-server redis-tools util-linux bc >/dev/null
-swift build -c release --product RedisBench >/dev/null
-BENCH=.build/release/RedisBench
 . scripts/lib.sh
+release_build RedisBench
+BENCH=.build/release/RedisBench
 
 directory="$(mktemp -d -t authgate-bench.XXXXXX)"
 port="$(free_port)"

@@ -16,11 +16,11 @@ cd "$(dirname "$0")/../.."
 MINUTES="${1:-10}"
 RATE="${2:-0}"
 scripts/install-deps.sh libhiredis-dev libjemalloc-dev redis-server redis-tools nginx-light util-linux curl python3-venv >/dev/null
-swift build -c release --product authgate >/dev/null
+. scripts/lib.sh
+release_build authgate
 venv=".build/soak-venv"
 scripts/python-venv.sh "$venv" bench/soak/requirements.txt
 
-. scripts/lib.sh
 start_work soak
 
 start_nginx_ok 1
