@@ -21,7 +21,8 @@
 #            TOP=15 bench/exchange/instructions.sh   (each row's 15 functions that executed the most
 #              instructions themselves, per answer)
 #            KEEP=DIR bench/exchange/instructions.sh  (keeps each row's callgrind file in DIR, for
-#              `callgrind_annotate --inclusive=yes DIR/FILE`)
+#              `callgrind_annotate --inclusive=yes DIR/FILE`, or `--tree=calling` for what each
+#              function calls and how often; `--tree=caller` misses most callers of runtime functions)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
