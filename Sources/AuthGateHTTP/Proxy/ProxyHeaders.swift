@@ -18,7 +18,7 @@ public enum ProxyHeaders {
     /// A header name's byte in folded form: ASCII lower case, `_` as `-`.
     @inline(__always)
     static func fold(_ byte: UInt8) -> UInt8 {
-        byte == UInt8(ascii: "_") ? UInt8(ascii: "-") : (byte >= 65 && byte <= 90 ? byte | 0x20 : byte)
+        byte == UInt8(ascii: "_") ? UInt8(ascii: "-") : ASCIICase.lowered(byte)
     }
 
     /// `name` in folded form.

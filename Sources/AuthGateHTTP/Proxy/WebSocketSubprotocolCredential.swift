@@ -30,8 +30,8 @@ enum WebSocketSubprotocolCredential {
     /// What `element` (already trimmed of spaces and tabs) is.
     static func classify(_ element: String) -> Element {
         let bytes = element.utf8
-        if bytes.count == 8, equalIgnoringASCIICase(bytes, marker.utf8) { return .marker }
-        guard bytes.count >= 16, equalIgnoringASCIICase(bytes.prefix(16), bearerPrefix.utf8) else { return .other }
+        if bytes.count == 8, element.equalsLowercaseASCII(marker) { return .marker }
+        guard bytes.count >= 16, Substring(bytes.prefix(16)).equalsLowercaseASCII(bearerPrefix) else { return .other }
         return .bearer(String(element[bytes.index(bytes.startIndex, offsetBy: 16)...]))
     }
 
@@ -51,9 +51,5 @@ enum WebSocketSubprotocolCredential {
         let elements = elements(value)
         let others = elements.filter { classify($0) == .other }
         return others.count == elements.count ? nil : others.joined(separator: ", ")
-    }
-
-    private static func equalIgnoringASCIICase(_ bytes: some Sequence<UInt8>, _ lower: some Sequence<UInt8>) -> Bool {
-        bytes.elementsEqual(lower) { ($0 >= 65 && $0 <= 90 ? $0 | 0x20 : $0) == $1 }
     }
 }

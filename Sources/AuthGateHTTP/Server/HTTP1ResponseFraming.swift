@@ -157,15 +157,7 @@ struct HTTP1ResponseFraming {
 
     /// `bytes` are `lowercased`'s, compared without regard to ASCII case.
     private static func matches(_ bytes: UnsafeBufferPointer<UInt8>, _ lowercased: StaticString) -> Bool {
-        lowercased.withUTF8Buffer { expected in
-            guard bytes.count == expected.count else { return false }
-            for index in 0..<bytes.count {
-                let byte = bytes[index]
-                let lower = (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte
-                guard lower == expected[index] else { return false }
-            }
-            return true
-        }
+        lowercased.withUTF8Buffer { ASCIICase.equals(bytes, lower: $0) }
     }
 
     /// A static string's bytes.
