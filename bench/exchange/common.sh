@@ -43,10 +43,9 @@ wait_for_gateway() {
     done
 }
 ticks_per_second="$(getconf CLK_TCK)"
-# The gateway's CPU time so far, in clock ticks (utime + stime of /proc/<pid>/stat).
-gateway_ticks() { awk '{print $14 + $15}' "/proc/$gateway_pid/stat"; }
-# The gateway's CPU time in the kernel so far, in clock ticks (stime of /proc/<pid>/stat).
-gateway_kernel_ticks() { awk '{print $15}' "/proc/$gateway_pid/stat"; }
+# The gateway's CPU time so far and the part of it in the kernel, in clock ticks, from one read
+# of /proc/<pid>/stat: utime + stime, then stime.
+gateway_ticks() { awk '{print $14 + $15, $15}' "/proc/$gateway_pid/stat"; }
 # Core 1's busy and total clock ticks so far (/proc/stat: everything but idle and iowait).
 core1_ticks() { awk '$1 == "cpu1" {print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9}' /proc/stat; }
 # drive MODE FILE [ARG]: wrk on core 1 against $base with driver.lua; prints "rate,p50,p99,errors".
@@ -109,9 +108,9 @@ phase() {
         fi
         perf_pid=$!
     fi
-    before="$(gateway_ticks)"; kernel_before="$(gateway_kernel_ticks)"; started="$(date +%s.%N)"; core1_before="$(core1_ticks)"
+    read -r before kernel_before <<<"$(gateway_ticks)"; started="$(date +%s.%N)"; core1_before="$(core1_ticks)"
     result="$("$@")"
-    ended="$(date +%s.%N)"; after="$(gateway_ticks)"; kernel_after="$(gateway_kernel_ticks)"; core1_after="$(core1_ticks)"
+    ended="$(date +%s.%N)"; read -r after kernel_after <<<"$(gateway_ticks)"; core1_after="$(core1_ticks)"
     if [ -n "$perf_pid" ]; then
         kill -INT "$perf_pid" 2>/dev/null || true; wait "$perf_pid" 2>/dev/null || true
         if [ "${PROFILE_EVENT:-}" = "malloc" ]; then remove_malloc_probe authgate_bench:malloc; fi
