@@ -13,7 +13,7 @@ import Testing
 @Suite("Account API audit findings", .serialized, .timeLimit(.minutes(3)))
 struct AccountAPIAuditTests {
     private struct Gateway {
-        let app: Application<RouterResponder<AuthGateRequestContext>>
+        let app: Application<GatewayRouterResponder<AuthGateRequestContext>>
         let dependencies: GatewayApplication.Dependencies
         let keyRing: SigningKeyRing
 

@@ -12,7 +12,7 @@ import Testing
 @Suite("Admin API", .timeLimit(.minutes(3)))
 struct AdminAPITests {
     private struct Gateway {
-        let app: Application<RouterResponder<AuthGateRequestContext>>
+        let app: Application<GatewayRouterResponder<AuthGateRequestContext>>
         let keyRing: SigningKeyRing
         let configuration: AuthGateConfiguration
         let connections: UpstreamConnectionPool

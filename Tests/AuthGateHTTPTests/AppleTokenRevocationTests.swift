@@ -27,7 +27,7 @@ struct AppleTokenRevocationTests {
         let keys: FakeProvider
         let api: FakeAppleAPI
         let dependencies: GatewayApplication.Dependencies
-        let app: Application<RouterResponder<AuthGateRequestContext>>
+        let app: Application<GatewayRouterResponder<AuthGateRequestContext>>
         let directory: String
         let signingKey: FakeProvider.Key
 

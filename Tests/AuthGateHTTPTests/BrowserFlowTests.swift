@@ -36,7 +36,7 @@ struct BrowserFlowTests {
         let corp: FakeOAuthTokenEndpoint
         let apple: FakeAppleAPI
         let dependencies: GatewayApplication.Dependencies
-        let app: Application<RouterResponder<AuthGateRequestContext>>
+        let app: Application<GatewayRouterResponder<AuthGateRequestContext>>
         let directory: String
         var service: BrowserFlowService {
             get throws { try #require(dependencies.browserFlow) }

@@ -22,7 +22,7 @@ public struct AdminAuditController: Sendable {
         self.adminRoles = Set(adminRoles)
     }
 
-    public func register(on router: Router<AuthGateRequestContext>) {
+    public func register(on router: some RouterMethods<AuthGateRequestContext>) {
         router.group().add(middleware: BearerAuthenticator(accounts: accounts, requirement: .admin(roles: adminRoles)))
             .get("/auth/v1/admin/audit") { request, _ in try await list(request) }
     }

@@ -31,7 +31,7 @@ public struct AdminController: Sendable {
     }
 
     /// Every admin endpoint sits behind ``BearerAuthenticator`` (`.admin`).
-    public func register(on router: Router<AuthGateRequestContext>) {
+    public func register(on router: some RouterMethods<AuthGateRequestContext>) {
         let group = router.group().add(middleware: BearerAuthenticator(accounts: accounts, requirement: .admin(roles: adminRoles)))
         group.get("/auth/v1/admin/users") { request, _ in try await listUsers(request) }
         group.post("/auth/v1/admin/users") { request, _ in try await createUser(request) }

@@ -184,9 +184,10 @@ public enum GatewayApplication {
         return Assembly(dependencies: dependencies, services: services)
     }
 
-    /// The router with every route and middleware.
-    public static func buildRouter(_ dependencies: Dependencies) -> Router<AuthGateRequestContext> {
-        let router = Router(context: AuthGateRequestContext.self, options: .autoGenerateHeadEndpoints)
+    /// The router with every route and middleware (its constant paths answered from a table,
+    /// ``GatewayRouter``).
+    public static func buildRouter(_ dependencies: Dependencies) -> GatewayRouter<AuthGateRequestContext> {
+        let router = GatewayRouter(context: AuthGateRequestContext.self)
         // Outermost, so it adds its headers to every answer, errors included (already GoTrue-shaped).
         if !dependencies.configuration.server.corsAllowedOrigins.isEmpty {
             router.add(middleware: CORSPolicyMiddleware(origins: dependencies.configuration.server.corsAllowedOrigins))

@@ -24,7 +24,7 @@ public struct AppleNotificationController: Sendable {
         let payload: String?
     }
 
-    public func register(on router: Router<AuthGateRequestContext>) {
+    public func register(on router: some RouterMethods<AuthGateRequestContext>) {
         router.post("/auth/v1/apple/notifications") { request, context in try await receive(request, context) }
     }
 

@@ -34,7 +34,7 @@ public struct JWKSController: Sendable {
         self.init(keys: SigningKeys(keyRing), issuer: issuer)
     }
 
-    public func register(on router: Router<AuthGateRequestContext>) {
+    public func register(on router: some RouterMethods<AuthGateRequestContext>) {
         router.get("/auth/v1/.well-known/jwks.json") { _, _ in response(current().jwks) }
         router.get("/.well-known/jwks.json") { _, _ in response(current().jwks) }
         router.get("/auth/v1/.well-known/openid-configuration") { _, _ in response(current().discovery) }

@@ -30,7 +30,7 @@ public struct UserAccountController: Sendable {
         self.security = configuration.security
     }
 
-    public func register(on router: Router<AuthGateRequestContext>) {
+    public func register(on router: some RouterMethods<AuthGateRequestContext>) {
         let authenticated = router.group().add(middleware: BearerAuthenticator(accounts: accounts, requirement: .user))
         authenticated.delete("/auth/v1/user") { _, context in try await deleteSelf(context) }
         authenticated.delete("/auth/v1/user/identities/:identity_id") { _, context in try await unlink(context) }

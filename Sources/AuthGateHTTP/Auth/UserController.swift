@@ -33,7 +33,7 @@ public struct UserController: Sendable {
     }
 
     /// Registers the endpoints; `signup` is the (rate-limited) group sign-up goes on.
-    public func register(on router: Router<AuthGateRequestContext>, signup: some RouterMethods<AuthGateRequestContext>) {
+    public func register(on router: some RouterMethods<AuthGateRequestContext>, signup: some RouterMethods<AuthGateRequestContext>) {
         signup.post("/auth/v1/signup") { request, context in try await self.signup(request, context) }
         let authenticated = router.group().add(middleware: BearerAuthenticator(accounts: accounts, requirement: .user))
         authenticated.get("/auth/v1/user") { _, context in try await currentUser(context) }

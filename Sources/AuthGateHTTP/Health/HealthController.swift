@@ -20,7 +20,7 @@ public struct HealthController: Sendable {
     }
 
     /// Registers the routes.
-    public func register(on router: Router<AuthGateRequestContext>) {
+    public func register(on router: some RouterMethods<AuthGateRequestContext>) {
         router.get("/health") { _, _ in try health() }
         router.get("/auth/v1/health") { _, _ in try health() }
         router.get("/readyz") { _, _ in try await readiness() }

@@ -11,7 +11,7 @@ public struct MetricsController: Sendable {
         self.registry = registry
     }
 
-    public func register<Context: RequestContext>(on router: Router<Context>) {
+    public func register<Context: RequestContext>(on router: some RouterMethods<Context>) {
         router.get("/metrics") { _, _ in
             Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],

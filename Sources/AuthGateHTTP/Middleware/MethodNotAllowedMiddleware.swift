@@ -24,7 +24,7 @@ public struct MethodNotAllowedMiddleware: RouterMiddleware {
     }
 
     /// The middleware for every path `router` serves now.
-    public static func make(for router: Router<Context>) -> Self {
+    public static func make(for router: GatewayRouter<Context>) -> Self {
         var byPath: [String: ServedPath] = [:]
         for route in router.routes {
             byPath[route.path.description, default: ServedPath(components: route.path.components, methods: [])].methods.insert(route.method)
