@@ -3,8 +3,9 @@ import Hummingbird
 
 /// The routes whose path is constant in every component (`/auth/v1/user`, not `/…/users/:id`),
 /// by their exact path and method, for ``GatewayRouterResponder`` to answer without walking
-/// Hummingbird's trie (which compares each path component as `Character`s: about 6,500
-/// instructions per answer, 3.5% of a `GET /user`).
+/// Hummingbird's trie, which compares each path component as `Character`s (the table saves
+/// about 9,000 instructions of a `GET /user`'s 186,000, and 12,000 of the cheapest answer's
+/// 103,000).
 ///
 /// A table hit must be the route the trie would resolve. Hummingbird 2's trie tries a node's
 /// constant children before its patterns, so a registered constant path resolves to its own
@@ -31,7 +32,7 @@ struct ConstantPathTable<Value> {
         return (endpoint.path, value)
     }
 
-    /// The paths in the table, for tests and the route listing.
+    /// The paths in the table (for tests).
     var paths: Set<String> { Set(endpoints.keys) }
 
     /// Collects routes as they are registered (``GatewayRouter``) and builds the table.
