@@ -11,7 +11,9 @@ public import Hummingbird
 /// parent's `on` with the whole path, so every route comes through ``on(_:method:responder:)``.
 public final class GatewayRouter<Context: RequestContext>: RouterMethods, HTTPResponderBuilder {
     /// The router every route is registered on; its trie answers what the table does not.
-    public let router: Router<Context>
+    /// Private: a route registered on it directly would miss the table's check that no pattern
+    /// route can reach a constant path it answers.
+    private let router: Router<Context>
     private var table = ConstantPathTable<any HTTPResponder<Context>>.Builder()
 
     public init(context: Context.Type = Context.self) {
