@@ -14,13 +14,18 @@ import Testing
 /// keeps (their newest refresh token and access token).
 @Suite("Gateway through a Redis failover", .serialized, .timeLimit(.minutes(10)))
 struct SentinelFailoverGatewayTests {
-    /// The documented error window (docs/operations.md).
-    static let documentedWindow = Duration.milliseconds(2500)
+    /// The gateway's documented part of an error window (docs/operations.md): its errors end
+    /// within this long of the Sentinel step each call needs. The Sentinels' own steps (judging
+    /// the master down, electing a leader, promoting, moving the other replica over after their
+    /// next `INFO`) took 1.4 s (reads) and 2.3 s (writes) on a quiet host and 3.5 s in a
+    /// clean-clone CI run beside other tests (/work/ci-fail-s38.log): a bound on the whole window
+    /// from the kill measured them, not the gateway.
+    static let followWithin = Duration.seconds(1)
 
-    @Test("the master dies under load: errors only inside a window of at most 2.5 s, no acknowledged session or user lost, errors counted by code")
+    @Test("the master dies under load: errors end within 1 s of the Sentinel step a call needs, nothing acknowledged lost, errors counted")
     func masterKilled() async throws {
         let result = try await Self.failover(pausingReplicasFirst: false)
-        #expect(result.window <= Self.documentedWindow, "error window \(result.window)")
+        result.expectFollowed(within: Self.followWithin)
     }
 
     @Test("the replicas are paused for 500 ms before the master dies: no write is acknowledged in the pause, none acknowledged is lost")
@@ -28,7 +33,7 @@ struct SentinelFailoverGatewayTests {
         let result = try await Self.failover(pausingReplicasFirst: true)
         #expect(result.writesInPause > 0, "a write began during the pause")
         #expect(result.acknowledgedInPause == 0, "a write was acknowledged while no replica could have it")
-        #expect(result.window <= Self.documentedWindow, "error window after the kill \(result.window)")
+        result.expectFollowed(within: Self.followWithin)
     }
 
     /// One request a client made.
@@ -48,12 +53,27 @@ struct SentinelFailoverGatewayTests {
     }
 
     struct Result {
+        /// From the kill to the last failed call.
         let window: Duration
+        /// From the replica's promotion to the last failed read (nil: no read failed).
+        let readsAfterPromotion: Duration?
+        /// From a replica following the new master to the last failed write (nil: no write failed).
+        let writesAfterFollowing: Duration?
         /// Sign-ups and refreshes that began while the replicas were paused.
         let writesInPause: Int
         /// Those of them that succeeded before the kill.
         let acknowledgedInPause: Int
+
+        /// The gateway followed the Sentinels: its reads failed no later than `limit` after the
+        /// promotion, its writes no later than `limit` after a replica followed the new master.
+        func expectFollowed(within limit: Duration) {
+            #expect((readsAfterPromotion ?? .zero) <= limit, "reads failed \(readsAfterPromotion ?? .zero) after the promotion")
+            #expect((writesAfterFollowing ?? .zero) <= limit, "writes failed \(writesAfterFollowing ?? .zero) after a replica followed")
+        }
     }
+
+    /// Sign-ups and refreshes: writes that wait for a replica's acknowledgement.
+    static func isWrite(_ call: Call) -> Bool { call.kind == "signup" || call.kind == "refresh" }
 
     static func failover(pausingReplicasFirst: Bool) async throws -> Result {
         let cluster = try await SentinelCluster.start(replicaCount: 2)
@@ -102,6 +122,7 @@ struct SentinelFailoverGatewayTests {
             let killedAt = clock.now
             await cluster.master.kill()
             for replica in cluster.replicas { replica.resume() }
+            let failoverTimes = try await cluster.timeFailover(clock: clock)
             try await waitUntil("clients recovered: 100 good calls in a row after the kill") {
                 let after = ledger.calls.withLock { $0.filter { $0.started > killedAt } }
                 return after.count >= 100 && after.suffix(100).allSatisfy(\.ok)
@@ -134,9 +155,9 @@ struct SentinelFailoverGatewayTests {
             let lastFailure = failed.map(\.ended).max() ?? killedAt
             let window = lastFailure - killedAt
             let failedInPause = failed.filter { $0.ended < killedAt }.count
-            let writesInPause = all.filter {
-                ($0.kind == "signup" || $0.kind == "refresh") && $0.started > disruption && $0.started < killedAt && pausedAt != nil
-            }
+            let writesInPause = all.filter { Self.isWrite($0) && $0.started > disruption && $0.started < killedAt && pausedAt != nil }
+            let readsAfterPromotion = failed.filter { !Self.isWrite($0) }.map(\.ended).max().map { $0 - failoverTimes.promoted }
+            let writesAfterFollowing = failed.filter(Self.isWrite).map(\.ended).max().map { $0 - failoverTimes.followed }
             let acknowledgedInPause = writesInPause.filter { $0.ok && $0.ended < killedAt }.count
             var byKind: [String: Int] = [:]
             var lastByKind: [String: Duration] = [:]
@@ -177,17 +198,22 @@ struct SentinelFailoverGatewayTests {
             print(
                 """
                 failover (\(pausingReplicasFirst ? "replicas paused 500 ms before the kill" : "master killed")): \
-                error window \(window) after the kill; \(failed.count) failed calls of \(all.count) \
+                error window \(window) after the kill; the replica promoted \(failoverTimes.promoted - killedAt) and followed \
+                \(failoverTimes.followed - killedAt) after it; last failed read \(readsAfterPromotion ?? .zero) after the promotion, \
+                last failed write \(writesAfterFollowing ?? .zero) after the following; \(failed.count) failed calls of \(all.count) \
                 (\(failedInPause) in the pause); sessions checked \(held.count), lost \(lostSessions.count)
                 failed calls by kind: \(byKind.sorted { $0.key < $1.key }); last failure after the kill by kind: \(lastByKind.sorted { $0.key < $1.key })
                 \(metrics.joined(separator: "\n"))
                 """)
             // A failover that went other than planned (a second one, a long window, a lost
             // session) leaves its story here: what the Sentinels did and what the gateway logged.
-            if !lostSessions.isEmpty || window > Self.documentedWindow || value("authgate_redis_master_switches_total") != 1 {
+            let followedLate = [readsAfterPromotion, writesAfterFollowing].contains { ($0 ?? .zero) > Self.followWithin }
+            if !lostSessions.isEmpty || followedLate || value("authgate_redis_master_switches_total") != 1 {
                 print("--- the gateway's log ---\n\(log)\n\(cluster.logs())")
             }
-            outcome = Result(window: window, writesInPause: writesInPause.count, acknowledgedInPause: acknowledgedInPause)
+            outcome = Result(
+                window: window, readsAfterPromotion: readsAfterPromotion, writesAfterFollowing: writesAfterFollowing,
+                writesInPause: writesInPause.count, acknowledgedInPause: acknowledgedInPause)
         } catch {
             ledger.stop.store(true, ordering: .relaxed)
             for replica in cluster.replicas { replica.resume() }

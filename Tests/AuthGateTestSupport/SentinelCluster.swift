@@ -147,6 +147,40 @@ public struct SentinelCluster: Sendable {
         }
     }
 
+    /// When a failover's steps were seen from outside, on the caller's clock.
+    public struct FailoverTimes: Sendable {
+        /// The first replica answered `role:master`: reads can go to it.
+        public let promoted: ContinuousClock.Instant
+        /// The new master had a replica online: writes acknowledged by one replica can succeed.
+        public let followed: ContinuousClock.Instant
+    }
+
+    /// Watches the first replica (the only one a failover promotes) every 10 ms from now until it
+    /// is master with a replica online, and returns when each step was first seen. How long these
+    /// steps take is the Sentinels' doing (elections, their `INFO` once a second) and varies with a
+    /// busy host's scheduling; a test measures the gateway's part of an error window from them.
+    public func timeFailover(clock: ContinuousClock, deadline: Duration = .seconds(30)) async throws -> FailoverTimes {
+        let client = RedisClient(
+            configuration: .init(url: RedisURL(host: "127.0.0.1", port: replica.port), poolSize: 1, clientName: nil),
+            logger: Logger(label: "sentinel-test"))
+        let start = clock.now
+        var promoted: ContinuousClock.Instant?
+        var times: FailoverTimes?
+        while times == nil, clock.now - start < deadline {
+            let text = (try? await client.send(RedisCommand("INFO", "replication")).string) ?? ""
+            let seen = clock.now
+            if promoted == nil, text.contains("role:master") { promoted = seen }
+            if let promoted, (Self.infoInteger(text, "connected_slaves") ?? 0) >= 1, text.contains("state=online") {
+                times = FailoverTimes(promoted: promoted, followed: seen)
+            } else {
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+        }
+        await client.shutdown()
+        if let times { return times }
+        throw TestSupportError("the first replica was not master with a replica online within \(deadline)")
+    }
+
     public static func info(_ port: Int, _ section: String) async throws -> String {
         try await command(port, RedisCommand("INFO", .string(section))).string ?? ""
     }
