@@ -53,8 +53,6 @@ struct SentinelFailoverGatewayTests {
     }
 
     struct Result {
-        /// From the kill to the last failed call.
-        let window: Duration
         /// From the replica's promotion to the last failed read (nil: no read failed).
         let readsAfterPromotion: Duration?
         /// From a replica following the new master to the last failed write (nil: no write failed).
@@ -64,11 +62,17 @@ struct SentinelFailoverGatewayTests {
         /// Those of them that succeeded before the kill.
         let acknowledgedInPause: Int
 
-        /// The gateway followed the Sentinels: its reads failed no later than `limit` after the
-        /// promotion, its writes no later than `limit` after a replica followed the new master.
+        /// Whether the gateway followed the Sentinels: its reads failed no later than `limit` after
+        /// the promotion, its writes no later than `limit` after a replica followed the new master.
+        func followed(within limit: Duration) -> (reads: Bool, writes: Bool) {
+            ((readsAfterPromotion ?? .zero) <= limit, (writesAfterFollowing ?? .zero) <= limit)
+        }
+
+        /// ``followed(within:)``, expected of each part.
         func expectFollowed(within limit: Duration) {
-            #expect((readsAfterPromotion ?? .zero) <= limit, "reads failed \(readsAfterPromotion ?? .zero) after the promotion")
-            #expect((writesAfterFollowing ?? .zero) <= limit, "writes failed \(writesAfterFollowing ?? .zero) after a replica followed")
+            let followed = followed(within: limit)
+            #expect(followed.reads, "reads failed \(readsAfterPromotion ?? .zero) after the promotion")
+            #expect(followed.writes, "writes failed \(writesAfterFollowing ?? .zero) after a replica followed")
         }
     }
 
@@ -195,6 +199,9 @@ struct SentinelFailoverGatewayTests {
             let storeLines = log.split(separator: "\n").filter { $0.contains("rate limit store unavailable") }.count
             #expect(storeLines <= 4, "repeated errors are logged once per interval per bucket, not per request: \(storeLines) lines")
 
+            outcome = Result(
+                readsAfterPromotion: readsAfterPromotion, writesAfterFollowing: writesAfterFollowing,
+                writesInPause: writesInPause.count, acknowledgedInPause: acknowledgedInPause)
             print(
                 """
                 failover (\(pausingReplicasFirst ? "replicas paused 500 ms before the kill" : "master killed")): \
@@ -207,13 +214,10 @@ struct SentinelFailoverGatewayTests {
                 """)
             // A failover that went other than planned (a second one, a long window, a lost
             // session) leaves its story here: what the Sentinels did and what the gateway logged.
-            let followedLate = [readsAfterPromotion, writesAfterFollowing].contains { ($0 ?? .zero) > Self.followWithin }
-            if !lostSessions.isEmpty || followedLate || value("authgate_redis_master_switches_total") != 1 {
+            let followed = outcome.followed(within: Self.followWithin)
+            if !lostSessions.isEmpty || !followed.reads || !followed.writes || value("authgate_redis_master_switches_total") != 1 {
                 print("--- the gateway's log ---\n\(log)\n\(cluster.logs())")
             }
-            outcome = Result(
-                window: window, readsAfterPromotion: readsAfterPromotion, writesAfterFollowing: writesAfterFollowing,
-                writesInPause: writesInPause.count, acknowledgedInPause: acknowledgedInPause)
         } catch {
             ledger.stop.store(true, ordering: .relaxed)
             for replica in cluster.replicas { replica.resume() }

@@ -1,12 +1,14 @@
-/// Waits for a condition instead of sleeping for a guessed time: polls `condition` every 20 ms
-/// until it holds, failing with `what` after `deadline` (generous: a loaded two-core CI machine
+/// Waits for a condition instead of sleeping for a guessed time: polls `condition` every
+/// `interval` (20 ms unless a caller times what it waits for more finely) until it holds, failing with `what` after `deadline` (generous: a loaded two-core CI machine
 /// is slow, and a condition that holds returns at once).
 ///
 /// A condition that throws counts as not holding yet (a server still starting refuses
 /// connections), and is polled again; if the wait runs out, the failure names the last error the
 /// condition threw, so a condition that could never hold (a wrong command, a parse error) is told
 /// apart from one that was merely slow.
-public func waitUntil(_ what: String, deadline: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws {
+public func waitUntil(
+    _ what: String, deadline: Duration = .seconds(30), every interval: Duration = .milliseconds(20), _ condition: () async throws -> Bool
+) async throws {
     let clock = ContinuousClock()
     let start = clock.now
     var lastError: (any Error)?
@@ -21,6 +23,6 @@ public func waitUntil(_ what: String, deadline: Duration = .seconds(30), _ condi
             let cause = lastError.map { "; the condition's last attempt threw: \($0)" } ?? ""
             throw TestSupportError("\(what) did not happen within \(deadline)\(cause)")
         }
-        try await Task.sleep(for: .milliseconds(20))
+        try await Task.sleep(for: interval)
     }
 }

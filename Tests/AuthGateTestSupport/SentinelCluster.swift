@@ -163,22 +163,25 @@ public struct SentinelCluster: Sendable {
         let client = RedisClient(
             configuration: .init(url: RedisURL(host: "127.0.0.1", port: replica.port), poolSize: 1, clientName: nil),
             logger: Logger(label: "sentinel-test"))
-        let start = clock.now
         var promoted: ContinuousClock.Instant?
-        var times: FailoverTimes?
-        while times == nil, clock.now - start < deadline {
-            let text = (try? await client.send(RedisCommand("INFO", "replication")).string) ?? ""
-            let seen = clock.now
-            if promoted == nil, text.contains("role:master") { promoted = seen }
-            if let promoted, (Self.infoInteger(text, "connected_slaves") ?? 0) >= 1, text.contains("state=online") {
-                times = FailoverTimes(promoted: promoted, followed: seen)
-            } else {
-                try? await Task.sleep(for: .milliseconds(10))
+        var followed: ContinuousClock.Instant?
+        do {
+            try await AuthGateTestSupport.waitUntil("the first replica is master with a replica online", deadline: deadline, every: .milliseconds(10))
+            {
+                let text = try await client.send(RedisCommand("INFO", "replication")).string ?? ""
+                let seen = clock.now
+                if promoted == nil, text.contains("role:master") { promoted = seen }
+                guard promoted != nil, (Self.infoInteger(text, "connected_slaves") ?? 0) >= 1, text.contains("state=online") else { return false }
+                followed = seen
+                return true
             }
+        } catch {
+            await client.shutdown()
+            throw error
         }
         await client.shutdown()
-        if let times { return times }
-        throw TestSupportError("the first replica was not master with a replica online within \(deadline)")
+        guard let promoted, let followed else { throw TestSupportError("the failover's times were not recorded") }
+        return FailoverTimes(promoted: promoted, followed: followed)
     }
 
     public static func info(_ port: Int, _ section: String) async throws -> String {
