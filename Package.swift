@@ -197,7 +197,7 @@ let package = Package(
         .testTarget(
             name: "AuthGateCLITests",
             dependencies: [
-                "AuthGateCLI", "AuthGateCore", "AuthGateTestSupport", .product(name: "NIOCore", package: "swift-nio"),
+                "AuthGateCLI", "AuthGateCore", "AuthGateHTTP", "AuthGateTestSupport", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2")
             ],
             swiftSettings: swiftSettings

@@ -48,7 +48,9 @@ struct ServeCommand: AsyncParsableCommand {
             services.append(SigningKeyReloader(keys: keys, configurationPath: path, environment: ProcessInfo.processInfo.environment, logger: logger))
         }
         let application = GatewayApplication.build(assembly.dependencies, services: services, logger: logger)
-        var groupConfiguration = ServiceGroupConfiguration(services: [application], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        // Says once the gateway has stopped whether its drain finished or ran out of shutdown_timeout.
+        let reported = DrainReportingService(application, shutdownTimeout: configuration.server.shutdownTimeout, logger: logger)
+        var groupConfiguration = ServiceGroupConfiguration(services: [reported], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         groupConfiguration.maximumGracefulShutdownDuration = configuration.server.shutdownTimeout
         logger.info(
             "starting authgate",
