@@ -48,6 +48,12 @@ ticks_per_second="$(getconf CLK_TCK)"
 gateway_ticks() { awk '{print $14 + $15, $15}' "/proc/$gateway_pid/stat"; }
 # Core 1's busy and total clock ticks so far (/proc/stat: everything but idle and iowait).
 core1_ticks() { awk '$1 == "cpu1" {print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9}' /proc/stat; }
+# Core 0's steal ticks so far (/proc/stat's eighth value: time the hypervisor ran something else
+# while this VM's core 0 wanted to run), and their sum over every phase so far with the phases'
+# wall time: whether a slow run lost its time to the hypervisor or ran slower in the time it had.
+core0_steal_ticks() { awk '$1 == "cpu0" {print $9}' /proc/stat; }
+phases_steal_ticks=0
+phases_seconds=0
 # drive MODE FILE [ARG]: wrk on core 1 against $base with driver.lua; prints "rate,p50,p99,errors".
 drive() {
     taskset -c 1 wrk -t1 -c"$CONCURRENCY" -d600s -s bench/exchange/driver.lua "$base" -- "$@" | awk '/^RESULT / {print $2}'
@@ -96,7 +102,7 @@ phase() {
     local name="$1"; shift
     local host_before="" host_after=""
     if [ "${HOST_PROBE:-0}" = "1" ]; then host_before="$(host_sign_rate)"; fi
-    local before started result rate p50 p99 errors ended after core1_before core1_after kernel_before kernel_after
+    local before started result rate p50 p99 errors ended after core1_before core1_after kernel_before kernel_after steal_before steal_after
     local perf_pid=""
     if [ "${PROFILE_PHASE:-}" = "$name" ]; then
         if [ "${PROFILE_EVENT:-}" = "malloc" ]; then
@@ -109,8 +115,12 @@ phase() {
         perf_pid=$!
     fi
     read -r before kernel_before <<<"$(gateway_ticks)"; started="$(date +%s.%N)"; core1_before="$(core1_ticks)"
+    steal_before="$(core0_steal_ticks)"
     result="$("$@")"
     ended="$(date +%s.%N)"; read -r after kernel_after <<<"$(gateway_ticks)"; core1_after="$(core1_ticks)"
+    steal_after="$(core0_steal_ticks)"
+    phases_steal_ticks=$((phases_steal_ticks + steal_after - steal_before))
+    phases_seconds="$(echo "$phases_seconds + $ended - $started" | bc -l)"
     if [ -n "$perf_pid" ]; then
         kill -INT "$perf_pid" 2>/dev/null || true; wait "$perf_pid" 2>/dev/null || true
         if [ "${PROFILE_EVENT:-}" = "malloc" ]; then remove_malloc_probe authgate_bench:malloc; fi

@@ -23,7 +23,10 @@
 # signatures per second on core 0, in thousands, with core 1 signing too (`openssl speed`, 1 s
 # each while the gateway is idle). This VM slows down by up to 40% for minutes at a time; a row
 # measured in such a spell may show it there. Off by default: two busy cores just before a phase
-# may change the phase (unproven either way in a few runs).
+# may change the phase (unproven either way in a few runs). A line above the rows gives the share
+# of core 0's time in the phases that the hypervisor stole (/proc/stat's steal: it ran another
+# guest while this one wanted the core): near 0 in a slow run means the same work ran slower in
+# the time the VM had, not that time was taken from it.
 #
 # Last, the cost of replica-acknowledged writes (store.redis.min_replicas_acked: 1): a replica of
 # the same Redis on core 1, and a second gateway, alone on core 0, that waits (WAIT) for it after
@@ -120,6 +123,10 @@ printf '%-44s %12s\n' "latency p50 / p99 (ms)" "$p50 / $p99"
 printf '%-44s %12s\n' "non-200 answers" "$errors"
 printf '%-44s %12s\n' "gateway core busy" "$new_busy%"
 printf '%-44s %12s\n' "gateway memory after every phase (RSS, MB)" "$rss_mb"
+if [ "$(echo "$phases_seconds > 0" | bc -l)" = "1" ]; then
+    printf '%-44s %12s\n' "core 0 stolen by the hypervisor in the phases" \
+        "$(printf '%.2f%%' "$(echo "100 * $phases_steal_ticks / $ticks_per_second / $phases_seconds" | bc -l)")"
+fi
 if [ "${PROFILE:-0}" != "1" ]; then
     echo
     host_column=""
