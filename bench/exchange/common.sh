@@ -46,12 +46,15 @@ ticks_per_second="$(getconf CLK_TCK)"
 # The gateway's CPU time so far and the part of it in the kernel, in clock ticks, from one read
 # of /proc/<pid>/stat: utime + stime, then stime.
 gateway_ticks() { awk '{print $14 + $15, $15}' "/proc/$gateway_pid/stat"; }
-# Core 1's busy and total clock ticks so far (/proc/stat: everything but idle and iowait).
-core1_ticks() { awk '$1 == "cpu1" {print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9}' /proc/stat; }
-# Core 0's steal ticks so far (/proc/stat's eighth value: time the hypervisor ran something else
-# while this VM's core 0 wanted to run), and their sum over every phase so far with the phases'
-# wall time: whether a slow run lost its time to the hypervisor or ran slower in the time it had.
-core0_steal_ticks() { awk '$1 == "cpu0" {print $9}' /proc/stat; }
+# From one read of /proc/stat, clock ticks so far: core 1's busy and total (busy is everything but
+# idle and iowait), then core 0's steal (the eighth value: time the hypervisor ran something else
+# while this VM's core 0 wanted to run).
+core_ticks() {
+    awk '$1 == "cpu0" {steal = $9} $1 == "cpu1" {busy = $2 + $3 + $4 + $7 + $8 + $9; total = $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9}
+        END {print busy, total, steal}' /proc/stat
+}
+# Core 0's steal ticks summed over every phase so far, with the phases' wall time: whether a slow
+# run lost its time to the hypervisor or ran slower in the time it had.
 phases_steal_ticks=0
 phases_seconds=0
 # drive MODE FILE [ARG]: wrk on core 1 against $base with driver.lua; prints "rate,p50,p99,errors".
@@ -102,7 +105,7 @@ phase() {
     local name="$1"; shift
     local host_before="" host_after=""
     if [ "${HOST_PROBE:-0}" = "1" ]; then host_before="$(host_sign_rate)"; fi
-    local before started result rate p50 p99 errors ended after core1_before core1_after kernel_before kernel_after steal_before steal_after
+    local before started result rate p50 p99 errors ended after cores_before cores_after kernel_before kernel_after
     local perf_pid=""
     if [ "${PROFILE_PHASE:-}" = "$name" ]; then
         if [ "${PROFILE_EVENT:-}" = "malloc" ]; then
@@ -114,12 +117,9 @@ phase() {
         fi
         perf_pid=$!
     fi
-    read -r before kernel_before <<<"$(gateway_ticks)"; started="$(date +%s.%N)"; core1_before="$(core1_ticks)"
-    steal_before="$(core0_steal_ticks)"
+    read -r before kernel_before <<<"$(gateway_ticks)"; started="$(date +%s.%N)"; cores_before="$(core_ticks)"
     result="$("$@")"
-    ended="$(date +%s.%N)"; read -r after kernel_after <<<"$(gateway_ticks)"; core1_after="$(core1_ticks)"
-    steal_after="$(core0_steal_ticks)"
-    phases_steal_ticks=$((phases_steal_ticks + steal_after - steal_before))
+    ended="$(date +%s.%N)"; read -r after kernel_after <<<"$(gateway_ticks)"; cores_after="$(core_ticks)"
     phases_seconds="$(echo "$phases_seconds + $ended - $started" | bc -l)"
     if [ -n "$perf_pid" ]; then
         kill -INT "$perf_pid" 2>/dev/null || true; wait "$perf_pid" 2>/dev/null || true
@@ -138,7 +138,8 @@ phase() {
     else
         printf -v "${name}_kernel" '%s' "-"
     fi
-    read -r b0 t0 <<<"$core1_before"; read -r b1 t1 <<<"$core1_after"
+    read -r b0 t0 s0 <<<"$cores_before"; read -r b1 t1 s1 <<<"$cores_after"
+    phases_steal_ticks=$((phases_steal_ticks + s1 - s0))
     printf -v "${name}_core1" '%.0f' "$(echo "100 * ($b1 - $b0) / ($t1 - $t0)" | bc -l)"
 }
 # row_label NAME: the label a phase's row is printed under.

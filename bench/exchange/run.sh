@@ -123,10 +123,8 @@ printf '%-44s %12s\n' "latency p50 / p99 (ms)" "$p50 / $p99"
 printf '%-44s %12s\n' "non-200 answers" "$errors"
 printf '%-44s %12s\n' "gateway core busy" "$new_busy%"
 printf '%-44s %12s\n' "gateway memory after every phase (RSS, MB)" "$rss_mb"
-if [ "$(echo "$phases_seconds > 0" | bc -l)" = "1" ]; then
-    printf '%-44s %12s\n' "core 0 stolen by the hypervisor in the phases" \
-        "$(printf '%.2f%%' "$(echo "100 * $phases_steal_ticks / $ticks_per_second / $phases_seconds" | bc -l)")"
-fi
+printf '%-44s %12s\n' "core 0 stolen by the hypervisor in the phases" \
+    "$(printf '%.2f%%' "$(echo "100 * $phases_steal_ticks / $ticks_per_second / $phases_seconds" | bc -l)")"
 if [ "${PROFILE:-0}" != "1" ]; then
     echo
     host_column=""
